@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place where kernel versions differ.  compat_gen.h is written at
+ * build time by compat-probe.sh from the target tree's own headers.
+ */
+#ifndef _SFT_COMPAT_H
+#define _SFT_COMPAT_H
+
+#include <linux/mm.h>
+#include "compat_gen.h"
+
+/* ib_client.add returned void before it could fail a device (v5.8). */
+#ifdef SFT_HAVE_CLIENT_ADD_INT
+#define SFT_CLIENT_ADD_RET		int
+#define SFT_CLIENT_ADD_RETURN(err)	return (err)
+#else
+#define SFT_CLIENT_ADD_RET		void
+#define SFT_CLIENT_ADD_RETURN(err)	return
+#endif
+
+/*
+ * Families older than resv_start_op validated every op leniently unless
+ * asked; where the field exists, make every op of ours strict.
+ */
+#ifdef SFT_HAVE_GENL_RESV_START_OP
+#define SFT_GENL_STRICT_ALL_OPS(n)	.resv_start_op = (n),
+#else
+#define SFT_GENL_STRICT_ALL_OPS(n)
+#endif
+
+/* vm_flags became read-only behind accessors in v6.3. */
+static inline void sft_vma_clear_flags(struct vm_area_struct *vma,
+				       unsigned long flags)
+{
+#ifdef SFT_HAVE_VM_FLAGS_CLEAR
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
+#endif /* _SFT_COMPAT_H */
