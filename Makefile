@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# shift: top-level build.  Quiet unless V=1.
+#
+#   make [all]        the module and the selftests
+#   make module       kmod/shift_ft.ko against KDIR
+#   make check        install what is missing, build, host unit tests, the lab
+#   make demo         the two-host lab: a link pulled, the table changing
+#   make install      module (modules_install) and the UAPI header
+#   make dkms-install register, build and install through DKMS
+#   make style        checkpatch on the kernel code
+#   make clean
+
+TOP      := $(CURDIR)
+VERSION  := $(shell $(TOP)/scripts/version.sh)
+# The kernel to build for: the running one if its headers are here, else the
+# newest installed.  The lab boots the same one.
+KVER     ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then uname -r; \
+		else ls /lib/modules 2>/dev/null | sort -V | tail -n 1; fi)
+KDIR     ?= /lib/modules/$(KVER)/build
+BUILD    := $(TOP)/build
+KSFT_TOP := $(BUILD)/kselftest
+KSFT_DIR := $(KSFT_TOP)/tools/testing/selftests
+LAB      := $(TOP)/selftests/lab/lab.sh
+PREFIX   ?= /usr/local
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+MAKEFLAGS += --no-print-directory
+endif
+
+SELFTEST_DIRS := selftests/shift_ft
+LAB_ONE_DIRS  := selftests/shift_ft
+LAB_TWO_DIRS  := selftests/shift_ft_2host
+
+export KVER KSFT_DIR V
+
+.PHONY: all module selftests kselftest check deps unit lab dkms-test demo \
+	install dkms-install style clean version
+
+all: module selftests
+
+module:
+	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules
+
+$(KSFT_TOP)/.stamp: selftests/lab/get-kselftest.sh
+	$(Q)$(TOP)/selftests/lab/get-kselftest.sh $(KSFT_TOP)
+
+kselftest: $(KSFT_TOP)/.stamp
+
+selftests: kselftest
+	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
+		$(MAKE) -C $$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) all || exit; \
+	done
+
+version:
+	@echo $(VERSION)
+
+deps:
+	$(Q)$(TOP)/selftests/lab/install-deps.sh
+
+# Everything, as the README promises: a fresh Debian 12 machine as root.
+check: deps
+	$(Q)$(MAKE) all
+	$(Q)$(TOP)/selftests/check.sh
+
+unit: selftests
+	$(Q)$(MAKE) -C selftests/host KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) run_tests
+
+lab: all
+	$(Q)$(LAB) run one $(LAB_ONE_DIRS)
+	$(Q)$(LAB) run two $(LAB_TWO_DIRS)
+
+dkms-test:
+	$(Q)$(TOP)/selftests/dkms/dkms_build.sh
+
+demo: deps
+	$(Q)$(MAKE) all
+	$(Q)$(LAB) scenario demo
+
+install: module
+	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
+	$(Q)depmod -a $(KVER)
+	$(Q)install -D -m 0644 uapi/shift_ft.h $(DESTDIR)$(PREFIX)/include/shift_ft.h
+
+dkms-install:
+	$(Q)$(TOP)/scripts/dkms-install.sh
+
+style:
+	$(Q)$(TOP)/scripts/style.sh
+
+clean:
+	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) clean
+	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
+		$(MAKE) -C $$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
+	done; true
+	$(Q)rm -rf $(BUILD)/lab/runs
