@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: the host tests, then the lab (one guest, then two), then one
+# summary.  Every stage must end with its own "N passed, N failed" line; a
+# stage that ends without one (it crashed, the guest never reported) counts
+# as a failure, so nothing that did not run can look green.
+set -u -o pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+ksft_dir=${KSFT_DIR:-$top/build/kselftest/tools/testing/selftests}
+log_dir=$top/build/check
+mkdir -p "$log_dir"
+
+pass=0 fail=0 skip=0 broken=0
+
+# Count the top-level TAP results of a kselftest run (lines not indented).
+tap_summary() {
+	awk '/^ok .*# SKIP/ { s++; next }
+	     /^ok /         { p++; next }
+	     /^not ok /     { f++ }
+	     END { printf "%d passed, %d failed, %d skipped\n", p, f, s }'
+}
+
+# stage NAME CMD...: run, stream, then add up its closing summary line.
+stage() {
+	local name=$1 log=$log_dir/$1.log line rc
+	shift
+	echo "== $name"
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^([a-z0-9_-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "== $name: no summary line (exit $rc): counted as failed"
+		broken=$((broken + 1))
+		return
+	fi
+	set -- $(echo "${line#*: }" | tr -dc '0-9 ')
+	pass=$((pass + $1)) fail=$((fail + $2)) skip=$((skip + ${3:-0}))
+	if [ "$rc" != 0 ] && [ "$2" = 0 ]; then
+		echo "== $name: exit $rc with no failed test: counted as failed"
+		broken=$((broken + 1))
+	fi
+}
+
+host_tests() {
+	make -s -C "$top/selftests/host" KSFT_DIR="$ksft_dir" SHIFT_TOP="$top" \
+		run_tests | tee "$log_dir/host.tap"
+	echo "host: $(tap_summary < "$log_dir/host.tap")"
+}
+
+stage host host_tests
+stage lab-one "$top/selftests/lab/lab.sh" run one "$top/selftests/shift_ft"
+stage lab-two "$top/selftests/lab/lab.sh" run two "$top/selftests/shift_ft_2host"
+
+fail=$((fail + broken))
+echo
+echo "check: $pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]
