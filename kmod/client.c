@@ -231,7 +231,7 @@ static void sft_dev_work(struct work_struct *work)
  * The event handler goes in before the ports are read, and a resync runs
  * after, so that no event between the two is lost.
  */
-static SFT_CLIENT_ADD_RET sft_add(struct ib_device *ibdev)
+static int sft_add_dev(struct ib_device *ibdev)
 {
 	u32 first = rdma_start_port(ibdev), n = rdma_end_port(ibdev) - first + 1;
 	struct sft_dev *d;
@@ -239,7 +239,7 @@ static SFT_CLIENT_ADD_RET sft_add(struct ib_device *ibdev)
 
 	d = kzalloc(struct_size(d, ports, n), GFP_KERNEL);
 	if (!d)
-		SFT_CLIENT_ADD_RETURN(-ENOMEM);
+		return -ENOMEM;
 	d->ibdev = ibdev;
 	d->first_port = first;
 	d->nports = n;
@@ -268,8 +268,10 @@ static SFT_CLIENT_ADD_RET sft_add(struct ib_device *ibdev)
 	}
 	ib_set_client_data(ibdev, &sft_client, d);
 	queue_work(sft_wq, &d->work);
-	SFT_CLIENT_ADD_RETURN(0);
+	return 0;
 }
+
+SFT_DEFINE_CLIENT_ADD(sft_add, sft_add_dev)
 
 /* Context: process; device unregistration, or our own unregistration. */
 static void sft_remove(struct ib_device *ibdev, void *client_data)

@@ -9,13 +9,24 @@
 #include <linux/mm.h>
 #include "compat_gen.h"
 
-/* ib_client.add returned void before it could fail a device (v5.8). */
+struct ib_device;
+
+/*
+ * ib_client.add returned void before it could fail a device (v5.8): wrap
+ * an int-returning @fn into whichever the core expects.
+ */
 #ifdef SFT_HAVE_CLIENT_ADD_INT
-#define SFT_CLIENT_ADD_RET		int
-#define SFT_CLIENT_ADD_RETURN(err)	return (err)
+#define SFT_DEFINE_CLIENT_ADD(name, fn)				\
+	static int name(struct ib_device *ibdev)		\
+	{							\
+		return fn(ibdev);				\
+	}
 #else
-#define SFT_CLIENT_ADD_RET		void
-#define SFT_CLIENT_ADD_RETURN(err)	return
+#define SFT_DEFINE_CLIENT_ADD(name, fn)				\
+	static void name(struct ib_device *ibdev)		\
+	{							\
+		fn(ibdev);					\
+	}
 #endif
 
 /*

@@ -70,6 +70,7 @@ static void change_begin(u32 cause)
 	lockdep_assert_held(&tbl.lock);
 	tbl.cause = cause;
 	WRITE_ONCE(tbl.hdr->seq, tbl.hdr->seq + 1);
+	/* odd count before rows: pairs with the reader's re-check of seq */
 	smp_wmb();
 }
 
@@ -84,6 +85,7 @@ static void change_end(void)
 	u32 i;
 
 	WRITE_ONCE(hdr->generation, ++tbl.gen);
+	/* rows before even count: pairs with the reader's acquire of seq */
 	smp_wmb();
 	WRITE_ONCE(hdr->seq, hdr->seq + 1);
 
@@ -341,9 +343,7 @@ void sft_port_update(u32 slot, const struct sft_port_attrs *a, u32 event)
 	p->event_count++;
 	set_bit(slot, tbl.port_dirty);
 	pairs_refresh();
-	tbl.cause = SHIFT_FT_EV_PATH_LOCAL;
 	paths_follow_port(slot);
-	tbl.cause = event;
 	change_end();
 out_unlock:
 	mutex_unlock(&tbl.lock);

@@ -26,7 +26,8 @@
  * dev_index again whenever the page generation changes.
  *
  * Pairs.  Every port row names its backup port (another device, same link
- * layer, nearest NUMA node first, then lowest index) and the pair state.  An
+ * layer, nearest NUMA node first, then the next slot after the port's own,
+ * cyclically) and the pair state.  An
  * administrator may override the choice by device name and port number; the
  * override survives the devices going away and coming back.
  *
@@ -175,8 +176,9 @@
  * restarts it.
  *
  * Multicast group "events": every change to the table is announced by one
- * message, built exactly like the replies above, plus SHIFT_FT_A_EVENT
- * (enum shift_ft_event: what caused it):
+ * message per changed row, built exactly like the replies above, plus
+ * SHIFT_FT_A_EVENT (enum shift_ft_event: what caused the change; a pair or
+ * path that follows a port carries that port's event):
  *	SHIFT_FT_CMD_PORT_NEW	a port appeared or changed
  *	SHIFT_FT_CMD_PORT_DEL	a port went away (its device was unregistered)
  *	SHIFT_FT_CMD_PAIR_NEW	a pair's backup or state changed
@@ -324,10 +326,8 @@ enum shift_ft_event {
 	SHIFT_FT_EV_DEVICE_REMOVE,	/* the device was unregistered */
 	SHIFT_FT_EV_DEVICE_RENAME,
 	SHIFT_FT_EV_PAIR_CONFIG,	/* an administrator set or cleared a pair */
-	SHIFT_FT_EV_PAIR_UPDATE,	/* a pair followed its ports */
 	SHIFT_FT_EV_PATH_REPORT,	/* a path report was received */
-	SHIFT_FT_EV_PATH_LOCAL,		/* a path followed its local port */
-	SHIFT_FT_EV_PATH_DELETE,
+	SHIFT_FT_EV_PATH_DELETE,	/* a path row was deleted */
 
 	__SHIFT_FT_EV_MAX,
 	SHIFT_FT_EV_MAX = __SHIFT_FT_EV_MAX - 1
