@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for test scripts running in a lab guest: source this file
+# (it is on PATH in the guest: `. lab-lib.sh`). Functions run in the
+# caller's shell with builtins only, because every exec costs 50-150 ms
+# under TCG.
+#
+#   lab_link IFNAME off|on   pull/plug a cable like the lab-link command,
+#                            without starting a process (~5 ms under TCG);
+#                            not for concurrent use by several processes
+#                            (the lab-link command serialises callers)
+#   lab_gid_index DEV        print the GID index of DEV's IPv4 RoCE v2 GID
+
+LAB_CTL=/dev/ttyS1
+
+# Protocol with the host relay (lab-relay.py), one line each way:
+# "lab-link NONCE IFNAME on|off" and "lab-link NONCE ok" or
+# "lab-link NONCE error MESSAGE". The relay answers only after QEMU's
+# set_link returned. Lines for other nonces are skipped.
+lab_link()
+{
+	local ifname=$1 state=$2 nonce=$$.$RANDOM.$RANDOM line fd
+
+	case "$ifname:$state" in
+	eth[0-2]:on|eth[0-2]:off) ;;
+	*) echo "usage: lab-link eth0|eth1|eth2 off|on" >&2; return 2 ;;
+	esac
+	exec {fd}<>"$LAB_CTL"
+	printf 'lab-link %s %s %s\n' "$nonce" "$ifname" "$state" >&$fd
+	while IFS= read -r -t "${LAB_LINK_TIMEOUT:-10}" line <&$fd; do
+		line=${line%$'\r'}
+		case "$line" in
+		"lab-link $nonce ok")
+			exec {fd}<&-
+			return 0 ;;
+		"lab-link $nonce error "*)
+			echo "lab-link: ${line#lab-link $nonce error }" >&2
+			exec {fd}<&-
+			return 1 ;;
+		esac
+	done
+	exec {fd}<&-
+	echo "lab-link: no answer from the host relay" >&2
+	return 1
+}
+
+lab_gid_index()
+{
+	local port=/sys/class/infiniband/$1/ports/1 gid type line
+
+	for gid in "$port"/gids/*; do
+		read -r type <"$port/gid_attrs/types/${gid##*/}" 2>/dev/null || continue
+		[ "$type" = "RoCE v2" ] || continue
+		read -r line <"$gid"
+		case "$line" in
+		0000:0000:0000:0000:0000:ffff:*) echo "${gid##*/}"; return 0 ;;
+		esac
+	done
+	return 1
+}
