@@ -93,8 +93,7 @@ static void change_end(void)
 	sft_nl_send_all(&tbl.deleted);
 	for_each_set_bit(i, tbl.port_dirty, tbl.port_max)
 		sft_nl_notify_port(NULL, SHIFT_FT_CMD_PORT_NEW, i,
-				   &tbl.ports[i], tbl.ports[i].last_event,
-				   tbl.gen);
+				   &tbl.ports[i], tbl.cause, tbl.gen);
 	for_each_set_bit(i, tbl.pair_dirty, tbl.port_max)
 		sft_nl_notify_pair(i, tbl.cause, tbl.gen);
 	for_each_set_bit(i, tbl.path_dirty, tbl.path_max)

@@ -11,6 +11,8 @@
 
 # shellcheck source=../shift_ft/lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../shift_ft/lib.sh"
+# shellcheck source=../lab/guest/lab-lib.sh
+. lab-lib.sh
 
 # ft2_setup: ft_setup on both hosts, or skip unless the lab has two.
 ft2_setup()
@@ -28,22 +30,6 @@ ft2_setup()
 
 # peer CMD: run CMD on host 2, its output commented out for TAP.
 peer() { lab-peer "$@" | sed 's/^/# [host2] /'; return "${PIPESTATUS[0]}"; }
-
-# ft_gid_index DEV IP: the index of DEV's RoCEv2 GID for IPv4 address IP.
-ft_gid_index()
-{
-	local dev=$1 ip=$2 hex f
-	# shellcheck disable=SC2086 # split the dotted quad
-	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
-	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-		[ "$(cat "$f")" = "0000:0000:0000:0000:0000:ffff:$hex" ] || continue
-		[ "$(cat /sys/class/infiniband/"$dev"/ports/1/gid_attrs/types/"${f##*/}" 2> /dev/null)" = "RoCE v2" ] ||
-			continue
-		echo "${f##*/}"
-		return 0
-	done
-	return 1
-}
 
 # peer_listening PORT: wait (10 s) until host 2 listens on TCP PORT.
 peer_listening()

@@ -10,11 +10,10 @@ ft_require_cmd ib_write_bw
 
 for rail in 0 1; do
 	dev=rxe$rail
-	lip=10.0.$rail.1
 	rip=10.0.$rail.2
-	gidx=$(ft_gid_index "$dev" "$lip") || fail "$dev has no RoCEv2 GID for $lip"
-	rgidx=$(lab-peer "$(declare -f ft_gid_index); ft_gid_index $dev $rip") ||
-		fail "host 2's $dev has no RoCEv2 GID for $rip"
+	gidx=$(lab_gid_index "$dev") || fail "$dev has no RoCEv2 IPv4 GID"
+	rgidx=$(lab-peer ". lab-lib.sh; lab_gid_index $dev") ||
+		fail "host 2's $dev has no RoCEv2 IPv4 GID"
 	port=$((18515 + rail))
 	lab-peer --bg "ib_write_bw -d $dev -x $rgidx -p $port -s 65536 -n 200 -F" > /dev/null
 	peer_listening "$port" || fail "ib_write_bw server on host 2 did not start"

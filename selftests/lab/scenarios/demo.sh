@@ -30,14 +30,15 @@ step "host 1: the health table as the page shows it (rxe0 and rxe1 back each oth
 table
 
 step "host 1: live events from the 'events' multicast group"
-"$ft/ftnl" monitor | sed -u 's/^/  [event] /' &
+"$ft/ftnl" monitor > >(sed -u 's/^/  [event] /') &
 mon=$!
-trap 'kill $mon 2>/dev/null' EXIT
+trap 'kill $mon 2> /dev/null || true' EXIT
 sleep 0.5
 
 step "pulling host 1's rail 0 cable from outside (QEMU set_link off)"
+. lab-lib.sh	# lab_link: the pull without a process start
 t0=$("$ft/ftpage" now)
-lab-link eth0 off
+lab_link eth0 off
 seen=$("$ft/ftpage" wait rxe0 1 state=DOWN -t 3000)
 echo "  the page showed rxe0 DOWN $(( (seen - t0) / 1000 )) us after the pull was requested"
 sleep 0.5
@@ -56,5 +57,5 @@ if [ "$LAB_NHOSTS" -gt 1 ]; then
 	echo "  host 2's rail 1 is back"
 fi
 
-kill $mon 2>/dev/null
+kill $mon
 step "done: every change above was one seqcount section on the page and one multicast message"
