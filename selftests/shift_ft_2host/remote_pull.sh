@@ -26,7 +26,7 @@ ft_wait_log "$FT_TMP/mon" '/PATH_NEW/ && /path_state=DOWN/ && /report_source=AGE
 	fail "no PATH_NEW DOWN event"
 row=$("$FTPAGE" paths)
 echo "$row" | sed 's/^/# page: /'
-echo "$row" | grep -q "state=DOWN" || fail "page path row not DOWN"
+echo "$row" | grep -q "path_state=DOWN" || fail "page path row not DOWN"
 
 # host 2 back: the agent says so, the path is UP
 lab-peer "lab-link eth0 on"
