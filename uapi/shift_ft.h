@@ -48,8 +48,8 @@
  * map_size bytes at offset 0.  PROT_WRITE, MAP_PRIVATE-with-write and a later
  * mprotect(PROT_WRITE) all fail: the mapping is created without VM_MAYWRITE.
  * poll() reports POLLIN once the generation differs from the value the file
- * last saw through read(2) of 8 bytes (which returns the current generation)
- * or since open.
+ * last saw through read(2) (which returns the current generation as a __u64
+ * and needs a buffer of at least 8 bytes, else -EINVAL) or at open.
  *
  *   offset 0                 struct shift_ft_page_hdr
  *   hdr.port_offset          hdr.port_max  x hdr.port_entry_size   (ports)
@@ -66,13 +66,15 @@
  * reader therefore tells with one acquire load of hdr.seq whether anything
  * changed since it last looked, and copies rows like this:
  *
- *	do {
+ *	for (;;) {
  *		s = __atomic_load_n(&hdr->seq, __ATOMIC_ACQUIRE);
  *		if (s & 1)
  *			continue;			// writer inside: retry
  *		memcpy(&row, base + off, sizeof(row));	// any rows it needs
  *		__atomic_thread_fence(__ATOMIC_ACQUIRE);
- *	} while (__atomic_load_n(&hdr->seq, __ATOMIC_RELAXED) != s);
+ *		if (__atomic_load_n(&hdr->seq, __ATOMIC_RELAXED) == s)
+ *			break;				// nothing moved: row is whole
+ *	}
  *
  * The writer (the kernel, under its table mutex) does: seq++ ; smp_wmb() ;
  * rows and header ; smp_wmb() ; seq++ (pairs with the reader's acquire load
@@ -85,7 +87,10 @@
  *
  * All attributes live in one space (enum shift_ft_attr).  Strings are NUL
  * terminated.  Requests with unknown attributes or wrong types are refused
- * (strict validation) with an extended ack naming the attribute.  Commands
+ * (strict validation) with an extended ack naming the attribute: -EINVAL for
+ * an unknown or reply-only attribute, a wrong type or a missing one, -ERANGE
+ * for a value or length outside its limits (a name of 64 bytes or more, a
+ * GID that is not 16 bytes, a state or source that is not listed).  Commands
  * marked [admin] need CAP_NET_ADMIN in the initial user namespace.  The
  * family lives in the initial network namespace only.
  *
@@ -134,9 +139,12 @@
  * SHIFT_FT_CMD_PAIR_SET [admin]	configure the backup of a port
  *	request:  SHIFT_FT_A_DEV_NAME, SHIFT_FT_A_PORT_NUM,
  *		  SHIFT_FT_A_BACKUP_DEV_NAME, SHIFT_FT_A_BACKUP_PORT_NUM
- *	  Names need not exist yet: the override applies whenever both do.
- *	  A port cannot back itself up (-EINVAL).  At most
- *	  SHIFT_FT_MAX_PAIR_CONFIG overrides (-ENOSPC).
+ *	  Names need not exist yet: the override binds whenever the port
+ *	  exists.  While the named backup does not, the port has no backup
+ *	  (pair state NONE, flag CONFIGURED): an administrator's choice is
+ *	  never silently replaced by the automatic one.  A port cannot back
+ *	  itself up (-EINVAL).  At most SHIFT_FT_MAX_PAIR_CONFIG overrides
+ *	  (-ENOSPC).
  *
  * SHIFT_FT_CMD_PAIR_CLEAR [admin]	return a port to automatic choice
  *	request:  SHIFT_FT_A_DEV_NAME, SHIFT_FT_A_PORT_NUM
@@ -157,7 +165,7 @@
  *	  SHIFT_FT_A_REPORT_PID		u32	reporter's pid (init pid namespace)
  *	  SHIFT_FT_A_REPORT_TIME	u64	CLOCK_MONOTONIC ns of last report
  *	  SHIFT_FT_A_LAST_CHANGE	u64	ns of last effective state change
- *	  SHIFT_FT_A_DOWN_COUNT		u64
+ *	  SHIFT_FT_A_DOWN_COUNT		u64	effective transitions to DOWN
  *
  * SHIFT_FT_CMD_PATH_REPORT [admin]	report the state of a path
  *	request:  [port] SHIFT_FT_A_REMOTE_GID, SHIFT_FT_A_REPORT_STATE (UP or
@@ -309,8 +317,9 @@ enum shift_ft_report_source {
 #define SHIFT_FT_REPORT_F_ALL		(SHIFT_FT_REPORT_F_NOCREATE)
 
 /*
- * What caused a change.  The IB events keep the order of enum ib_event_type
- * shifted by one, so that zero stays "none"; the rest are the module's own.
+ * What caused a change: the IB asynchronous events the module follows (mapped
+ * one by one from enum ib_event_type, whose numbers are not ours), then the
+ * module's own causes.
  */
 enum shift_ft_event {
 	SHIFT_FT_EV_NONE,
@@ -422,7 +431,8 @@ struct shift_ft_page_path {
  * to sizeof(struct shift_ft_info) as it knows it (at least
  * SHIFT_FT_INFO_SIZE_VER0) and flags to zero; the kernel fills in as much as
  * both know and sets size to what it filled.  -EINVAL for a size below
- * SHIFT_FT_INFO_SIZE_VER0, -EOPNOTSUPP for unknown flags, -EFAULT for a bad
+ * SHIFT_FT_INFO_SIZE_VER0, -E2BIG for a larger struct whose bytes beyond the
+ * kernel's are not zero, -EOPNOTSUPP for unknown flags, -EFAULT for a bad
  * pointer, -ENOTTY for an unknown ioctl.
  */
 struct shift_ft_info {
