@@ -26,8 +26,10 @@ PREFIX   ?= /usr/local
 
 ifeq ($(V),1)
 Q :=
+SUBMAKE_QUIET :=
 else
 Q := @
+SUBMAKE_QUIET := -s
 MAKEFLAGS += --no-print-directory
 endif
 
@@ -52,7 +54,8 @@ kselftest: $(KSFT_TOP)/.stamp
 
 selftests: kselftest
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
-		$(MAKE) -C $$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) all || exit; \
+		$(MAKE) $(SUBMAKE_QUIET) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) \
+			SHIFT_TOP=$(TOP) all || exit; \
 	done
 
 version:
@@ -67,7 +70,7 @@ check: deps
 	$(Q)$(TOP)/selftests/check.sh
 
 unit: selftests
-	$(Q)$(MAKE) -C selftests/host KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) run_tests
+	$(Q)$(MAKE) -C selftests/host OUTPUT=$(TOP)/selftests/host KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) run_tests
 
 lab: all
 	$(Q)$(LAB) run one $(LAB_ONE_DIRS)
@@ -94,6 +97,6 @@ style:
 clean:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
-		$(MAKE) -C $$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
+		$(MAKE) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
 	done; true
 	$(Q)rm -rf $(BUILD)/lab/runs

@@ -44,7 +44,7 @@ stage() {
 }
 
 host_tests() {
-	make -s -C "$top/selftests/host" KSFT_DIR="$ksft_dir" SHIFT_TOP="$top" \
+	make -s -C "$top/selftests/host" OUTPUT="$top/selftests/host" KSFT_DIR="$ksft_dir" SHIFT_TOP="$top" \
 		run_tests | tee "$log_dir/host.tap"
 	echo "host: $(tap_summary < "$log_dir/host.tap")"
 }
