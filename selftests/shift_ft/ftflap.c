@@ -9,12 +9,19 @@
  * the page showing the new state and to the PORT_NEW event carrying it, then
  * the median and maximum of each.
  *
- *   ftflap [-n CYCLES] [-i IFNAME] [-d DEV] [-p PORT] [-l LIMIT_MS] ip|cable
+ *   ftflap [-n CYCLES] [-i IFNAME] [-d DEV] [-p PORT] [-l LIMIT_MS]
+ *          [-s SETTLE_MS] ip|cable
  *
  * ip:    SIOCSIFFLAGS on IFNAME in this process (what `ip link set` does)
  * cable: a QEMU set_link request on /dev/ttyS1 through the lab's relay (the
  *        protocol of selftests/lab/guest/lab-lib.sh); the time starts when
  *        the request is written, so it includes QEMU's own work.
+ *
+ * SETTLE_MS (default 100) is the pause after each up.  A guest learns of a
+ * carrier loss through the kernel's linkwatch, which holds a non-urgent
+ * event until a second after the previous one: pulls closer than that
+ * measure linkwatch's batching, not shift_ft.  Give 1100 to time each pull
+ * as the first event in a second, as a real failure is.
  *
  * Exit: 0 if every transition reached both within LIMIT_MS (default 1000)
  * with a correct row, 1 otherwise, 2 usage, 4 when it cannot run here.
@@ -322,17 +329,18 @@ int main(int argc, char **argv)
 	const char *ifname = "eth0", *mode;
 	struct target t = { .dev = "rxe0", .port = 1 };
 	uint64_t limit = 1000000000ull, *v[2][3];
-	int cycles = 20, c, i, d, bad = 0, ctl = -1, cable;
+	int cycles = 20, settle_ms = 100, c, i, d, bad = 0, ctl = -1, cable;
 	struct nl_sock *sk;
 	struct page pg;
 
-	while ((c = getopt(argc, argv, "n:i:d:p:l:")) != -1) {
+	while ((c = getopt(argc, argv, "n:i:d:p:l:s:")) != -1) {
 		switch (c) {
 		case 'n': cycles = atoi(optarg); break;
 		case 'i': ifname = optarg; break;
 		case 'd': t.dev = optarg; break;
 		case 'p': t.port = strtoul(optarg, NULL, 0); break;
 		case 'l': limit = strtoull(optarg, NULL, 0) * 1000000ull; break;
+		case 's': settle_ms = atoi(optarg); break;
 		default: goto usage;
 		}
 	}
@@ -372,8 +380,8 @@ int main(int argc, char **argv)
 			v[d][1][c] = r.event;
 			v[d][2][c] = r.ack;
 		}
-		/* let the port settle: rxe needs its GID back before the next */
-		usleep(100000);
+		/* let the port settle (see SETTLE_MS above) */
+		usleep(settle_ms * 1000);
 	}
 	fflush(stdout);
 	for (d = 0; d < 2; d++) {
@@ -387,6 +395,6 @@ int main(int argc, char **argv)
 out:
 	return bad ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: ftflap [-n CYCLES] [-i IFNAME] [-d DEV] [-p PORT] [-l LIMIT_MS] ip|cable\n");
+	fprintf(stderr, "usage: ftflap [-n CYCLES] [-i IFNAME] [-d DEV] [-p PORT] [-l LIMIT_MS] [-s SETTLE_MS] ip|cable\n");
 	return 2;
 }
