@@ -87,6 +87,8 @@ install: module
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
 	$(Q)depmod -a $(KVER)
 	$(Q)install -D -m 0644 uapi/shift_ft.h $(DESTDIR)$(PREFIX)/include/shift_ft.h
+	$(Q)install -D -m 0644 Documentation/man/shift_ft.4 \
+		$(DESTDIR)$(PREFIX)/share/man/man4/shift_ft.4
 
 dkms-install:
 	$(Q)$(TOP)/scripts/dkms-install.sh
