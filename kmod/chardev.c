@@ -6,7 +6,8 @@
  * later mprotect() can make it writable, whoever opened the file and with
  * whatever mode.  An open file (and so every mapping, which holds the file)
  * pins the module through fops.owner: unloading while the page is mapped is
- * refused with EBUSY rather than leaving a mapping of freed memory.
+ * refused (the module is in use) rather than leaving a mapping of freed
+ * memory.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
