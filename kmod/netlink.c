@@ -349,16 +349,21 @@ static bool path_used(u32 idx)
 	return sft_path_row(idx);
 }
 
-static int sft_nl_port_get_doit(struct sk_buff *skb, struct genl_info *info)
+/* A doit GET of the row a port names: the port itself, or its pair. */
+static int get_port_doit(struct genl_info *info, u8 cmd, sft_fill_t fill)
 {
 	int slot, err;
 
 	sft_table_lock();
 	slot = port_from_attrs(info);
-	err = slot < 0 ? slot :
-	      reply_row(info, SHIFT_FT_CMD_PORT_NEW, fill_port_idx, slot);
+	err = slot < 0 ? slot : reply_row(info, cmd, fill, slot);
 	sft_table_unlock();
 	return err;
+}
+
+static int sft_nl_port_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	return get_port_doit(info, SHIFT_FT_CMD_PORT_NEW, fill_port_idx);
 }
 
 static int sft_nl_port_get_dumpit(struct sk_buff *skb,
@@ -370,14 +375,7 @@ static int sft_nl_port_get_dumpit(struct sk_buff *skb,
 
 static int sft_nl_pair_get_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	int slot, err;
-
-	sft_table_lock();
-	slot = port_from_attrs(info);
-	err = slot < 0 ? slot :
-	      reply_row(info, SHIFT_FT_CMD_PAIR_NEW, fill_pair, slot);
-	sft_table_unlock();
-	return err;
+	return get_port_doit(info, SHIFT_FT_CMD_PAIR_NEW, fill_pair);
 }
 
 static int sft_nl_pair_get_dumpit(struct sk_buff *skb,
