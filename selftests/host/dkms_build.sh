@@ -15,7 +15,10 @@ command -v dkms >/dev/null || { echo "# SKIP: dkms is not installed"; exit $ksft
 [ -d "/lib/modules/$kver/build" ] || { echo "# SKIP: no headers for $kver"; exit $ksft_skip; }
 
 ver=$("$top/scripts/version.sh")
-cleanup() { dkms remove -m shift -v "$ver" --all >/dev/null 2>&1 || true; }
+cleanup() {
+	dkms remove -m shift -v "$ver" --all > /dev/null 2>&1 || true
+	rm -rf "/usr/src/shift-$ver"
+}
 trap cleanup EXIT
 
 "$top/scripts/dkms-install.sh" --build-only "$kver" | sed 's/^/# /'

@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: the module DKMS built against the installed headers (kept in
+# build/dkms/ by selftests/host/dkms_build.sh) loads in the lab's kernel,
+# carries the tree's version, and tracks both ports.
+set -e
+. "$(dirname "$0")/lib.sh"
+
+dkms_ko=$SHIFT_TOP/build/dkms/shift_ft.ko
+[ -f "$dkms_ko" ] || skip "no DKMS-built module (run selftests/host/dkms_build.sh first)"
+ft_setup
+ft_defer "ft_unload; ft_load"	# the tree's module for the next test
+ft_unload
+
+want=$(modinfo -F version "$FT_KO")	# the tree's own build
+got=$(modinfo -F version "$dkms_ko")
+ft_expect "DKMS module version" "$got" "$want"
+insmod "$dkms_ko"
+ft_wait_node
+ft_wait_port rxe0 1 ACTIVE
+ft_wait_port rxe1 1 ACTIVE
+ft_expect "loaded version" "$(cat /sys/module/shift_ft/version)" "$want"
+log "DKMS-built shift_ft $got loaded and tracks rxe0 and rxe1"
