@@ -56,9 +56,11 @@ const struct shift_ft_page_path *sft_path_row(u32 idx);
 int sft_port_lookup(const char *dev_name, u32 port_num);
 int sft_path_lookup(u32 slot, const u8 *gid);
 
+/* Overrides are by name and need no row: these take the lock themselves. */
 int sft_pair_set(const char *dev, u32 port, const char *bdev, u32 bport,
 		 struct netlink_ext_ack *extack);
 int sft_pair_clear(const char *dev, u32 port, struct netlink_ext_ack *extack);
+/* Paths name a row the caller resolved: called with the lock held. */
 int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 		    u32 flags, struct netlink_ext_ack *extack);
 int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack);
