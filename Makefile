@@ -2,8 +2,9 @@
 #
 # shift: top-level build.  Quiet unless V=1.
 #
-#   make [all]        the module and the selftests
+#   make [all]        the module, the tools and the selftests
 #   make module       kmod/shift_ft.ko against KDIR
+#   make tools        shiftmon
 #   make check        install what is missing, build, host unit tests, the lab
 #   make demo         the two-host lab: a link pulled, the table changing
 #   make install      module (modules_install) and the UAPI header
@@ -33,19 +34,23 @@ SUBMAKE_QUIET := -s
 MAKEFLAGS += --no-print-directory
 endif
 
-SELFTEST_DIRS := selftests/shift_ft
-LAB_ONE_DIRS  := selftests/shift_ft
-LAB_TWO_DIRS  := selftests/shift_ft_2host
+TOOL_DIRS     := tools/shiftmon
+SELFTEST_DIRS := selftests/shift_ft selftests/shiftmon
+LAB_ONE_DIRS  := selftests/shift_ft selftests/shiftmon
+LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host
 
-export KVER KSFT_DIR V
+export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
 
-.PHONY: all module selftests kselftest check deps unit lab dkms-test demo \
-	install dkms-install style clean version
+.PHONY: all module tools selftests kselftest check deps unit lab dkms-test \
+	demo install dkms-install style clean version
 
-all: module selftests
+all: module tools selftests
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules
+
+tools:
+	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d || exit; done
 
 $(KSFT_TOP)/.stamp: selftests/lab/get-kselftest.sh
 	$(Q)$(TOP)/selftests/lab/get-kselftest.sh $(KSFT_TOP)
@@ -83,8 +88,9 @@ demo: deps
 	$(Q)$(MAKE) all
 	$(Q)$(LAB) scenario demo
 
-install: module
+install: module tools
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
+	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d install || exit; done
 	$(Q)depmod -a $(KVER)
 	$(Q)install -D -m 0644 uapi/shift_ft.h $(DESTDIR)$(PREFIX)/include/shift_ft.h
 	$(Q)install -D -m 0644 Documentation/man/shift_ft.4 \
@@ -98,6 +104,7 @@ style:
 
 clean:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) clean
+	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
 		$(MAKE) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
 	done; true

@@ -49,9 +49,14 @@ host_tests() {
 	echo "host: $(tap_summary < "$log_dir/host.tap")"
 }
 
+# the test directories of each topology, as the top Makefile lists them
+one=() two=()
+for d in ${LAB_ONE_DIRS:-selftests/shift_ft}; do one+=("$top/$d"); done
+for d in ${LAB_TWO_DIRS:-selftests/shift_ft_2host}; do two+=("$top/$d"); done
+
 stage host host_tests
-stage lab-one "$top/selftests/lab/lab.sh" run one "$top/selftests/shift_ft"
-stage lab-two "$top/selftests/lab/lab.sh" run two "$top/selftests/shift_ft_2host"
+stage lab-one "$top/selftests/lab/lab.sh" run one "${one[@]}"
+stage lab-two "$top/selftests/lab/lab.sh" run two "${two[@]}"
 
 fail=$((fail + broken))
 echo

@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# late_agent: an agent started after host 2's rail is already down catches
+# up from the store: host 1's page shows it DOWN, then UP when plugged.
+set -e
+. "$(dirname "$0")/lib.sh"
+
+smr_setup
+smr_redis_start
+smr_agent_peer_start
+rgid=$(ft_gid_of 10.0.0.2)
+
+lab-peer "lab-link eth0 off" || fail "lab-link on host 2"
+smr_wait_store host2 rxe0/1 DOWN
+"$PATHWAIT" "$rgid" ABSENT -t 10 > /dev/null || smr_fail "host 1 has a row before its agent runs"
+
+t0=$(ft_now)
+smr_agent_start
+"$PATHWAIT" "$rgid" DOWN -t 3000 > /dev/null ||
+	smr_fail "host 1's late agent did not catch up"
+log "caught up $(( ($(ft_now) - t0) / 1000000 )) ms after starting the agent"
+grep -q "^agent: apply host2 rxe0/1 DOWN (resync" "$SMR_LOG1" ||
+	smr_fail "host 1's agent did not apply host 2's rxe0 from the store"
+
+"$PATHWAIT" "$rgid" UP -t 8000 -- lab-peer "lab-link eth0 on" > /dev/null ||
+	smr_fail "plug: never UP in host 1's page"

@@ -1,0 +1,1061 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * agent.c: `shiftmon agent [--store URL] [--host NAME] [-v]`, the host
+ * agent.  It runs in the foreground until SIGINT or SIGTERM, logging one
+ * line per action on stderr, and needs CAP_NET_ADMIN (path reports are an
+ * administrative change).
+ *
+ * What it does.  It makes this host's port table known to the cluster, and
+ * the cluster's to this host's path table, so that when a NIC fails on host
+ * B every path of host A towards that NIC is DOWN in A's table and page
+ * before any of A's queue pairs time out.
+ *
+ *  - Publish.  It listens to the module's "events" group.  When a local
+ *    port's record (state, link layer, netdev, GIDs; store.h) changes, it
+ *    writes the record to its hash shift:v1:host:<host> and publishes it on
+ *    shift:v1:events.  Per port at most one publication per 200 ms: changes
+ *    inside the window are coalesced and the latest record goes out when the
+ *    window ends, so a flapping port costs the store five messages a second
+ *    and the final state is never lost.  A port whose device goes away is
+ *    published as REMOVED and its field deleted.
+ *
+ *  - Apply.  For another host's port that is not ACTIVE (or REMOVED) it
+ *    reports DOWN, source AGENT, for the path from every local port of the
+ *    same link layer to every GID of that port; when the port is ACTIVE
+ *    again, UP.  DOWN reports create path rows; UP reports only update rows
+ *    that exist (NOCREATE), so the rows the agent creates are bounded by the
+ *    remote ports that are down, not by the size of the cluster.  When the
+ *    table is full (max_paths, -ENOSPC) it logs once per remote port and
+ *    tries that port again only at its next change or resync, never in a
+ *    loop.
+ *
+ *  - Exactly once, in order.  Records carry the publishing agent's
+ *    instance (random per run) and a sequence number increasing per
+ *    instance.  A record for (host, port) is applied only if it comes from
+ *    another instance than the last one applied for that port, or has a
+ *    higher sequence number; and the kernel is asked only when the state a
+ *    port implies (UP or DOWN, and its GIDs) differs from what was last
+ *    applied.  Records from this host (by name) are never applied.
+ *
+ *  - Resync.  On connecting, and after every reconnect (the store
+ *    restarted, or was unreachable), it subscribes first, then republishes
+ *    its whole state (its hash rewritten in one MULTI, every port published
+ *    again), then reads every other host's hash and applies it.  Subscribing
+ *    first leaves no gap; the sequence numbers drop what the hash and the
+ *    channel both carry.  A late agent therefore catches up, and a store
+ *    that lost everything is repopulated by the agents.  While the store is
+ *    away the agent keeps following the kernel and retries with a backoff
+ *    from 100 ms to 5 s.
+ *
+ *  - The module unloaded and loaded again: the path table is empty, so the
+ *    agent rereads its ports and applies every remote port again.
+ */
+#define _GNU_SOURCE		/* ppoll */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
+#include <linux/netlink.h>
+#include <netlink/netlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <netlink/genl/genl.h>
+
+#include <hiredis/hiredis.h>
+
+#include "shiftmon.h"
+#include "store.h"
+
+#define AG_RATE_NS		(200 * 1000000ULL)	/* per port publication */
+#define AG_BACKOFF_MIN_MS	100
+#define AG_BACKOFF_MAX_MS	5000
+
+/* A port of this host, as the kernel last announced it. */
+struct lport {
+	uint32_t port_index;
+	char dev[SHIFT_FT_DEV_NAME_LEN];
+	uint32_t port_num;
+	char field[SM_REC_PORT_LEN];	/* "<dev>/<port>" last published */
+	struct sm_rec rec;		/* current record (no instance, seq) */
+	uint64_t last_change_mono;	/* converts to rec.last_change_ms */
+	bool gids_read;
+	char published[SM_REC_LEN];	/* record text last published, "" none */
+	uint64_t pub_ns;		/* when, CLOCK_MONOTONIC */
+	bool pending;			/* changed since: publish when allowed */
+};
+
+/* A port of another host, as the store last told us. */
+struct rport {
+	char host[SM_HOST_LEN];
+	struct sm_rec rec;		/* the last record accepted */
+	uint8_t applied;		/* SHIFT_FT_PATH_*: UNKNOWN = never */
+	bool incomplete;		/* some report failed: retry at next record */
+	bool enospc_logged;
+};
+
+struct agent {
+	struct sm_store st;
+	char host[SM_HOST_LEN];
+	uint64_t instance, seq;
+	bool verbose;
+	struct sm_listener l;
+	struct lport *lp;
+	size_t nlp;
+	struct rport *rp;
+	size_t nrp;
+	/* store connection */
+	uint64_t retry_ns;
+	unsigned int backoff_ms;
+	bool outage_logged;
+	/* once-only messages */
+	bool eperm_logged;
+};
+
+static volatile sig_atomic_t ag_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	ag_stop = 1;
+}
+
+static void alog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void alog(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("agent: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *gid_str(const uint8_t *gid, char *buf, size_t len)
+{
+	sm_gid_short(gid, buf, len);
+	return buf;
+}
+
+/* ---- the kernel: path reports ---- */
+
+struct qx {
+	bool done;
+	int err;		/* -errno, 0: acked */
+};
+
+static int q_err(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+{
+	struct qx *x = arg;
+
+	(void)who;
+	x->err = e->error;
+	x->done = true;
+	return NL_STOP;
+}
+
+static int q_ack(struct nl_msg *msg, void *arg)
+{
+	struct qx *x = arg;
+
+	(void)msg;
+	x->done = true;
+	return NL_STOP;
+}
+
+/*
+ * PATH_REPORT from @lp to @gid.  Quiet: the caller decides what is worth a
+ * line (ENOENT on an UP with NOCREATE is the normal case).  Returns -errno.
+ */
+static int report(struct agent *a, const struct lport *lp, const uint8_t *gid,
+		  uint8_t state)
+{
+	struct nl_sock *sk = a->l.nl.sk;
+	struct qx x = { 0 };
+	struct nl_msg *msg;
+	struct nl_cb *cb;
+	int r;
+
+	if (!a->l.present)
+		return -ENOENT;
+	msg = nlmsg_alloc();
+	cb = nl_cb_alloc(NL_CB_DEFAULT);
+	if (!msg || !cb ||
+	    !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, a->l.nl.family, 0,
+			 NLM_F_REQUEST | NLM_F_ACK, SHIFT_FT_CMD_PATH_REPORT,
+			 SHIFT_FT_GENL_VERSION) ||
+	    nla_put_u32(msg, SHIFT_FT_A_PORT_INDEX, lp->port_index) ||
+	    nla_put(msg, SHIFT_FT_A_REMOTE_GID, SHIFT_FT_GID_LEN, gid) ||
+	    nla_put_u8(msg, SHIFT_FT_A_REPORT_STATE, state) ||
+	    nla_put_u8(msg, SHIFT_FT_A_REPORT_SOURCE, SHIFT_FT_SRC_AGENT) ||
+	    (state == SHIFT_FT_PATH_UP &&
+	     nla_put_u32(msg, SHIFT_FT_A_FLAGS, SHIFT_FT_REPORT_F_NOCREATE))) {
+		x.err = -ENOMEM;
+		goto out;
+	}
+	nl_cb_err(cb, NL_CB_CUSTOM, q_err, &x);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, q_ack, &x);
+	r = nl_send_auto(sk, msg);
+	if (r < 0) {
+		x.err = -EIO;
+		goto out;
+	}
+	while (!x.done) {
+		r = nl_recvmsgs(sk, cb);
+		if (r < 0 && !x.done) {
+			x.err = -EIO;
+			break;
+		}
+	}
+out:
+	nlmsg_free(msg);
+	nl_cb_put(cb);
+	return x.err;
+}
+
+/* ---- applying another host's port ---- */
+
+static bool has_gid(const struct sm_rec *r, const uint8_t *gid)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->ngid; i++)
+		if (!memcmp(r->gid[i], gid, SHIFT_FT_GID_LEN))
+			return true;
+	return false;
+}
+
+static bool same_gids(const struct sm_rec *x, const struct sm_rec *y)
+{
+	unsigned int i;
+
+	if (x->ngid != y->ngid)
+		return false;
+	for (i = 0; i < x->ngid; i++)
+		if (!has_gid(y, x->gid[i]))
+			return false;
+	return true;
+}
+
+static uint8_t wanted(const struct sm_rec *r)
+{
+	return r->state != SM_REC_REMOVED && sm_rec_up(r) ? SHIFT_FT_PATH_UP
+							   : SHIFT_FT_PATH_DOWN;
+}
+
+/*
+ * Report @rp's state for the paths from @only (NULL: every local port of
+ * the same link layer).  Returns the number of rows changed or created.
+ */
+static unsigned int apply_paths(struct agent *a, struct rport *rp,
+				const struct lport *only)
+{
+	uint8_t state = wanted(&rp->rec);
+	unsigned int n = 0, i;
+	size_t k;
+	char g[INET6_ADDRSTRLEN];
+
+	rp->incomplete = false;
+	for (k = 0; k < a->nlp; k++) {
+		const struct lport *lp = &a->lp[k];
+
+		if ((only && lp != only) || lp->rec.link_layer != rp->rec.link_layer)
+			continue;
+		for (i = 0; i < rp->rec.ngid; i++) {
+			int r = report(a, lp, rp->rec.gid[i], state);
+
+			if (!r) {
+				n++;
+				if (a->verbose)
+					alog("report %s/%u -> %s %s", lp->dev,
+					     lp->port_num,
+					     gid_str(rp->rec.gid[i], g, sizeof(g)),
+					     state == SHIFT_FT_PATH_UP ? "UP" : "DOWN");
+				continue;
+			}
+			if (r == -ENOENT && state == SHIFT_FT_PATH_UP)
+				continue;	/* no row to bring up: fine */
+			rp->incomplete = true;
+			if (r == -EPERM || r == -EACCES) {
+				if (!a->eperm_logged)
+					alog("Unable to report path: %s (the agent needs CAP_NET_ADMIN)",
+					     strerror(-r));
+				a->eperm_logged = true;
+				return n;
+			}
+			if (r == -ENOSPC) {
+				if (!rp->enospc_logged)
+					alog("Unable to report path: %s (the path table is full, see max_paths): %s %s DOWN not recorded from %s/%u on",
+					     strerror(-r), rp->host, rp->rec.port,
+					     lp->dev, lp->port_num);
+				rp->enospc_logged = true;
+				return n;	/* the next report would fail too */
+			}
+			alog("Unable to report path %s/%u -> %s: %s", lp->dev,
+			     lp->port_num, gid_str(rp->rec.gid[i], g, sizeof(g)),
+			     strerror(-r));
+		}
+	}
+	if (!rp->incomplete)
+		rp->enospc_logged = false;
+	return n;
+}
+
+static struct rport *rport_get(struct agent *a, const char *host,
+			       const char *port)
+{
+	struct rport *rp;
+	size_t i;
+
+	for (i = 0; i < a->nrp; i++)
+		if (!strcmp(a->rp[i].host, host) && !strcmp(a->rp[i].rec.port, port))
+			return &a->rp[i];
+	rp = realloc(a->rp, (a->nrp + 1) * sizeof(*rp));
+	if (!rp)
+		return NULL;
+	a->rp = rp;
+	rp = &a->rp[a->nrp++];
+	memset(rp, 0, sizeof(*rp));
+	strcpy(rp->host, host);
+	strcpy(rp->rec.port, port);
+	rp->applied = SHIFT_FT_PATH_UNKNOWN;
+	return rp;
+}
+
+/* A record of another host's port, from the channel or a hash. */
+static void accept_rec(struct agent *a, const char *host,
+		       const struct sm_rec *rec, const char *via)
+{
+	struct rport *rp;
+	uint8_t state;
+	bool gids_same;
+	unsigned int n;
+
+	if (!strcmp(host, a->host))
+		return;		/* our own: never applied */
+	rp = rport_get(a, host, rec->port);
+	if (!rp) {
+		alog("Unable to track %s %s: %s", host, rec->port, strerror(ENOMEM));
+		return;
+	}
+	if (rp->applied != SHIFT_FT_PATH_UNKNOWN &&
+	    rp->rec.instance == rec->instance && rec->seq <= rp->rec.seq) {
+		if (a->verbose)
+			alog("skip %s %s seq %" PRIu64 " (%s): already have %" PRIu64,
+			     host, rec->port, rec->seq, via, rp->rec.seq);
+		return;
+	}
+	state = wanted(rec);
+	gids_same = same_gids(&rp->rec, rec);
+	if (rp->applied == state && gids_same && !rp->incomplete &&
+	    rp->rec.link_layer == rec->link_layer) {
+		rp->rec = *rec;
+		if (a->verbose)
+			alog("%s %s %s seq %" PRIu64 " (%s): unchanged", host,
+			     rec->port, sm_rec_state_name(rec->state), rec->seq, via);
+		return;
+	}
+	/*
+	 * GIDs the port no longer has: bring their rows up (the address moved
+	 * on, the NIC did not fail) before following the new set.
+	 */
+	if (rp->applied == SHIFT_FT_PATH_DOWN && !gids_same) {
+		struct rport old = *rp;
+		unsigned int i, j = 0;
+
+		for (i = 0; i < rp->rec.ngid; i++)
+			if (!has_gid(rec, rp->rec.gid[i]))
+				memcpy(old.rec.gid[j++], rp->rec.gid[i], SHIFT_FT_GID_LEN);
+		old.rec.ngid = j;
+		old.rec.state = SHIFT_FT_PORT_ACTIVE;
+		if (j)
+			apply_paths(a, &old, NULL);
+	}
+	rp->rec = *rec;
+	n = apply_paths(a, rp, NULL);
+	rp->applied = state;
+	alog("apply %s %s %s (%s, seq %" PRIu64 "): %u path%s %s%s", host,
+	     rec->port, sm_rec_state_name(rec->state), via, rec->seq, n,
+	     n == 1 ? "" : "s", state == SHIFT_FT_PATH_UP ? "UP" : "DOWN",
+	     rp->incomplete ? " (incomplete)" : "");
+}
+
+/* Everything applied again: the path table was emptied (module reload). */
+static void reapply_all(struct agent *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nrp; i++) {
+		struct rport *rp = &a->rp[i];
+
+		if (rp->applied == SHIFT_FT_PATH_DOWN)
+			apply_paths(a, rp, NULL);
+	}
+}
+
+/* ---- the store ---- */
+
+static void store_lost(struct agent *a, uint64_t now)
+{
+	if (!a->outage_logged)
+		alog("store %s: %s; retrying every %u..%u ms", a->st.url,
+		     a->st.err, AG_BACKOFF_MIN_MS, AG_BACKOFF_MAX_MS);
+	else if (a->verbose)
+		alog("store %s: %s; next try in %u ms", a->st.url, a->st.err,
+		     a->backoff_ms);
+	a->outage_logged = true;
+	sm_store_close(&a->st);
+	a->retry_ns = now + (uint64_t)a->backoff_ms * 1000000ULL;
+	a->backoff_ms = a->backoff_ms * 2 > AG_BACKOFF_MAX_MS ? AG_BACKOFF_MAX_MS
+							     : a->backoff_ms * 2;
+}
+
+static void lport_field(struct lport *lp)
+{
+	snprintf(lp->field, sizeof(lp->field), "%s/%u", lp->dev, lp->port_num);
+}
+
+/* Queue HSET and PUBLISH of @lp's record; returns the number of replies. */
+static int queue_publish(struct agent *a, struct lport *lp, bool publish,
+			 char *text, size_t len)
+{
+	char key[SM_HOST_LEN + 32];
+	struct sm_rec r = lp->rec;
+
+	r.instance = a->instance;
+	r.seq = ++a->seq;
+	if (sm_rec_format(&r, text, len))
+		return -1;
+	snprintf(key, sizeof(key), SM_STORE_HOST_FMT, a->host);
+	if (sm_store_append(&a->st, "HSET %s %s %s", key, lp->field, text))
+		return -1;
+	if (!publish)
+		return 1;
+	if (sm_store_append(&a->st, "PUBLISH %s %s\t%s\t%s", SM_STORE_CHANNEL,
+			    a->host, lp->field, text))
+		return -1;
+	return 2;
+}
+
+static void mark_published(struct lport *lp, uint64_t now)
+{
+	struct sm_rec r = lp->rec;
+
+	r.instance = r.seq = 0;
+	sm_rec_format(&r, lp->published, sizeof(lp->published));
+	lp->pub_ns = now;
+	lp->pending = false;
+}
+
+static void publish(struct agent *a, struct lport *lp, uint64_t now)
+{
+	char text[SM_REC_LEN];
+	int n;
+
+	if (!sm_store_connected(&a->st))
+		return;		/* stays pending: the reconnect republishes */
+	n = queue_publish(a, lp, true, text, sizeof(text));
+	if (n < 0 || sm_store_flush(&a->st, n) == -1) {
+		store_lost(a, now);
+		return;
+	}
+	mark_published(lp, now);
+	alog("publish %s %s", lp->field, text);
+}
+
+/* A removed port: its field goes, the others hear REMOVED. */
+static void publish_removed(struct agent *a, const struct lport *lp, uint64_t now)
+{
+	char key[SM_HOST_LEN + 32], text[SM_REC_LEN];
+	struct sm_rec r = lp->rec;
+
+	if (!sm_store_connected(&a->st) || !lp->published[0])
+		return;		/* a reconnect rewrites the hash without it */
+	r.state = SM_REC_REMOVED;
+	r.instance = a->instance;
+	r.seq = ++a->seq;
+	snprintf(key, sizeof(key), SM_STORE_HOST_FMT, a->host);
+	if (sm_rec_format(&r, text, sizeof(text)) ||
+	    sm_store_append(&a->st, "HDEL %s %s", key, lp->field) ||
+	    sm_store_append(&a->st, "PUBLISH %s %s\t%s\t%s", SM_STORE_CHANNEL,
+			    a->host, lp->field, text) ||
+	    sm_store_flush(&a->st, 2) == -1) {
+		store_lost(a, now);
+		return;
+	}
+	alog("publish %s %s", lp->field, text);
+}
+
+static void on_message(const char *msg, size_t len, void *arg)
+{
+	struct agent *a = arg;
+	char host[SM_HOST_LEN];
+	struct sm_rec rec;
+
+	if (sm_msg_parse(msg, len, host, sizeof(host), &rec)) {
+		alog("ignoring a malformed message on %s: %.*s", SM_STORE_CHANNEL,
+		     (int)(len > 200 ? 200 : len), msg);
+		return;
+	}
+	accept_rec(a, host, &rec, "event");
+}
+
+/* After (re)connecting: our state out, everybody else's in. */
+static int resync(struct agent *a, uint64_t now)
+{
+	char key[SM_HOST_LEN + 32], text[SM_REC_LEN];
+	unsigned int replies = 0, ports = 0, nhosts = 0;
+	redisReply *hosts, *h;
+	size_t i, j;
+	int n;
+
+	snprintf(key, sizeof(key), SM_STORE_HOST_FMT, a->host);
+	/* the hash rewritten at once: a reader never sees it half done */
+	if (sm_store_append(&a->st, "MULTI") ||
+	    sm_store_append(&a->st, "DEL %s", key))
+		return -1;
+	replies = 2;
+	for (i = 0; i < a->nlp; i++) {
+		n = queue_publish(a, &a->lp[i], false, text, sizeof(text));
+		if (n < 0)
+			return -1;
+		replies += n;
+	}
+	if (sm_store_append(&a->st, "SADD %s %s", SM_STORE_HOSTS, a->host) ||
+	    sm_store_append(&a->st, "EXEC"))
+		return -1;
+	replies += 2;
+	/* and announced, for the agents that resynced before we were back */
+	for (i = 0; i < a->nlp; i++) {
+		struct lport *lp = &a->lp[i];
+		struct sm_rec r = lp->rec;
+
+		r.instance = a->instance;
+		r.seq = ++a->seq;
+		if (sm_rec_format(&r, text, sizeof(text)) ||
+		    sm_store_append(&a->st, "PUBLISH %s %s\t%s\t%s",
+				    SM_STORE_CHANNEL, a->host, lp->field, text))
+			return -1;
+		replies++;
+	}
+	if (sm_store_flush(&a->st, replies))
+		return -1;
+	for (i = 0; i < a->nlp; i++)
+		mark_published(&a->lp[i], now);
+	alog("republished %zu port%s as %s", a->nlp, a->nlp == 1 ? "" : "s",
+	     a->host);
+
+	hosts = sm_store_cmd(&a->st, "SMEMBERS %s", SM_STORE_HOSTS);
+	if (!hosts)
+		return -1;
+	for (i = 0; hosts->type == REDIS_REPLY_ARRAY && i < hosts->elements; i++) {
+		const char *name = hosts->element[i]->str;
+
+		if (hosts->element[i]->type != REDIS_REPLY_STRING ||
+		    !strcmp(name, a->host) || strlen(name) >= SM_HOST_LEN)
+			continue;
+		nhosts++;
+		h = sm_store_cmd(&a->st, "HGETALL " SM_STORE_HOST_FMT, name);
+		if (!h) {
+			freeReplyObject(hosts);
+			return -1;
+		}
+		for (j = 0; h->type == REDIS_REPLY_ARRAY && j + 1 < h->elements; j += 2) {
+			struct sm_rec rec;
+
+			if (h->element[j]->type != REDIS_REPLY_STRING ||
+			    h->element[j + 1]->type != REDIS_REPLY_STRING ||
+			    sm_rec_parse(h->element[j + 1]->str, h->element[j]->str, &rec)) {
+				alog("ignoring a malformed record of %s", name);
+				continue;
+			}
+			ports++;
+			accept_rec(a, name, &rec, "resync");
+		}
+		freeReplyObject(h);
+	}
+	freeReplyObject(hosts);
+	alog("resync: %u other host%s, %u port%s", nhosts, nhosts == 1 ? "" : "s",
+	     ports, ports == 1 ? "" : "s");
+	return 0;
+}
+
+static void store_try(struct agent *a, uint64_t now)
+{
+	if (sm_store_connect(&a->st, true)) {
+		store_lost(a, now);
+		return;
+	}
+	alog("store %s: connected", a->st.url);
+	if (resync(a, now)) {
+		store_lost(a, now);
+		return;
+	}
+	/* messages that arrived with the subscription confirmation */
+	if (sm_store_sub_read(&a->st, false, on_message, a)) {
+		store_lost(a, now);
+		return;
+	}
+	a->backoff_ms = AG_BACKOFF_MIN_MS;
+	a->outage_logged = false;
+}
+
+/* ---- local ports ---- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* "fe80:0000:0000:0000:5054:00ff:fe12:3401" */
+static int parse_sysfs_gid(const char *s, uint8_t *gid)
+{
+	int i, hi, lo;
+
+	for (i = 0; i < SHIFT_FT_GID_LEN; i++) {
+		if (i && !(i & 1) && *s++ != ':')
+			return -1;
+		hi = hexval(s[0]);
+		lo = hi < 0 ? -1 : hexval(s[1]);
+		if (lo < 0)
+			return -1;
+		gid[i] = hi << 4 | lo;
+		s += 2;
+	}
+	return 0;
+}
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	bool ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/*
+ * The GIDs other hosts reach @lp by: RoCE v2 on Ethernet, all on
+ * InfiniBand; zero entries skipped, in table order.
+ */
+static void read_gids(struct lport *lp)
+{
+	char dir[256], path[320], buf[64];
+	struct sm_rec *r = &lp->rec, tmp = { .ngid = 0 };
+	unsigned int n = 0, i;
+	struct dirent *d;
+	DIR *dh;
+
+	snprintf(dir, sizeof(dir), "/sys/class/infiniband/%s/ports/%u",
+		 lp->dev, lp->port_num);
+	snprintf(path, sizeof(path), "%s/gids", dir);
+	dh = opendir(path);
+	if (!dh)
+		return;
+	while ((d = readdir(dh)))
+		if (d->d_name[0] != '.')
+			n++;
+	closedir(dh);
+	for (i = 0; i < n && tmp.ngid < SM_REC_MAX_GIDS; i++) {
+		static const uint8_t zero[SHIFT_FT_GID_LEN];
+		uint8_t gid[SHIFT_FT_GID_LEN];
+
+		if (r->link_layer == SHIFT_FT_LINK_ETHERNET) {
+			/* an unused entry has no type: the read fails */
+			snprintf(path, sizeof(path), "%s/gid_attrs/types/%u", dir, i);
+			if (read_line(path, buf, sizeof(buf)) || strcmp(buf, "RoCE v2"))
+				continue;
+		}
+		snprintf(path, sizeof(path), "%s/gids/%u", dir, i);
+		if (read_line(path, buf, sizeof(buf)) || parse_sysfs_gid(buf, gid) ||
+		    !memcmp(gid, zero, sizeof(gid)) || has_gid(&tmp, gid))
+			continue;
+		memcpy(tmp.gid[tmp.ngid++], gid, SHIFT_FT_GID_LEN);
+	}
+	lp->gids_read = true;
+	/*
+	 * A port that lost its link may have lost its addresses too; the others
+	 * must still hear which GIDs went down, so keep the last ones known.
+	 */
+	if (!tmp.ngid && r->ngid && !sm_rec_up(r))
+		return;
+	memcpy(r->gid, tmp.gid, sizeof(r->gid));
+	r->ngid = tmp.ngid;
+}
+
+static struct lport *lport_find(struct agent *a, uint32_t port_index)
+{
+	size_t i;
+
+	for (i = 0; i < a->nlp; i++)
+		if (a->lp[i].port_index == port_index)
+			return &a->lp[i];
+	return NULL;
+}
+
+/*
+ * Ports are known by name, the store's key: a module reload may give a
+ * port another slot, and that is no reason to tell the cluster anything.
+ */
+static struct lport *lport_by_name(struct agent *a, const char *dev,
+				   uint32_t port_num)
+{
+	size_t i;
+
+	for (i = 0; i < a->nlp; i++)
+		if (a->lp[i].port_num == port_num && !strcmp(a->lp[i].dev, dev))
+			return &a->lp[i];
+	return NULL;
+}
+
+/* Does @lp's record differ from what was last published? */
+static bool lport_changed(const struct lport *lp)
+{
+	char text[SM_REC_LEN];
+	struct sm_rec r = lp->rec;
+
+	r.instance = r.seq = 0;
+	if (sm_rec_format(&r, text, sizeof(text)))
+		return false;
+	return strcmp(text, lp->published) != 0;
+}
+
+/* Publish now, or when @lp's rate window ends. */
+static void lport_touch(struct agent *a, struct lport *lp, uint64_t now)
+{
+	if (!lport_changed(lp)) {
+		lp->pending = false;
+		return;
+	}
+	lp->pending = true;
+	if (!lp->published[0] || now >= lp->pub_ns + AG_RATE_NS)
+		publish(a, lp, now);
+	else if (a->verbose)
+		alog("coalesce %s: next publication in %u ms", lp->field,
+		     (unsigned int)((lp->pub_ns + AG_RATE_NS - now) / 1000000));
+}
+
+static void lport_remove(struct agent *a, struct lport *lp, uint64_t now)
+{
+	publish_removed(a, lp, now);
+	alog("port %s gone", lp->field);
+	*lp = a->lp[--a->nlp];
+}
+
+/* A port message: from the events group or a dump. */
+static void lport_update(struct agent *a, const struct sm_row *row, uint64_t now)
+{
+	struct lport *lp;
+	bool fresh, renamed = false, gids = false;
+
+	if (!SM_HAS(row, SHIFT_FT_A_PORT_INDEX) || !SM_HAS(row, SHIFT_FT_A_DEV_NAME) ||
+	    !SM_HAS(row, SHIFT_FT_A_PORT_NUM) || !SM_HAS(row, SHIFT_FT_A_STATE))
+		return;
+	lp = lport_by_name(a, row->dev_name, row->port_num);
+	if (!lp)
+		lp = lport_find(a, row->port_index);	/* renamed, or slot reused */
+	fresh = !lp;
+	if (fresh) {
+		lp = realloc(a->lp, (a->nlp + 1) * sizeof(*lp));
+		if (!lp) {
+			alog("Unable to track port %s/%u: %s", row->dev_name,
+			     row->port_num, strerror(ENOMEM));
+			return;
+		}
+		a->lp = lp;
+		lp = &a->lp[a->nlp++];
+		memset(lp, 0, sizeof(*lp));
+	} else if (strcmp(lp->dev, row->dev_name) || lp->port_num != row->port_num) {
+		/* the slot now holds another port: the old one is gone */
+		publish_removed(a, lp, now);
+		renamed = true;
+	}
+	lp->port_index = row->port_index;
+	snprintf(lp->dev, sizeof(lp->dev), "%s", row->dev_name);
+	lp->port_num = row->port_num;
+	lport_field(lp);
+	snprintf(lp->rec.port, sizeof(lp->rec.port), "%s", lp->field);
+	if (renamed)
+		lp->published[0] = '\0';
+	if (strcmp(lp->rec.netdev, row->netdev) ||
+	    lp->rec.state != row->state ||
+	    lp->rec.link_layer != row->link_layer)
+		gids = true;
+	lp->rec.state = row->state;
+	lp->rec.link_layer = row->link_layer;
+	snprintf(lp->rec.netdev, sizeof(lp->rec.netdev), "%s", row->netdev);
+	lp->rec.down_count = row->down_count;
+	if (row->last_change != lp->last_change_mono) {
+		uint64_t mono = sm_mono_ns();
+
+		lp->last_change_mono = row->last_change;
+		lp->rec.last_change_ms = real_ms() -
+			(mono > row->last_change ? (mono - row->last_change) / 1000000 : 0);
+	}
+	/*
+	 * sysfs is read when the GIDs can have changed, not on every event:
+	 * a link going down must reach the store without that delay.
+	 */
+	if (!lp->gids_read || (gids && sm_rec_up(&lp->rec)) ||
+	    row->event == SHIFT_FT_EV_GID_CHANGE ||
+	    row->event == SHIFT_FT_EV_DEVICE_ADD ||
+	    row->event == SHIFT_FT_EV_DEVICE_RENAME)
+		read_gids(lp);
+	if (fresh || renamed) {
+		size_t i;
+
+		alog("port %s: %s, %s%s%s", lp->field,
+		     sm_rec_state_name(lp->rec.state),
+		     sm_rec_link_name(lp->rec.link_layer),
+		     lp->rec.netdev[0] ? ", netdev " : "", lp->rec.netdev);
+		/* remote ports already down: this port's paths to them too */
+		for (i = 0; i < a->nrp; i++)
+			if (a->rp[i].applied == SHIFT_FT_PATH_DOWN)
+				apply_paths(a, &a->rp[i], lp);
+	}
+	lport_touch(a, lp, now);
+}
+
+/* All ports again, from a dump: after a lost event or a module reload. */
+static int lports_refresh(struct agent *a, uint64_t now)
+{
+	struct sm_rows rows = { 0 };
+	size_t i, k;
+
+	if (!a->l.present)
+		return 0;
+	if (sm_nl_dump(&a->l.nl, SHIFT_FT_CMD_PORT_GET, &rows, "read", "ports"))
+		return -1;
+	for (i = 0; i < rows.n; i++)
+		lport_update(a, &rows.v[i], now);
+	/* ports the dump does not have went away unannounced */
+	for (k = a->nlp; k-- > 0;) {
+		for (i = 0; i < rows.n; i++)
+			if (rows.v[i].port_num == a->lp[k].port_num &&
+			    !strcmp(rows.v[i].dev_name, a->lp[k].dev))
+				break;
+		if (i == rows.n)
+			lport_remove(a, &a->lp[k], now);
+	}
+	sm_rows_free(&rows);
+	return 0;
+}
+
+static void on_event(enum sm_listen_what what, const struct sm_row *row,
+		     void *arg)
+{
+	struct agent *a = arg;
+	uint64_t now = sm_mono_ns();
+	struct lport *lp;
+	size_t i;
+
+	switch (what) {
+	case SM_LISTEN_EVENT:
+		if (row->cmd == SHIFT_FT_CMD_PORT_NEW) {
+			lport_update(a, row, now);
+		} else if (row->cmd == SHIFT_FT_CMD_PORT_DEL &&
+			   SM_HAS(row, SHIFT_FT_A_PORT_INDEX)) {
+			lp = lport_find(a, row->port_index);
+			if (lp)
+				lport_remove(a, lp, now);
+		}
+		break;
+	case SM_LISTEN_FAMILY_GONE:
+		alog("module %s unloaded: waiting for it", SHIFT_FT_GENL_NAME);
+		break;
+	case SM_LISTEN_FAMILY_BACK:
+		alog("module %s loaded: rereading ports, applying %zu remote port%s again",
+		     SHIFT_FT_GENL_NAME, a->nrp, a->nrp == 1 ? "" : "s");
+		lports_refresh(a, now);
+		for (i = 0; i < a->nrp; i++)
+			a->rp[i].enospc_logged = false;
+		reapply_all(a);
+		break;
+	case SM_LISTEN_OVERRUN:
+		alog("events lost (socket overrun): rereading ports");
+		lports_refresh(a, now);
+		break;
+	case SM_LISTEN_FOREIGN:
+		break;
+	}
+}
+
+/* ---- the command ---- */
+
+static bool have_net_admin(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[CAP_NET_ADMIN / 32].effective & (1U << (CAP_NET_ADMIN % 32));
+}
+
+static int agent_setup(struct agent *a)
+{
+	const char *host = sm_opts.host;
+
+	if (!host || !*host) {
+		if (gethostname(a->host, sizeof(a->host))) {
+			fprintf(stderr, "Unable to start agent: hostname: %s\n",
+				strerror(errno));
+			return -1;
+		}
+		a->host[sizeof(a->host) - 1] = '\0';
+	} else if (strlen(host) >= sizeof(a->host)) {
+		fprintf(stderr, "%s: host name too long\n", sm_prog);
+		return -2;
+	} else {
+		strcpy(a->host, host);
+	}
+	if (!a->host[0] || strpbrk(a->host, "\t\n\r ")) {
+		fprintf(stderr, "%s: invalid host name '%s'\n", sm_prog, a->host);
+		return -2;
+	}
+	if (sm_store_init(&a->st, sm_opts.store)) {
+		fprintf(stderr, "%s: invalid store URL %s\n", sm_prog, a->st.err);
+		return -2;
+	}
+	if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
+		a->instance = (uint64_t)getpid() << 32 ^ real_ms();
+	a->verbose = sm_opts.verbose;
+	a->backoff_ms = AG_BACKOFF_MIN_MS;
+	return 0;
+}
+
+static uint64_t next_deadline(const struct agent *a)
+{
+	uint64_t t = UINT64_MAX;
+	size_t i;
+
+	if (!sm_store_connected(&a->st))
+		t = a->retry_ns;
+	else
+		for (i = 0; i < a->nlp; i++)
+			if (a->lp[i].pending && a->lp[i].pub_ns + AG_RATE_NS < t)
+				t = a->lp[i].pub_ns + AG_RATE_NS;
+	return t;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct agent a = { 0 };
+	sigset_t block, empty;
+	int r, rc = SM_EXIT_OK;
+	size_t i;
+
+	(void)argv;
+	if (argc)
+		return sm_usage("agent");
+	r = agent_setup(&a);
+	if (r)
+		return r == -2 ? sm_usage("agent") : SM_EXIT_FAIL;
+	if (!have_net_admin()) {
+		fprintf(stderr,
+			"Unable to start agent: %s (reporting paths needs CAP_NET_ADMIN)\n",
+			strerror(EPERM));
+		return SM_EXIT_FAIL;
+	}
+
+	/* the signals arrive only inside ppoll(): no lost wakeup */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	sigemptyset(&empty);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* subscribed before the dump: no change falls between the two */
+	if (sm_listen_open(&a.l, on_event, &a))
+		return SM_EXIT_FAIL;
+	alog("host %s, instance %016" PRIx64 ", store %s", a.host, a.instance,
+	     a.st.url);
+	if (!a.l.present)
+		alog("module %s not loaded: waiting for it", SHIFT_FT_GENL_NAME);
+	else if (lports_refresh(&a, sm_mono_ns()))
+		rc = SM_EXIT_FAIL;
+	if (!rc)
+		store_try(&a, sm_mono_ns());
+
+	while (!rc && !ag_stop) {
+		struct pollfd pf[2] = {
+			{ .fd = sm_listen_fd(&a.l), .events = POLLIN },
+			{ .fd = sm_store_sub_fd(&a.st), .events = POLLIN },
+		};
+		uint64_t now = sm_mono_ns(), dl = next_deadline(&a);
+		struct timespec ts, *tsp = NULL;
+
+		if (dl != UINT64_MAX) {
+			uint64_t d = dl > now ? dl - now : 0;
+
+			ts.tv_sec = d / 1000000000ULL;
+			ts.tv_nsec = d % 1000000000ULL;
+			tsp = &ts;
+		}
+		r = ppoll(pf, pf[1].fd >= 0 ? 2 : 1, tsp, &empty);
+		if (r < 0 && errno != EINTR) {
+			alog("Unable to poll: %s", strerror(errno));
+			rc = SM_EXIT_FAIL;
+			break;
+		}
+		now = sm_mono_ns();
+		if (r > 0 && pf[0].revents && sm_listen_process(&a.l)) {
+			rc = SM_EXIT_FAIL;
+			break;
+		}
+		if (r > 0 && pf[1].fd >= 0 && pf[1].revents &&
+		    sm_store_connected(&a.st) &&
+		    sm_store_sub_read(&a.st, true, on_message, &a))
+			store_lost(&a, now);
+		if (!sm_store_connected(&a.st)) {
+			if (now >= a.retry_ns)
+				store_try(&a, now);
+			continue;
+		}
+		for (i = 0; i < a.nlp; i++)
+			if (a.lp[i].pending && now >= a.lp[i].pub_ns + AG_RATE_NS)
+				publish(&a, &a.lp[i], now);
+	}
+
+	/* the final state is never dropped: what is pending goes out now */
+	for (i = 0; i < a.nlp; i++)
+		if (a.lp[i].pending)
+			publish(&a, &a.lp[i], sm_mono_ns());
+	if (ag_stop)
+		alog("stopping on a signal");
+	sm_store_close(&a.st);
+	sm_listen_close(&a.l);
+	free(a.lp);
+	free(a.rp);
+	return rc;
+}

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * store.c: the cluster store (Redis, through hiredis' synchronous API):
+ * the URL, the port record format, a command connection and a subscriber
+ * connection.  The layout of the store is documented in store.h.
+ *
+ * Every call that fails closes both connections and says why in s->err;
+ * the caller (the agent) decides when to try again.  Both connections
+ * have a receive timeout, so a store that hangs costs a bounded wait, never
+ * the agent.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "store.h"
+
+#define SM_STORE_TIMEOUT_MS	1000
+
+/* ---- record ---- */
+
+static const char *const state_names[] = {
+	[SHIFT_FT_PORT_NOP]		= "NOP",
+	[SHIFT_FT_PORT_DOWN]		= "DOWN",
+	[SHIFT_FT_PORT_INIT]		= "INIT",
+	[SHIFT_FT_PORT_ARMED]		= "ARMED",
+	[SHIFT_FT_PORT_ACTIVE]		= "ACTIVE",
+	[SHIFT_FT_PORT_ACTIVE_DEFER]	= "ACTIVE_DEFER",
+};
+
+static const char *const link_names[] = {
+	[SHIFT_FT_LINK_UNSPEC]		= "UNSPEC",
+	[SHIFT_FT_LINK_INFINIBAND]	= "INFINIBAND",
+	[SHIFT_FT_LINK_ETHERNET]	= "ETHERNET",
+};
+
+const char *sm_rec_state_name(uint8_t state)
+{
+	if (state == SM_REC_REMOVED)
+		return "REMOVED";
+	if (state < sizeof(state_names) / sizeof(state_names[0]))
+		return state_names[state];
+	return "NOP";
+}
+
+const char *sm_rec_link_name(uint8_t link)
+{
+	if (link < sizeof(link_names) / sizeof(link_names[0]))
+		return link_names[link];
+	return "UNSPEC";
+}
+
+static int lookup(const char *const *names, unsigned int n, const char *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
+int sm_rec_format(const struct sm_rec *r, char *buf, size_t len)
+{
+	char gids[SM_REC_MAX_GIDS * (INET6_ADDRSTRLEN + 1) + 2] = "";
+	size_t off = 0;
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < r->ngid && i < SM_REC_MAX_GIDS; i++) {
+		char a[INET6_ADDRSTRLEN];
+
+		inet_ntop(AF_INET6, r->gid[i], a, sizeof(a));
+		off += snprintf(gids + off, sizeof(gids) - off, "%s%s",
+				i ? "," : "", a);
+	}
+	n = snprintf(buf, len, "%s\t%s\t%s\t%s\t%" PRIu64 "\t%" PRIu64
+		     "\t%016" PRIx64 "\t%" PRIu64,
+		     sm_rec_state_name(r->state), sm_rec_link_name(r->link_layer),
+		     r->netdev[0] ? r->netdev : "-", r->ngid ? gids : "-",
+		     r->down_count, r->last_change_ms, r->instance, r->seq);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int parse_u64(const char *s, int base, uint64_t *v)
+{
+	char *end;
+
+	if (!*s)
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, base);
+	return errno || *end ? -1 : 0;
+}
+
+int sm_rec_parse(const char *text, const char *port, struct sm_rec *r)
+{
+	char copy[SM_REC_LEN], *f[8], *save = NULL, *g;
+	unsigned int n = 0;
+	int v;
+
+	memset(r, 0, sizeof(*r));
+	if (strlen(port) >= sizeof(r->port) || strlen(text) >= sizeof(copy))
+		return -1;
+	strcpy(r->port, port);
+	strcpy(copy, text);
+	/* strsep, not strtok: no field may be empty, and none is skipped */
+	for (g = copy; g && n < 8; n++)
+		f[n] = strsep(&g, "\t");
+	if (n < 8)
+		return -1;	/* later versions may append fields: g != NULL */
+	if (!strcmp(f[0], "REMOVED"))
+		r->state = SM_REC_REMOVED;
+	else if ((v = lookup(state_names, 6, f[0])) >= 0)
+		r->state = v;
+	else
+		return -1;
+	v = lookup(link_names, 3, f[1]);
+	r->link_layer = v < 0 ? SHIFT_FT_LINK_UNSPEC : v;
+	if (strcmp(f[2], "-")) {
+		if (strlen(f[2]) >= sizeof(r->netdev))
+			return -1;
+		strcpy(r->netdev, f[2]);
+	}
+	if (strcmp(f[3], "-")) {
+		for (g = strtok_r(f[3], ",", &save); g;
+		     g = strtok_r(NULL, ",", &save)) {
+			if (r->ngid == SM_REC_MAX_GIDS)
+				break;
+			if (inet_pton(AF_INET6, g, r->gid[r->ngid]) != 1)
+				return -1;
+			r->ngid++;
+		}
+	}
+	if (parse_u64(f[4], 10, &r->down_count) ||
+	    parse_u64(f[5], 10, &r->last_change_ms) ||
+	    parse_u64(f[6], 16, &r->instance) || parse_u64(f[7], 10, &r->seq))
+		return -1;
+	return 0;
+}
+
+int sm_msg_parse(const char *msg, size_t len, char *host, size_t hostlen,
+		 struct sm_rec *r)
+{
+	char copy[SM_HOST_LEN + SM_REC_PORT_LEN + SM_REC_LEN];
+	char *port, *rec;
+
+	if (len >= sizeof(copy))
+		return -1;
+	memcpy(copy, msg, len);
+	copy[len] = '\0';
+	port = strchr(copy, '\t');
+	if (!port)
+		return -1;
+	*port++ = '\0';
+	rec = strchr(port, '\t');
+	if (!rec)
+		return -1;
+	*rec++ = '\0';
+	if (!*copy || strlen(copy) >= hostlen)
+		return -1;
+	strcpy(host, copy);
+	return sm_rec_parse(rec, port, r);
+}
+
+/* ---- connections ---- */
+
+int sm_store_init(struct sm_store *s, const char *url)
+{
+	const char *p;
+	char *colon, *end;
+	long port = 6379;
+
+	memset(s, 0, sizeof(*s));
+	if (!url || !*url)
+		url = getenv(SM_STORE_ENV);
+	if (!url || !*url)
+		url = SM_STORE_DEFAULT;
+	snprintf(s->url, sizeof(s->url), "%s", url);
+	if (!strncmp(url, "unix:", 5)) {
+		p = url + 5;
+		if (!strncmp(p, "//", 2))
+			p += 2;
+		if (*p != '/' || strlen(p) >= 108) {
+			snprintf(s->err, sizeof(s->err),
+				 "'%s': expected unix:/PATH", url);
+			return -1;
+		}
+		snprintf(s->addr, sizeof(s->addr), "%s", p);
+		s->port = 0;
+		return 0;
+	}
+	if (strncmp(url, "redis://", 8) || !url[8]) {
+		snprintf(s->err, sizeof(s->err),
+			 "'%s': expected redis://HOST[:PORT] or unix:/PATH", url);
+		return -1;
+	}
+	snprintf(s->addr, sizeof(s->addr), "%s", url + 8);
+	/* a trailing "/" or "/DB" is not ours: one database, number 0 */
+	if ((end = strchr(s->addr, '/')))
+		*end = '\0';
+	if (s->addr[0] == '[') {	/* [v6addr]:port */
+		end = strchr(s->addr, ']');
+		if (!end) {
+			snprintf(s->err, sizeof(s->err), "'%s': unterminated '['", url);
+			return -1;
+		}
+		*end = '\0';
+		if (end[1] == ':') {
+			port = strtol(end + 2, &colon, 10);
+			if (*colon || port < 1 || port > 65535)
+				goto bad_port;
+		} else if (end[1]) {
+			goto bad_port;
+		}
+		memmove(s->addr, s->addr + 1, strlen(s->addr + 1) + 1);
+	} else if ((colon = strrchr(s->addr, ':'))) {
+		*colon = '\0';
+		port = strtol(colon + 1, &end, 10);
+		if (*end || port < 1 || port > 65535)
+			goto bad_port;
+	}
+	if (!s->addr[0]) {
+		snprintf(s->err, sizeof(s->err), "'%s': no host", url);
+		return -1;
+	}
+	s->port = port;
+	return 0;
+bad_port:
+	snprintf(s->err, sizeof(s->err), "'%s': invalid port", url);
+	return -1;
+}
+
+static redisContext *open_one(struct sm_store *s)
+{
+	struct timeval tv = { .tv_sec = SM_STORE_TIMEOUT_MS / 1000,
+			      .tv_usec = (SM_STORE_TIMEOUT_MS % 1000) * 1000 };
+	redisContext *c;
+
+	c = s->port ? redisConnectWithTimeout(s->addr, s->port, tv)
+		    : redisConnectUnixWithTimeout(s->addr, tv);
+	if (!c) {
+		snprintf(s->err, sizeof(s->err), "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	if (c->err) {
+		snprintf(s->err, sizeof(s->err), "%s", c->errstr);
+		redisFree(c);
+		return NULL;
+	}
+	if (redisSetTimeout(c, tv) != REDIS_OK) {
+		snprintf(s->err, sizeof(s->err), "set timeout: %s", c->errstr);
+		redisFree(c);
+		return NULL;
+	}
+	return c;
+}
+
+void sm_store_close(struct sm_store *s)
+{
+	if (s->cmd)
+		redisFree(s->cmd);
+	if (s->sub)
+		redisFree(s->sub);
+	s->cmd = s->sub = NULL;
+}
+
+static void lost(struct sm_store *s, redisContext *c, const char *what)
+{
+	if (c && c->err)
+		snprintf(s->err, sizeof(s->err), "%s: %s", what,
+			 c->err == REDIS_ERR_EOF ? "connection closed by the server"
+						 : c->errstr);
+	else
+		snprintf(s->err, sizeof(s->err), "%s: %s", what, strerror(EIO));
+	sm_store_close(s);
+}
+
+int sm_store_connect(struct sm_store *s, bool subscribe)
+{
+	redisReply *r;
+
+	sm_store_close(s);
+	s->cmd = open_one(s);
+	if (!s->cmd)
+		return -1;
+	r = redisCommand(s->cmd, "PING");
+	if (!r) {
+		lost(s, s->cmd, "ping");
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		/* e.g. NOAUTH, or a protected-mode refusal */
+		snprintf(s->err, sizeof(s->err), "ping: %s", r->str);
+		freeReplyObject(r);
+		sm_store_close(s);
+		return -1;
+	}
+	freeReplyObject(r);
+	if (!subscribe)
+		return 0;
+	s->sub = open_one(s);
+	if (!s->sub) {
+		sm_store_close(s);
+		return -1;
+	}
+	/* the confirmation is the first reply: once read, we are subscribed */
+	r = redisCommand(s->sub, "SUBSCRIBE %s", SM_STORE_CHANNEL);
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		if (r) {
+			snprintf(s->err, sizeof(s->err), "subscribe: %s",
+				 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+			freeReplyObject(r);
+			sm_store_close(s);
+		} else {
+			lost(s, s->sub, "subscribe");
+		}
+		return -1;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+redisReply *sm_store_cmd(struct sm_store *s, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list ap;
+
+	if (!s->cmd) {
+		snprintf(s->err, sizeof(s->err), "not connected");
+		return NULL;
+	}
+	va_start(ap, fmt);
+	r = redisvCommand(s->cmd, fmt, ap);
+	va_end(ap);
+	if (!r)
+		lost(s, s->cmd, "command");
+	return r;
+}
+
+int sm_store_append(struct sm_store *s, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (!s->cmd) {
+		snprintf(s->err, sizeof(s->err), "not connected");
+		return -1;
+	}
+	va_start(ap, fmt);
+	r = redisvAppendCommand(s->cmd, fmt, ap);
+	va_end(ap);
+	if (r != REDIS_OK) {
+		lost(s, s->cmd, "command");
+		return -1;
+	}
+	return 0;
+}
+
+int sm_store_flush(struct sm_store *s, unsigned int n)
+{
+	int bad = 0;
+
+	while (n--) {
+		void *r;
+
+		if (!s->cmd || redisGetReply(s->cmd, &r) != REDIS_OK) {
+			lost(s, s->cmd, "command");
+			return -1;
+		}
+		if (((redisReply *)r)->type == REDIS_REPLY_ERROR && !bad) {
+			snprintf(s->err, sizeof(s->err), "%s", ((redisReply *)r)->str);
+			bad = 1;
+		}
+		freeReplyObject(r);
+	}
+	/* a refused command (say, out of memory) is not a lost connection */
+	return bad ? -2 : 0;
+}
+
+int sm_store_sub_fd(const struct sm_store *s)
+{
+	return s->sub ? s->sub->fd : -1;
+}
+
+int sm_store_sub_read(struct sm_store *s, bool do_read,
+		      void (*fn)(const char *msg, size_t len, void *arg),
+		      void *arg)
+{
+	void *v;
+
+	if (!s->sub)
+		return -1;
+	if (do_read && redisBufferRead(s->sub) != REDIS_OK) {
+		lost(s, s->sub, "subscriber");
+		return -1;
+	}
+	for (;;) {
+		redisReply *r;
+
+		if (redisGetReplyFromReader(s->sub, &v) != REDIS_OK) {
+			lost(s, s->sub, "subscriber");
+			return -1;
+		}
+		if (!v)
+			return 0;
+		r = v;
+		/* ["message", channel, payload]; the rest (confirmations) is not ours */
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+		    r->element[0]->type == REDIS_REPLY_STRING &&
+		    !strcmp(r->element[0]->str, "message") &&
+		    r->element[2]->type == REDIS_REPLY_STRING)
+			fn(r->element[2]->str, r->element[2]->len, arg);
+		freeReplyObject(r);
+	}
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * store.h: the cluster store (Redis) of `shiftmon agent` and
+ * `shiftmon show --cluster`.
+ *
+ * Where: --store URL, else the environment variable SHIFT_STORE (the one
+ * libshiftu reads), else redis://127.0.0.1:6379.  URL is redis://HOST[:PORT]
+ * or unix:/PATH.
+ *
+ * What, version 1 (every name starts with "shift:v1:" so that a later
+ * layout can live next to this one during an upgrade):
+ *
+ *	shift:v1:hosts		set: the host names that have published
+ *	shift:v1:host:<host>	hash: field "<dev>/<port>" -> a port record
+ *	shift:v1:events		channel: "<host>\t<dev>/<port>\t<record>"
+ *
+ * A port record is one line of tab-separated fields, in this order:
+ *
+ *	state		DOWN INIT ARMED ACTIVE ACTIVE_DEFER NOP, or REMOVED
+ *			(channel only: the device went away; its field is
+ *			deleted from the hash)
+ *	link_layer	ETHERNET INFINIBAND UNSPEC
+ *	netdev		"-" when none
+ *	gids		the port's GIDs others reach it by, inet_ntop form,
+ *			comma-separated, "-" when none (RoCE v2 GIDs on
+ *			Ethernet, every GID on InfiniBand)
+ *	down_count	transitions from ACTIVE, as the host's kernel counts
+ *	last_change	Unix time in ms of the last state change
+ *	instance	16 hex digits: the publishing agent's run
+ *	seq		decimal, per instance, increasing: a reader applies
+ *			a record only if it is newer than the last one it
+ *			applied from the same instance for the same port
+ *
+ * Readers ignore fields after the ones they know (additive changes only).
+ */
+#ifndef SHIFTMON_STORE_H
+#define SHIFTMON_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <shift_ft.h>
+
+#define SM_STORE_ENV		"SHIFT_STORE"
+#define SM_STORE_DEFAULT	"redis://127.0.0.1:6379"
+#define SM_STORE_HOSTS		"shift:v1:hosts"
+#define SM_STORE_HOST_FMT	"shift:v1:host:%s"
+#define SM_STORE_CHANNEL	"shift:v1:events"
+
+#define SM_REC_MAX_GIDS		8
+#define SM_REC_PORT_LEN		(SHIFT_FT_DEV_NAME_LEN + 8)	/* "dev/255" */
+#define SM_REC_LEN		512
+#define SM_HOST_LEN		256
+
+/* state of a record that announces a port's removal */
+#define SM_REC_REMOVED		0xff
+
+struct sm_rec {
+	char port[SM_REC_PORT_LEN];	/* "<dev>/<port>" */
+	uint8_t state;			/* enum shift_ft_port_state, SM_REC_REMOVED */
+	uint8_t link_layer;		/* enum shift_ft_link_layer */
+	char netdev[SHIFT_FT_NETDEV_NAME_LEN];	/* "" when none */
+	unsigned int ngid;
+	uint8_t gid[SM_REC_MAX_GIDS][SHIFT_FT_GID_LEN];
+	uint64_t down_count;
+	uint64_t last_change_ms;	/* Unix time */
+	uint64_t instance;
+	uint64_t seq;
+};
+
+/* Record text (no port) into @buf; -1 if it does not fit. */
+int sm_rec_format(const struct sm_rec *r, char *buf, size_t len);
+/* Parse record text; @port is copied in.  -1 if malformed. */
+int sm_rec_parse(const char *text, const char *port, struct sm_rec *r);
+/* Parse a channel message into @host and @r.  -1 if malformed. */
+int sm_msg_parse(const char *msg, size_t len, char *host, size_t hostlen,
+		 struct sm_rec *r);
+const char *sm_rec_state_name(uint8_t state);
+const char *sm_rec_link_name(uint8_t link);
+/* The store treats ACTIVE and ACTIVE_DEFER as up, everything else down. */
+static inline bool sm_rec_up(const struct sm_rec *r)
+{
+	return r->state == SHIFT_FT_PORT_ACTIVE ||
+	       r->state == SHIFT_FT_PORT_ACTIVE_DEFER;
+}
+
+/* ---- connections ---- */
+
+struct redisContext;
+struct redisReply;
+
+struct sm_store {
+	char url[256];			/* as configured, for messages */
+	char addr[256];			/* host name or socket path */
+	int port;			/* 0: unix socket */
+	struct redisContext *cmd;	/* commands */
+	struct redisContext *sub;	/* subscribed to SM_STORE_CHANNEL */
+	char err[192];			/* why the last call failed */
+};
+
+/*
+ * Resolve @url (NULL: $SHIFT_STORE, then the default).  -1 with a message
+ * in s->err on a malformed URL.
+ */
+int sm_store_init(struct sm_store *s, const char *url);
+/*
+ * Connect the command connection, and the subscriber too if @subscribe
+ * (returning once the subscription is confirmed, so that nothing published
+ * after this call is missed).  0, or -1 with s->err and both closed.
+ */
+int sm_store_connect(struct sm_store *s, bool subscribe);
+void sm_store_close(struct sm_store *s);
+static inline bool sm_store_connected(const struct sm_store *s)
+{
+	return s->cmd != NULL;
+}
+
+/*
+ * One command (redisCommand's format).  Returns the reply (free with
+ * freeReplyObject), or NULL with s->err set: the connection is then
+ * closed and the caller reconnects later.  An error reply from the server
+ * is returned as a reply, not as a failure.
+ */
+struct redisReply *sm_store_cmd(struct sm_store *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Pipelining: queue with sm_store_append, then sm_store_flush(n) reads
+ * the n replies; -1 (closed, s->err) if the connection failed. */
+int sm_store_append(struct sm_store *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int sm_store_flush(struct sm_store *s, unsigned int n);
+
+/* The subscriber's descriptor, -1 when not connected. */
+int sm_store_sub_fd(const struct sm_store *s);
+/*
+ * Read what the subscriber has (call on POLLIN, and once after connecting:
+ * messages may already be buffered) and call @fn for each message on the
+ * channel.  -1 (closed, s->err) if the connection was lost.
+ */
+int sm_store_sub_read(struct sm_store *s, bool do_read,
+		      void (*fn)(const char *msg, size_t len, void *arg),
+		      void *arg);
+
+#endif /* SHIFTMON_STORE_H */
