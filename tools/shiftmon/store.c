@@ -21,51 +21,30 @@
 
 #include <hiredis/hiredis.h>
 
+#include "shiftmon.h"
 #include "store.h"
 
 #define SM_STORE_TIMEOUT_MS	1000
 
 /* ---- record ---- */
 
-static const char *const state_names[] = {
-	[SHIFT_FT_PORT_NOP]		= "NOP",
-	[SHIFT_FT_PORT_DOWN]		= "DOWN",
-	[SHIFT_FT_PORT_INIT]		= "INIT",
-	[SHIFT_FT_PORT_ARMED]		= "ARMED",
-	[SHIFT_FT_PORT_ACTIVE]		= "ACTIVE",
-	[SHIFT_FT_PORT_ACTIVE_DEFER]	= "ACTIVE_DEFER",
-};
-
-static const char *const link_names[] = {
-	[SHIFT_FT_LINK_UNSPEC]		= "UNSPEC",
-	[SHIFT_FT_LINK_INFINIBAND]	= "INFINIBAND",
-	[SHIFT_FT_LINK_ETHERNET]	= "ETHERNET",
-};
+/* Names as names.c has them: the store speaks the dump's vocabulary. */
+static const char *known_name(const struct sm_names *t, unsigned int v,
+			      const char *dflt)
+{
+	return v < t->n && t->names[v] ? t->names[v] : dflt;
+}
 
 const char *sm_rec_state_name(uint8_t state)
 {
 	if (state == SM_REC_REMOVED)
 		return "REMOVED";
-	if (state < sizeof(state_names) / sizeof(state_names[0]))
-		return state_names[state];
-	return "NOP";
+	return known_name(&sm_port_state_names, state, "NOP");
 }
 
 const char *sm_rec_link_name(uint8_t link)
 {
-	if (link < sizeof(link_names) / sizeof(link_names[0]))
-		return link_names[link];
-	return "UNSPEC";
-}
-
-static int lookup(const char *const *names, unsigned int n, const char *s)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (names[i] && !strcmp(names[i], s))
-			return i;
-	return -1;
+	return known_name(&sm_link_names, link, "UNSPEC");
 }
 
 int sm_rec_format(const struct sm_rec *r, char *buf, size_t len)
@@ -119,11 +98,11 @@ int sm_rec_parse(const char *text, const char *port, struct sm_rec *r)
 		return -1;	/* later versions may append fields: g != NULL */
 	if (!strcmp(f[0], "REMOVED"))
 		r->state = SM_REC_REMOVED;
-	else if ((v = lookup(state_names, 6, f[0])) >= 0)
+	else if ((v = sm_value(&sm_port_state_names, f[0])) >= 0)
 		r->state = v;
 	else
 		return -1;
-	v = lookup(link_names, 3, f[1]);
+	v = sm_value(&sm_link_names, f[1]);
 	r->link_layer = v < 0 ? SHIFT_FT_LINK_UNSPEC : v;
 	if (strcmp(f[2], "-")) {
 		if (strlen(f[2]) >= sizeof(r->netdev))
