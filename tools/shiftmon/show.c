@@ -338,12 +338,12 @@ int sm_fetch(int kinds, struct sm_rows rows[3], const char *verb)
 
 int cmd_show(int argc, char **argv)
 {
-	if (sm_opts.cluster)
-		return sm_show_cluster(argc, argv);
 	struct sm_rows rows[3] = { { 0 } };
 	struct sm_filter f;
 	int kinds = 0, k;
 
+	if (sm_opts.cluster)
+		return sm_show_cluster(argc, argv);
 	if (argc && (kinds = sm_parse_kind(argv[0]))) {
 		argc--;
 		argv++;
