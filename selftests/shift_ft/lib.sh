@@ -201,38 +201,36 @@ ft_now() { "$FTPAGE" now; }
 
 # ---- background helpers ----
 
-# ft_monitor_start LOG: a subscribed "ftnl monitor" writing to LOG; sets
-# FT_MON_PID.
-ft_monitor_start()
+# ft_bg_start LOG READY WHAT CMD...: CMD in the background writing to LOG,
+# killed at exit; waits (5 s) for a line matching READY.  Sets FT_BG_PID.
+ft_bg_start()
 {
-	local i
-	"$FTNL" monitor > "$1" 2>&1 &
-	FT_MON_PID=$!
-	ft_defer "kill $FT_MON_PID"
+	local log=$1 ready=$2 what=$3 i
+	shift 3
+	"$@" > "$log" 2>&1 &
+	FT_BG_PID=$!
+	ft_defer "kill $FT_BG_PID"
 	for i in $(seq 250); do
-		grep -q '^# monitor: subscribed' "$1" && return 0
-		kill -0 "$FT_MON_PID" 2> /dev/null || break
+		grep -q "$ready" "$log" && return 0
+		kill -0 "$FT_BG_PID" 2> /dev/null || break
 		sleep 0.02
 	done
-	cat "$1" >&2
-	fail "ftnl monitor did not subscribe"
+	cat "$log" >&2
+	fail "$what did not start"
 }
 
-# ft_watch_start LOG: "ftpage watch" (a live mapping) writing to LOG; sets
-# FT_WATCH_PID.
+# ft_monitor_start LOG: a subscribed "ftnl monitor"; sets FT_MON_PID.
+ft_monitor_start()
+{
+	ft_bg_start "$1" '^# monitor: subscribed' "ftnl monitor" "$FTNL" monitor
+	FT_MON_PID=$FT_BG_PID
+}
+
+# ft_watch_start LOG: "ftpage watch" (a live mapping); sets FT_WATCH_PID.
 ft_watch_start()
 {
-	local i
-	"$FTPAGE" watch > "$1" 2>&1 &
-	FT_WATCH_PID=$!
-	ft_defer "kill $FT_WATCH_PID"
-	for i in $(seq 250); do
-		grep -q '^# watch: mapped' "$1" && return 0
-		kill -0 "$FT_WATCH_PID" 2> /dev/null || break
-		sleep 0.02
-	done
-	cat "$1" >&2
-	fail "ftpage watch did not start"
+	ft_bg_start "$1" '^# watch: mapped' "ftpage watch" "$FTPAGE" watch
+	FT_WATCH_PID=$FT_BG_PID
 }
 
 # ft_wait_log FILE AWK_CONDITION [SECONDS]: wait for a matching line.
