@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * config.c: the SHIFTU_* environment and shiftu_set_options() (config.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+static struct shiftu_config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+/* serialises shiftu_set_options() with shiftu_config_start() */
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool config_started;		/* under config_lock */
+
+static const char *const log_names[] = {
+	[SHIFTU_LOG_OFF] = "off",
+	[SHIFTU_LOG_ERROR] = "error",
+	[SHIFTU_LOG_WARN] = "warn",
+	[SHIFTU_LOG_INFO] = "info",
+	[SHIFTU_LOG_DEBUG] = "debug",
+};
+
+int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out)
+{
+	int i;
+
+	for (i = SHIFTU_LOG_OFF; i <= SHIFTU_LOG_MAX; i++) {
+		if (!strcmp(s, log_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int shiftu_parse_bool(const char *s, bool *out)
+{
+	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false")) {
+		*out = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int shiftu_parse_probe_ms(const char *s, uint32_t *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')	/* strtoul takes "-1" and " 1" */
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < 1 || v > SHIFTU_PROBE_MS_MAX)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_port(const char *s, uint16_t *port)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < 1 || v > 65535)
+		return -EINVAL;
+	*port = v;
+	return 0;
+}
+
+/*
+ * none | local | unix:/PATH | unix:///PATH | redis://HOST[:PORT][/...] |
+ * redis://[V6ADDR][:PORT][/...]: what shiftmon's --store accepts (a trailing
+ * "/DB" is ignored there too), plus none and local.
+ */
+int shiftu_parse_store(const char *s, struct shiftu_store *out)
+{
+	struct shiftu_store st = { .port = 6379 };
+	const char *p;
+	char *slash, *colon, *close;
+
+	if (strlen(s) >= sizeof(st.url))
+		return -EINVAL;
+	strcpy(st.url, s);
+	if (!strcmp(s, "none")) {
+		st.kind = SHIFTU_STORE_NONE;
+		st.port = 0;
+	} else if (!strcmp(s, "local")) {
+		st.kind = SHIFTU_STORE_LOCAL;
+		st.port = 0;
+	} else if (!strncmp(s, "unix:", 5)) {
+		p = s + 5;
+		if (!strncmp(p, "//", 2))
+			p += 2;
+		/* sun_path is 108 bytes with its NUL */
+		if (*p != '/' || strlen(p) >= 108)
+			return -EINVAL;
+		st.kind = SHIFTU_STORE_REDIS_UNIX;
+		st.port = 0;
+		strcpy(st.host, p);
+	} else if (!strncmp(s, "redis://", 8)) {
+		if (strlen(s + 8) >= sizeof(st.host))
+			return -EINVAL;
+		strcpy(st.host, s + 8);
+		slash = strchr(st.host, '/');
+		if (slash)
+			*slash = '\0';
+		if (st.host[0] == '[') {
+			close = strchr(st.host, ']');
+			if (!close)
+				return -EINVAL;
+			*close = '\0';
+			if (close[1] == ':') {
+				if (parse_port(close + 2, &st.port))
+					return -EINVAL;
+			} else if (close[1]) {
+				return -EINVAL;
+			}
+			memmove(st.host, st.host + 1, strlen(st.host + 1) + 1);
+		} else if ((colon = strrchr(st.host, ':'))) {
+			*colon = '\0';
+			if (parse_port(colon + 1, &st.port))
+				return -EINVAL;
+		}
+		if (!st.host[0])
+			return -EINVAL;
+		st.kind = SHIFTU_STORE_REDIS;
+	} else {
+		return -EINVAL;
+	}
+	*out = st;
+	return 0;
+}
+
+static void config_defaults(struct shiftu_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->log_level = SHIFTU_LOG_WARN;
+	shiftu_parse_store("local", &cfg->store);
+	cfg->probe_ms = SHIFTU_PROBE_MS_DEFAULT;
+	strcpy(cfg->health_dev, SHIFTU_HEALTH_DEV_DEFAULT);
+}
+
+static int bad(const char *var, const char *val, const char *dflt)
+{
+	shiftu_warn("%s=%s: invalid value, using %s", var, val, dflt);
+	return 1;
+}
+
+static int copy_path(const char *var, const char *val, char *dst, size_t len,
+		     const char *dflt)
+{
+	if (!*val || strlen(val) >= len)
+		return bad(var, val, dflt);
+	strcpy(dst, val);
+	return 0;
+}
+
+int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *))
+{
+	const char *v;
+	int nbad = 0;
+
+	config_defaults(cfg);
+	if ((v = get("SHIFTU_LOG")) && shiftu_parse_log_level(v, &cfg->log_level))
+		nbad += bad("SHIFTU_LOG", v, "warn");
+	if ((v = get("SHIFTU_LOG_FILE")))
+		nbad += copy_path("SHIFTU_LOG_FILE", v, cfg->log_file,
+				  sizeof(cfg->log_file), "stderr");
+	if ((v = get("SHIFTU_STORE")) && shiftu_parse_store(v, &cfg->store))
+		nbad += bad("SHIFTU_STORE", v, "local");
+	if ((v = get("SHIFTU_DISABLE")) && shiftu_parse_bool(v, &cfg->disabled))
+		nbad += bad("SHIFTU_DISABLE", v, "0");
+	if ((v = get("SHIFTU_PROBE_MS")) && shiftu_parse_probe_ms(v, &cfg->probe_ms))
+		nbad += bad("SHIFTU_PROBE_MS", v, "100");
+	if ((v = get("SHIFTU_HEALTH_DEV")))
+		nbad += copy_path("SHIFTU_HEALTH_DEV", v, cfg->health_dev,
+				  sizeof(cfg->health_dev), SHIFTU_HEALTH_DEV_DEFAULT);
+	return nbad;
+}
+
+static char *env_get(const char *name)
+{
+	/* secure_getenv: a preloaded library must not take a log file path
+	 * from the environment of a setuid program */
+	return secure_getenv(name);
+}
+
+static void config_read(void)
+{
+	enum shiftu_log_level lvl = SHIFTU_LOG_WARN;
+	const char *v;
+
+	/* The logger first, silently, so that complaints about the other
+	 * variables (and about these two) go where the user asked. */
+	if ((v = env_get("SHIFTU_LOG")))
+		shiftu_parse_log_level(v, &lvl);
+	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
+	shiftu_config_from_env(&config, env_get);
+	shiftu_dbg("config: log %s store %s disabled %d probe %u ms health %s",
+		   log_names[config.log_level], config.store.url, config.disabled,
+		   config.probe_ms, config.health_dev);
+}
+
+const struct shiftu_config *shiftu_config(void)
+{
+	pthread_once(&config_once, config_read);
+	return &config;
+}
+
+const struct shiftu_config *shiftu_config_start(void)
+{
+	shiftu_config();
+	pthread_mutex_lock(&config_lock);
+	config_started = true;
+	pthread_mutex_unlock(&config_lock);
+	return &config;
+}
+
+/* The caller's bytes past what this library knows must be zero. */
+static bool tail_is_zero(const void *p, size_t known, size_t size)
+{
+	const unsigned char *c = p;
+
+	for (; known < size; known++)
+		if (c[known])
+			return false;
+	return true;
+}
+
+SHIFTU_EXPORT int shiftu_set_options(const struct shiftu_options *user)
+{
+	struct shiftu_options o = { 0 };
+	struct shiftu_store store;
+	int err = 0;
+
+	if (!user || user->size < SHIFTU_OPTIONS_SIZE_VER0)
+		return -EINVAL;
+	if (user->size > sizeof(o) && !tail_is_zero(user, sizeof(o), user->size))
+		return -E2BIG;
+	memcpy(&o, user, user->size < sizeof(o) ? user->size : sizeof(o));
+	if (o.mask & ~SHIFTU_OPT_ALL)
+		return -EOPNOTSUPP;
+	if ((o.mask & SHIFTU_OPT_LOG_LEVEL) &&
+	    (o.log_level < SHIFTU_LOG_OFF || o.log_level > SHIFTU_LOG_MAX))
+		return -EINVAL;
+	if ((o.mask & SHIFTU_OPT_BACKUP) &&
+	    o.backup != SHIFTU_BACKUP_ON && o.backup != SHIFTU_BACKUP_OFF)
+		return -EINVAL;
+	if ((o.mask & SHIFTU_OPT_PROBE_MS) &&
+	    (o.probe_ms < 1 || o.probe_ms > SHIFTU_PROBE_MS_MAX))
+		return -EINVAL;
+	if ((o.mask & SHIFTU_OPT_STORE_URL) &&
+	    (!o.store_url || shiftu_parse_store(o.store_url, &store)))
+		return -EINVAL;
+
+	shiftu_config();	/* the environment first: options override it */
+	pthread_mutex_lock(&config_lock);
+	if (config_started) {
+		err = -EBUSY;
+		goto unlock;
+	}
+	if (o.mask & SHIFTU_OPT_LOG_LEVEL) {
+		config.log_level = o.log_level;
+		shiftu_log_set_level(o.log_level);
+	}
+	if (o.mask & SHIFTU_OPT_BACKUP)
+		config.disabled = o.backup == SHIFTU_BACKUP_OFF;
+	if (o.mask & SHIFTU_OPT_PROBE_MS)
+		config.probe_ms = o.probe_ms;
+	if (o.mask & SHIFTU_OPT_STORE_URL)
+		config.store = store;
+unlock:
+	pthread_mutex_unlock(&config_lock);
+	return err;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * config.h: libshiftu's configuration: the SHIFTU_* environment, read once
+ * and lazily, overridden by shiftu_set_options() until the library starts.
+ *
+ *   SHIFTU_LOG		off|error|warn|info|debug		(warn)
+ *   SHIFTU_LOG_FILE	path					(stderr)
+ *   SHIFTU_STORE	none|local|redis://HOST[:PORT][/]|unix:/PATH	(local)
+ *   SHIFTU_DISABLE	0|1					(0)
+ *   SHIFTU_PROBE_MS	1..3600000				(100)
+ *   SHIFTU_HEALTH_DEV	path					(/dev/shift_ft)
+ *
+ * A value that does not parse is logged once (warn: variable and value) and
+ * the default is used instead.
+ */
+#ifndef _SHIFTU_CONFIG_H
+#define _SHIFTU_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <limits.h>
+
+#include "shiftu.h"
+
+#define SHIFTU_PROBE_MS_DEFAULT		100
+#define SHIFTU_PROBE_MS_MAX		3600000
+#define SHIFTU_HEALTH_DEV_DEFAULT	"/dev/shift_ft"	/* SHIFT_FT_DEVICE_PATH */
+
+enum shiftu_store_kind {
+	SHIFTU_STORE_UNSPEC,
+	SHIFTU_STORE_NONE,		/* no cluster information at all */
+	SHIFTU_STORE_LOCAL,		/* only the host's shift_ft table (the
+					 * shiftmon agent feeds it) */
+	SHIFTU_STORE_REDIS,		/* TCP: host, port */
+	SHIFTU_STORE_REDIS_UNIX,	/* Unix socket: path in host */
+};
+
+/* The same forms shiftmon's --store / SHIFT_STORE accept, plus none/local. */
+struct shiftu_store {
+	enum shiftu_store_kind kind;
+	uint16_t port;			/* REDIS: 1..65535 (default 6379) */
+	char host[256];			/* REDIS: name or address (no []);
+					 * REDIS_UNIX: the socket path */
+	char url[512];			/* as given */
+};
+
+struct shiftu_config {
+	enum shiftu_log_level log_level;
+	char log_file[PATH_MAX];	/* "": stderr */
+	struct shiftu_store store;
+	bool disabled;			/* SHIFTU_DISABLE=1 or backup OFF */
+	uint32_t probe_ms;
+	char health_dev[PATH_MAX];
+};
+
+/*
+ * The configuration: reads the environment on the first call (pthread_once)
+ * and sets up the logger from it.  The result is read-only for callers.
+ * Fields may still change through shiftu_set_options() until
+ * shiftu_config_start(); code that runs after start may read it without a
+ * lock.  Thread safe.
+ */
+const struct shiftu_config *shiftu_config(void);
+
+/*
+ * Mark the library started (the interposer calls it at the first device
+ * open): from now on shiftu_set_options() returns -EBUSY and the
+ * configuration never changes.  Returns the configuration.  Thread safe,
+ * idempotent.
+ */
+const struct shiftu_config *shiftu_config_start(void);
+
+/* ---- parsers, exposed for the unit tests; each returns 0 or -EINVAL ---- */
+
+int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out);
+int shiftu_parse_bool(const char *s, bool *out);
+int shiftu_parse_probe_ms(const char *s, uint32_t *out);
+int shiftu_parse_store(const char *s, struct shiftu_store *out);
+
+/*
+ * Fill @cfg from the variables @get returns (getenv, or a test's table),
+ * logging each bad value and using its default.  Does not touch the logger.
+ * Returns the number of bad values.
+ */
+int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *));
+
+#endif /* _SHIFTU_CONFIG_H */

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * log.c: the one logger of libshiftu (see log.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* Until the configuration is read, warnings and errors only: the default. */
+int shiftu_log_level_cur = SHIFTU_LOG_WARN;
+
+/*
+ * The descriptor lines go to.  Written once by shiftu_log_setup() before
+ * other threads log (config.c runs it inside its pthread_once); read relaxed.
+ */
+static int log_fd = STDERR_FILENO;
+
+static const char *const level_names[] = {
+	[SHIFTU_LOG_ERROR] = "error",
+	[SHIFTU_LOG_WARN] = "warn",
+	[SHIFTU_LOG_INFO] = "info",
+	[SHIFTU_LOG_DEBUG] = "debug",
+};
+
+void shiftu_log_set_level(enum shiftu_log_level lvl)
+{
+	if (lvl == SHIFTU_LOG_UNSPEC || lvl > SHIFTU_LOG_MAX)
+		return;
+	__atomic_store_n(&shiftu_log_level_cur, lvl, __ATOMIC_RELAXED);
+}
+
+int shiftu_log_setup(enum shiftu_log_level lvl, const char *path)
+{
+	int fd, old, err = 0;
+
+	shiftu_log_set_level(lvl);
+	fd = STDERR_FILENO;
+	if (path && *path) {
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			err = -errno;
+			fd = STDERR_FILENO;
+		}
+	}
+	old = __atomic_exchange_n(&log_fd, fd, __ATOMIC_RELAXED);
+	if (old != STDERR_FILENO && old != fd)
+		close(old);
+	if (err)
+		shiftu_log_line(SHIFTU_LOG_WARN, "SHIFTU_LOG_FILE=%s: %s; logging to stderr",
+				path, strerror(-err));
+	return err;
+}
+
+void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
+{
+	char buf[1024];
+	int saved_errno = errno;	/* callers log between a failure and its return */
+	ssize_t wr;
+	size_t n;
+	va_list ap;
+	int len;
+
+	if (lvl < SHIFTU_LOG_ERROR || lvl > SHIFTU_LOG_MAX)
+		lvl = SHIFTU_LOG_ERROR;
+	len = snprintf(buf, sizeof(buf), "libshiftu[%d]: %s: ", (int)getpid(),
+		       level_names[lvl]);
+	if (len < 0)
+		goto out;
+	n = len;
+	va_start(ap, fmt);
+	len = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		goto out;
+	n += (size_t)len;
+	if (n > sizeof(buf) - 2)	/* truncated: keep the newline */
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* one write per line; a short or failed write loses the line, no more */
+	wr = write(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), buf, n);
+	(void)wr;
+out:
+	errno = saved_errno;
+}
