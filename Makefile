@@ -5,9 +5,10 @@
 #   make [all]        the module, the tools and the selftests
 #   make module       kmod/shift_ft.ko against KDIR
 #   make tools        shiftmon
+#   make lib          libshiftu (userlib/)
 #   make check        install what is missing, build, host unit tests, the lab
 #   make demo         the two-host lab: a link pulled, the table changing
-#   make install      module (modules_install) and the UAPI header
+#   make install      module (modules_install), libshiftu, the UAPI header
 #   make dkms-install register, build and install through DKMS
 #   make style        checkpatch on the kernel code
 #   make clean
@@ -41,10 +42,10 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host
 
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
 
-.PHONY: all module tools selftests kselftest check deps unit lab dkms-test \
+.PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test \
 	demo install dkms-install style clean version
 
-all: module tools selftests
+all: module tools lib selftests
 
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules
@@ -52,12 +53,16 @@ module:
 tools:
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d || exit; done
 
+lib:
+	$(Q)$(MAKE) -C userlib
+
 $(KSFT_TOP)/.stamp: selftests/lab/get-kselftest.sh
 	$(Q)$(TOP)/selftests/lab/get-kselftest.sh $(KSFT_TOP)
 
 kselftest: $(KSFT_TOP)/.stamp
 
-selftests: kselftest
+# the host tests link userlib's objects: build them first, once
+selftests: kselftest lib
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
 		$(MAKE) $(SUBMAKE_QUIET) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) \
 			SHIFT_TOP=$(TOP) all || exit; \
@@ -88,9 +93,10 @@ demo: deps
 	$(Q)$(MAKE) all
 	$(Q)$(LAB) scenario demo
 
-install: module tools
+install: module tools lib
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d install || exit; done
+	$(Q)$(MAKE) -C userlib install
 	$(Q)depmod -a $(KVER)
 	$(Q)install -D -m 0644 uapi/shift_ft.h $(DESTDIR)$(PREFIX)/include/shift_ft.h
 	$(Q)install -D -m 0644 Documentation/man/shift_ft.4 \
@@ -105,6 +111,7 @@ style:
 clean:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) clean
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
+	$(Q)$(MAKE) -C userlib clean
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
 		$(MAKE) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
 	done; true

@@ -9,10 +9,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 
-/* Until the configuration is read, warnings and errors only: the default. */
-int shiftu_log_level_cur = SHIFTU_LOG_WARN;
+/*
+ * Until shiftu_log_setup() runs, every line reaches shiftu_log_line(), which
+ * reads the configuration (and so SHIFTU_LOG) first and filters again.
+ */
+int shiftu_log_level_cur = SHIFTU_LOG_DEBUG;
+
+/* Set (release) at the top of shiftu_log_setup(); read acquire. */
+static bool log_configured;
 
 /*
  * The descriptor lines go to.  Written once by shiftu_log_setup() before
@@ -38,6 +45,8 @@ int shiftu_log_setup(enum shiftu_log_level lvl, const char *path)
 {
 	int fd, old, err = 0;
 
+	/* first, so that the line below does not read the configuration */
+	__atomic_store_n(&log_configured, true, __ATOMIC_RELEASE);
 	shiftu_log_set_level(lvl);
 	fd = STDERR_FILENO;
 	if (path && *path) {
@@ -67,6 +76,12 @@ void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
 
 	if (lvl < SHIFTU_LOG_ERROR || lvl > SHIFTU_LOG_MAX)
 		lvl = SHIFTU_LOG_ERROR;
+	/* a line before the configuration: read it (it sets the logger up) */
+	if (!__atomic_load_n(&log_configured, __ATOMIC_ACQUIRE)) {
+		shiftu_config();
+		if (!shiftu_log_enabled(lvl))
+			goto out;
+	}
 	len = snprintf(buf, sizeof(buf), "libshiftu[%d]: %s: ", (int)getpid(),
 		       level_names[lvl]);
 	if (len < 0)

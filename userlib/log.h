@@ -16,7 +16,9 @@
 #include "shiftu.h"
 
 /*
- * Current level.  Written by shiftu_log_setup()/shiftu_log_set_level()
+ * Current level (SHIFTU_LOG_DEBUG until the logger is set up, so that early
+ * lines reach shiftu_log_line(), which reads the configuration first).
+ * Written by shiftu_log_setup()/shiftu_log_set_level()
  * (relaxed: a thread that sees the old level for a while logs one line more
  * or less); read relaxed by shiftu_log_enabled().
  */

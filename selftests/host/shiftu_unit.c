@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shiftu_unit: libshiftu's pure logic on the build host: the health page
+ * reader against pages laid out in memory, the QP registry, the
+ * configuration parsers and shiftu_set_options() checks.
+ *
+ * The pages use strides and offsets different from the reader's sizeof(), so
+ * a reader that used its own sizes would find the wrong rows.  Each TEST runs
+ * in its own process (kselftest_harness forks), so library state is fresh.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <shift_ft.h>
+
+#include "shiftu.h"
+#include "config.h"
+#include "health.h"
+#include "log.h"
+#include "qp.h"
+
+#include "kselftest_harness.h"
+
+/* a future kernel's layout: rows larger than this reader's structs */
+#define HDR_SIZE	160
+#define PORT_OFF	256
+#define PORT_STRIDE	(sizeof(struct shift_ft_page_port) + 40)
+#define PORT_MAX	4
+#define PATH_OFF	(PORT_OFF + PORT_MAX * PORT_STRIDE + 24)
+#define PATH_STRIDE	(sizeof(struct shift_ft_page_path) + 24)
+#define PATH_MAX_	3
+#define PAGE_LEN	4096
+
+static const uint8_t gid_a[16] = { 0xfe, 0x80, [15] = 0x0a };
+static const uint8_t gid_b[16] = { 0xfe, 0x80, [15] = 0x0b };
+
+#define PUT(row, type, field, val) do {					\
+	__typeof__(((type *)0)->field) v_ = (val);			\
+	memcpy((row) + offsetof(type, field), &v_, sizeof(v_));		\
+} while (0)
+
+static uint8_t *port_at(uint8_t *page, int i)
+{
+	return page + PORT_OFF + i * PORT_STRIDE;
+}
+
+static uint8_t *path_at(uint8_t *page, int i)
+{
+	return page + PATH_OFF + i * PATH_STRIDE;
+}
+
+static void put_port(uint8_t *page, int i, uint64_t guid, uint32_t num,
+		     const char *name, uint8_t state, uint32_t backup)
+{
+	uint8_t *r = port_at(page, i);
+
+	PUT(r, struct shift_ft_page_port, flags, SHIFT_FT_ROW_VALID);
+	PUT(r, struct shift_ft_page_port, node_guid, guid);
+	PUT(r, struct shift_ft_page_port, port_num, num);
+	memcpy(r + offsetof(struct shift_ft_page_port, dev_name), name, strlen(name) + 1);
+	PUT(r, struct shift_ft_page_port, state, state);
+	PUT(r, struct shift_ft_page_port, down_count, (uint64_t)(10 + i));
+	PUT(r, struct shift_ft_page_port, backup_index, backup);
+	PUT(r, struct shift_ft_page_port, pair_state,
+	    backup == SHIFT_FT_NO_PORT ? SHIFT_FT_PAIR_NONE : SHIFT_FT_PAIR_BOTH_UP);
+}
+
+/* A page with 3 valid ports (slot 1 empty) and 2 paths, seq @seq. */
+static uint8_t *make_page(uint32_t seq)
+{
+	struct shift_ft_page_hdr *h;
+	uint8_t *page, *r;
+
+	page = aligned_alloc(4096, PAGE_LEN);
+	if (!page)
+		return NULL;
+	/* garbage everywhere a sizeof()-based reader would look */
+	memset(page, 0xa5, PAGE_LEN);
+	memset(page, 0, HDR_SIZE);
+	for (int i = 0; i < PORT_MAX; i++)
+		memset(port_at(page, i), 0, PORT_STRIDE - 40);
+	for (int i = 0; i < PATH_MAX_; i++)
+		memset(path_at(page, i), 0, PATH_STRIDE - 24);
+	h = (void *)page;
+	h->magic = SHIFT_FT_PAGE_MAGIC;
+	h->version = SHIFT_FT_PAGE_VERSION + 1;	/* newer, still compatible */
+	h->compat_version = SHIFT_FT_PAGE_VERSION;
+	h->hdr_size = HDR_SIZE;
+	h->seq = seq;
+	h->generation = 77;
+	h->port_offset = PORT_OFF;
+	h->port_entry_size = PORT_STRIDE;
+	h->port_max = PORT_MAX;
+	h->port_count = 3;
+	h->path_offset = PATH_OFF;
+	h->path_entry_size = PATH_STRIDE;
+	h->path_max = PATH_MAX_;
+	h->path_count = 2;
+	h->map_size = PAGE_LEN;
+
+	put_port(page, 0, 0x1111, 1, "mlx5_0", SHIFT_FT_PORT_ACTIVE, 2);
+	put_port(page, 2, 0x2222, 1, "mlx5_1", SHIFT_FT_PORT_DOWN, 0);
+	put_port(page, 3, 0x2222, 2, "mlx5_1", SHIFT_FT_PORT_ACTIVE, SHIFT_FT_NO_PORT);
+
+	r = path_at(page, 0);
+	PUT(r, struct shift_ft_page_path, flags, SHIFT_FT_ROW_VALID);
+	PUT(r, struct shift_ft_page_path, port_index, 0);
+	memcpy(r + offsetof(struct shift_ft_page_path, remote_gid), gid_a, 16);
+	PUT(r, struct shift_ft_page_path, state, SHIFT_FT_PATH_UP);
+	r = path_at(page, 2);
+	PUT(r, struct shift_ft_page_path, flags, SHIFT_FT_ROW_VALID);
+	PUT(r, struct shift_ft_page_path, port_index, 0);
+	memcpy(r + offsetof(struct shift_ft_page_path, remote_gid), gid_b, 16);
+	PUT(r, struct shift_ft_page_path, state, SHIFT_FT_PATH_DOWN);
+	return page;
+}
+
+static void quiet_env(void)
+{
+	/* no real device and no log lines on the test's stderr */
+	setenv("SHIFTU_HEALTH_DEV", "/nonexistent/shift_ft", 1);
+	setenv("SHIFTU_LOG", "off", 1);
+}
+
+TEST(health_strides)
+{
+	struct shiftu_port_health ph;
+	uint8_t *page = make_page(4);
+	uint8_t st;
+
+	quiet_env();
+	ASSERT_NE(NULL, page);
+	ASSERT_EQ(0, shiftu_health_attach_mem(page, PAGE_LEN));
+
+	ASSERT_EQ(0, shiftu_health_port(0x1111, 1, &ph));
+	EXPECT_EQ(0, ph.port_index);
+	EXPECT_EQ(4, ph.seq);
+	EXPECT_EQ(77, ph.generation);
+	EXPECT_EQ(SHIFT_FT_PORT_ACTIVE, ph.state);
+	EXPECT_STREQ("mlx5_0", ph.dev_name);
+	EXPECT_EQ(10, ph.down_count);
+	EXPECT_EQ(2, ph.backup_index);
+	EXPECT_EQ(0x2222, ph.backup_node_guid);
+	EXPECT_EQ(1, ph.backup_port_num);
+	EXPECT_STREQ("mlx5_1", ph.backup_dev_name);
+	EXPECT_EQ(SHIFT_FT_PORT_DOWN, ph.backup_state);
+
+	/* same guid, other port: slot 3, no backup */
+	ASSERT_EQ(0, shiftu_health_port(0x2222, 2, &ph));
+	EXPECT_EQ(3, ph.port_index);
+	EXPECT_EQ(13, ph.down_count);
+	EXPECT_EQ(SHIFT_FT_NO_PORT, ph.backup_index);
+	EXPECT_EQ(0, ph.backup_node_guid);
+
+	EXPECT_EQ(-ENOENT, shiftu_health_port(0x3333, 1, &ph));
+
+	ASSERT_EQ(0, shiftu_health_path(0, gid_a, &st));
+	EXPECT_EQ(SHIFT_FT_PATH_UP, st);
+	ASSERT_EQ(0, shiftu_health_path(0, gid_b, &st));
+	EXPECT_EQ(SHIFT_FT_PATH_DOWN, st);
+	EXPECT_EQ(-ENOENT, shiftu_health_path(2, gid_a, &st));
+
+	/* a freed row is not found */
+	PUT(port_at(page, 3), struct shift_ft_page_port, flags, 0);
+	EXPECT_EQ(-ENOENT, shiftu_health_port(0x2222, 2, &ph));
+
+	EXPECT_EQ(-EBUSY, shiftu_health_attach_mem(page, PAGE_LEN));
+	shiftu_health_detach();
+	free(page);
+}
+
+TEST(health_moved)
+{
+	struct shift_ft_page_hdr *h;
+	uint8_t *page = make_page(8);
+	uint32_t seen = 0;
+
+	quiet_env();
+	ASSERT_NE(NULL, page);
+	h = (void *)page;
+	/* no page: one move (0 -> the private odd word), then quiet */
+	EXPECT_TRUE(shiftu_health_moved(&seen));
+	EXPECT_FALSE(shiftu_health_moved(&seen));
+	EXPECT_FALSE(shiftu_health_moved(&seen));
+	/* attaching is a move, whatever the page's seq */
+	ASSERT_EQ(0, shiftu_health_attach_mem(page, PAGE_LEN));
+	EXPECT_TRUE(shiftu_health_moved(&seen));
+	EXPECT_EQ(8, seen);
+	EXPECT_FALSE(shiftu_health_moved(&seen));
+	__atomic_store_n(&h->seq, 9, __ATOMIC_RELEASE);
+	EXPECT_TRUE(shiftu_health_moved(&seen));
+	__atomic_store_n(&h->seq, 10, __ATOMIC_RELEASE);
+	EXPECT_TRUE(shiftu_health_moved(&seen));
+	EXPECT_FALSE(shiftu_health_moved(&seen));
+	shiftu_health_detach();
+	free(page);
+}
+
+struct writer {
+	uint8_t *page;
+	int delay_ms;
+};
+
+/* Finish the write section the test left open, after a delay. */
+static void *finish_write(void *arg)
+{
+	struct writer *w = arg;
+	struct shift_ft_page_hdr *h = (void *)w->page;
+
+	usleep(w->delay_ms * 1000);
+	PUT(port_at(w->page, 0), struct shift_ft_page_port, state, SHIFT_FT_PORT_DOWN);
+	PUT(port_at(w->page, 0), struct shift_ft_page_port, down_count, 99);
+	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+TEST(health_seq_odd_retries)
+{
+	struct writer w = { .delay_ms = 100 };
+	struct shiftu_port_health ph;
+	struct shift_ft_page_hdr *h;
+	uint64_t t0, t1;
+	pthread_t th;
+
+	quiet_env();
+	w.page = make_page(4);
+	ASSERT_NE(NULL, w.page);
+	h = (void *)w.page;
+	ASSERT_EQ(0, shiftu_health_attach_mem(w.page, PAGE_LEN));
+	/* a writer inside: the reader must wait, then see its result */
+	h->seq = 5;
+	t0 = mono_ms();
+	ASSERT_EQ(0, pthread_create(&th, NULL, finish_write, &w));
+	ASSERT_EQ(0, shiftu_health_port(0x1111, 1, &ph));
+	t1 = mono_ms();
+	pthread_join(th, NULL);
+	EXPECT_GE(t1 - t0, 90);
+	EXPECT_EQ(6, ph.seq);
+	EXPECT_EQ(SHIFT_FT_PORT_DOWN, ph.state);
+	EXPECT_EQ(99, ph.down_count);
+	shiftu_health_detach();
+	free(w.page);
+}
+
+TEST(health_seq_stuck)
+{
+	struct shiftu_port_health ph;
+	struct shift_ft_page_hdr *h;
+	uint8_t *page = make_page(4);
+	uint8_t st;
+
+	quiet_env();
+	ASSERT_NE(NULL, page);
+	h = (void *)page;
+	ASSERT_EQ(0, shiftu_health_attach_mem(page, PAGE_LEN));
+	h->seq = 7;	/* a writer that never leaves */
+	EXPECT_EQ(-ESTALE, shiftu_health_port(0x1111, 1, &ph));
+	EXPECT_EQ(-ESTALE, shiftu_health_path(0, gid_a, &st));
+	shiftu_health_detach();
+	free(page);
+}
+
+TEST(health_refused)
+{
+	struct shift_ft_page_hdr *h;
+	struct shiftu_port_health ph;
+	uint8_t *page = make_page(4);
+
+	quiet_env();
+	ASSERT_NE(NULL, page);
+	h = (void *)page;
+
+	h->compat_version = SHIFT_FT_PAGE_VERSION + 1;
+	EXPECT_EQ(-EPROTONOSUPPORT, shiftu_health_attach_mem(page, PAGE_LEN));
+	h->compat_version = SHIFT_FT_PAGE_VERSION;
+
+	h->magic = 0x12345678;
+	EXPECT_EQ(-EPROTO, shiftu_health_attach_mem(page, PAGE_LEN));
+	h->magic = SHIFT_FT_PAGE_MAGIC;
+
+	/* the path array does not fit in what is mapped */
+	EXPECT_EQ(-EPROTO, shiftu_health_attach_mem(page, PATH_OFF + PATH_STRIDE));
+	/* rows smaller than version 1's */
+	h->port_entry_size = 64;
+	EXPECT_EQ(-EPROTO, shiftu_health_attach_mem(page, PAGE_LEN));
+	h->port_entry_size = PORT_STRIDE;
+	EXPECT_EQ(-EPROTO, shiftu_health_attach_mem(page, 40));
+
+	/* nothing attached: the device is tried, absent, so no page */
+	EXPECT_EQ(-ENODEV, shiftu_health_port(0x1111, 1, &ph));
+	EXPECT_EQ(-ENODEV, shiftu_health_fd());
+	EXPECT_EQ(-ENODEV, shiftu_health_open());
+	free(page);
+}
+
+#define NQP 2000
+
+TEST(qp_registry)
+{
+	static struct ibv_qp qps[NQP];
+	static struct shiftu_qp ent[NQP];
+	struct shiftu_qp other = { 0 };
+	int i;
+
+	for (i = 0; i < NQP; i++) {
+		/* every qp_num four times: four "devices" collide on purpose */
+		qps[i].qp_num = i / 4;
+		ent[i].app_qp = &qps[i];
+		ASSERT_EQ(0, shiftu_qp_register(&ent[i]));
+	}
+	EXPECT_EQ(NQP, shiftu_qp_registered());
+	for (i = 0; i < NQP; i++)
+		ASSERT_EQ(&ent[i], shiftu_qp_lookup(&qps[i]));
+
+	other.app_qp = &qps[5];
+	EXPECT_EQ(-EEXIST, shiftu_qp_register(&other));
+	/* only the registered entry removes its key */
+	EXPECT_EQ(-ENOENT, shiftu_qp_unregister(&other));
+
+	for (i = 0; i < NQP; i += 2)
+		ASSERT_EQ(0, shiftu_qp_unregister(&ent[i]));
+	EXPECT_EQ(NQP / 2, shiftu_qp_registered());
+	for (i = 0; i < NQP; i++)
+		ASSERT_EQ(i % 2 ? &ent[i] : NULL, shiftu_qp_lookup(&qps[i]));
+	EXPECT_EQ(-ENOENT, shiftu_qp_unregister(&ent[0]));
+
+	/* tombstones are reused and do not hide what lies past them */
+	for (i = 0; i < NQP; i += 2)
+		ASSERT_EQ(0, shiftu_qp_register(&ent[i]));
+	for (i = 0; i < NQP; i++)
+		ASSERT_EQ(&ent[i], shiftu_qp_lookup(&qps[i]));
+	EXPECT_EQ(NULL, shiftu_qp_lookup(NULL));
+	shiftu_qp_registry_fini();
+	EXPECT_EQ(NULL, shiftu_qp_lookup(&qps[1]));
+}
+
+TEST(qp_state_public)
+{
+	struct shiftu_qp_info info = { .size = sizeof(info) };
+	struct ibv_qp qp = { .qp_num = 42 };
+	struct shiftu_qp q = { .app_qp = &qp };
+
+	quiet_env();
+	EXPECT_EQ(-ENOENT, shiftu_qp_state(&qp, &info));
+	ASSERT_EQ(0, shiftu_qp_register(&q));
+	shiftu_qp_set_send_state(&q, SHIFTU_SEND_WAIT_DRAINED);
+	shiftu_qp_set_recv_state(&q, SHIFTU_RECV_FALLBACK);
+	shiftu_qp_set_flags(&q, SHIFTU_QP_F_PROTECTED);
+	shiftu_qp_count(&q.failovers, 2);
+	shiftu_qp_count(&q.replayed_wrs, 17);
+	ASSERT_EQ(0, shiftu_qp_state(&qp, &info));
+	EXPECT_EQ(sizeof(info), info.size);
+	EXPECT_EQ(SHIFTU_SEND_WAIT_DRAINED, info.send_state);
+	EXPECT_EQ(SHIFTU_RECV_FALLBACK, info.recv_state);
+	EXPECT_EQ(SHIFTU_QP_F_PROTECTED, info.flags);
+	EXPECT_EQ(2, info.failovers);
+	EXPECT_EQ(17, info.replayed_wrs);
+	info.size = SHIFTU_QP_INFO_SIZE_VER0 - 1;
+	EXPECT_EQ(-EINVAL, shiftu_qp_state(&qp, &info));
+	/* an older caller gets only what it knows */
+	info.size = SHIFTU_QP_INFO_SIZE_VER0;
+	ASSERT_EQ(0, shiftu_qp_state(&qp, &info));
+	EXPECT_EQ(SHIFTU_QP_INFO_SIZE_VER0, info.size);
+	ASSERT_EQ(0, shiftu_qp_unregister(&q));
+	EXPECT_EQ(-ENOENT, shiftu_qp_state(&qp, &info));
+}
+
+TEST(config_parsers)
+{
+	struct shiftu_store s;
+	enum shiftu_log_level l;
+	uint32_t ms;
+	bool b;
+
+	EXPECT_EQ(0, shiftu_parse_store("redis://10.0.0.1:7000", &s));
+	EXPECT_EQ(SHIFTU_STORE_REDIS, s.kind);
+	EXPECT_STREQ("10.0.0.1", s.host);
+	EXPECT_EQ(7000, s.port);
+	EXPECT_EQ(0, shiftu_parse_store("redis://store.lab/0", &s));
+	EXPECT_STREQ("store.lab", s.host);
+	EXPECT_EQ(6379, s.port);
+	EXPECT_EQ(0, shiftu_parse_store("redis://[fd00::1]:6380", &s));
+	EXPECT_STREQ("fd00::1", s.host);
+	EXPECT_EQ(6380, s.port);
+	EXPECT_EQ(0, shiftu_parse_store("unix:///run/redis.sock", &s));
+	EXPECT_EQ(SHIFTU_STORE_REDIS_UNIX, s.kind);
+	EXPECT_STREQ("/run/redis.sock", s.host);
+	EXPECT_EQ(0, shiftu_parse_store("none", &s));
+	EXPECT_EQ(SHIFTU_STORE_NONE, s.kind);
+	EXPECT_EQ(0, shiftu_parse_store("local", &s));
+	EXPECT_EQ(SHIFTU_STORE_LOCAL, s.kind);
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("redis://", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("redis://h:0", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("redis://h:65536", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("redis://h:x", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("redis://:6379", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("redis://[fd00::1", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("unix:relative", &s));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store("http://h", &s));
+
+	EXPECT_EQ(0, shiftu_parse_log_level("debug", &l));
+	EXPECT_EQ(SHIFTU_LOG_DEBUG, l);
+	EXPECT_EQ(-EINVAL, shiftu_parse_log_level("verbose", &l));
+	EXPECT_EQ(-EINVAL, shiftu_parse_log_level("", &l));
+
+	EXPECT_EQ(0, shiftu_parse_probe_ms("250", &ms));
+	EXPECT_EQ(250, ms);
+	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("0", &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("-5", &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("10ms", &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("3600001", &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("99999999999999999999", &ms));
+
+	EXPECT_EQ(0, shiftu_parse_bool("1", &b));
+	EXPECT_TRUE(b);
+	EXPECT_EQ(-EINVAL, shiftu_parse_bool("2", &b));
+}
+
+static char *bad_env(const char *name)
+{
+	if (!strcmp(name, "SHIFTU_LOG"))
+		return "loud";
+	if (!strcmp(name, "SHIFTU_STORE"))
+		return "redis://h:99999";
+	if (!strcmp(name, "SHIFTU_DISABLE"))
+		return "maybe";
+	if (!strcmp(name, "SHIFTU_PROBE_MS"))
+		return "fast";
+	if (!strcmp(name, "SHIFTU_HEALTH_DEV"))
+		return "";
+	return NULL;
+}
+
+TEST(config_bad_values)
+{
+	char path[] = "/tmp/shiftu_unit.XXXXXX", buf[4096];
+	struct shiftu_config cfg;
+	int fd, lines = 0;
+	ssize_t n;
+
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
+	/* every bad value: one line, and the default */
+	EXPECT_EQ(5, shiftu_config_from_env(&cfg, bad_env));
+	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
+	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
+	EXPECT_FALSE(cfg.disabled);
+	EXPECT_EQ(SHIFTU_PROBE_MS_DEFAULT, cfg.probe_ms);
+	EXPECT_STREQ(SHIFTU_HEALTH_DEV_DEFAULT, cfg.health_dev);
+
+	n = read(fd, buf, sizeof(buf) - 1);
+	ASSERT_LT(0, n);
+	buf[n] = '\0';
+	for (char *p = buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	EXPECT_EQ(5, lines);
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_PROBE_MS=fast"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_HEALTH_DEV="));
+	EXPECT_EQ(0, strncmp(buf, "libshiftu[", 10));
+	EXPECT_NE(NULL, strstr(buf, "]: warn: "));
+
+	/* off means off */
+	shiftu_log_set_level(SHIFTU_LOG_OFF);
+	shiftu_config_from_env(&cfg, bad_env);
+	EXPECT_EQ(0, read(fd, buf, sizeof(buf)));
+	close(fd);
+	unlink(path);
+}
+
+TEST(set_options)
+{
+	struct shiftu_options o = { .size = sizeof(o) };
+	unsigned char big[sizeof(o) + 8] = { 0 };
+
+	quiet_env();
+	EXPECT_EQ(-EINVAL, shiftu_set_options(NULL));
+	o.size = SHIFTU_OPTIONS_SIZE_VER0 - 4;
+	EXPECT_EQ(-EINVAL, shiftu_set_options(&o));
+	o.size = sizeof(o);
+	o.mask = 1U << 31;
+	EXPECT_EQ(-EOPNOTSUPP, shiftu_set_options(&o));
+	o.mask = SHIFTU_OPT_PROBE_MS;
+	o.probe_ms = 0;
+	EXPECT_EQ(-EINVAL, shiftu_set_options(&o));
+	o.mask = SHIFTU_OPT_STORE_URL;
+	o.store_url = "redis://";
+	EXPECT_EQ(-EINVAL, shiftu_set_options(&o));
+
+	/* a newer caller's struct: accepted only with a zero tail */
+	memcpy(big, &o, sizeof(o));
+	((struct shiftu_options *)big)->size = sizeof(big);
+	((struct shiftu_options *)big)->mask = 0;
+	EXPECT_EQ(0, shiftu_set_options((void *)big));
+	big[sizeof(o) + 3] = 1;
+	EXPECT_EQ(-E2BIG, shiftu_set_options((void *)big));
+
+	o.mask = SHIFTU_OPT_PROBE_MS | SHIFTU_OPT_BACKUP | SHIFTU_OPT_STORE_URL;
+	o.probe_ms = 500;
+	o.backup = SHIFTU_BACKUP_OFF;
+	o.store_url = "redis://10.1.1.1";
+	ASSERT_EQ(0, shiftu_set_options(&o));
+	EXPECT_EQ(500, shiftu_config()->probe_ms);
+	EXPECT_TRUE(shiftu_config()->disabled);
+	EXPECT_EQ(SHIFTU_STORE_REDIS, shiftu_config()->store.kind);
+
+	shiftu_config_start();
+	o.probe_ms = 600;
+	EXPECT_EQ(-EBUSY, shiftu_set_options(&o));
+	EXPECT_EQ(500, shiftu_config()->probe_ms);
+}
+
+TEST(version_and_stats)
+{
+	struct shiftu_stats st = { .size = sizeof(st) };
+
+	quiet_env();
+	EXPECT_NE(NULL, shiftu_version());
+	EXPECT_NE(0, strlen(shiftu_version()));
+	ASSERT_EQ(0, shiftu_stats(&st));
+	EXPECT_EQ(sizeof(st), st.size);
+	EXPECT_EQ(0, st.qps);
+	EXPECT_EQ(0, st.failovers);
+	EXPECT_EQ(0, st.flags & SHIFTU_STATS_F_HEALTH_PAGE);
+	st.size = 8;
+	EXPECT_EQ(-EINVAL, shiftu_stats(&st));
+}
+
+TEST_HARNESS_MAIN
