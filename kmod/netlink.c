@@ -44,6 +44,27 @@ static struct genl_family sft_family;
 
 /* ---- message building ---------------------------------------------------- */
 
+/* Context: table lock held.  The nest of the port's events by cause. */
+static int fill_ev_counts(struct sk_buff *skb, u32 slot)
+{
+	const u64 *c = sft_port_ev_counts(slot);
+	struct nlattr *nest;
+	u32 ev;
+
+	nest = nla_nest_start(skb, SHIFT_FT_A_EVENT_COUNTS);
+	if (!nest)
+		return -EMSGSIZE;
+	/* inside the nest, type 0 (EV_NONE, never counted) is the padding */
+	for (ev = 1; c && ev < __SHIFT_FT_EV_MAX; ev++)
+		if (c[ev] && nla_put_u64_64bit(skb, ev, c[ev], SHIFT_FT_EV_NONE)) {
+			nla_nest_cancel(skb, nest);
+			return -EMSGSIZE;
+		}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/* Context: table lock held. */
 static int fill_port(struct sk_buff *skb, u32 slot,
 		     const struct shift_ft_page_port *p, u64 gen)
 {
@@ -69,7 +90,8 @@ static int fill_port(struct sk_buff *skb, u32 slot,
 	    nla_put_u64_64bit(skb, SHIFT_FT_A_EVENT_COUNT, p->event_count,
 			      SHIFT_FT_A_PAD) ||
 	    nla_put_u8(skb, SHIFT_FT_A_PAIR_STATE, p->pair_state) ||
-	    nla_put_u32(skb, SHIFT_FT_A_PAIR_FLAGS, p->pair_flags))
+	    nla_put_u32(skb, SHIFT_FT_A_PAIR_FLAGS, p->pair_flags) ||
+	    fill_ev_counts(skb, slot))
 		return -EMSGSIZE;
 	if (p->netdev[0] &&
 	    (nla_put_string(skb, SHIFT_FT_A_NETDEV, p->netdev) ||

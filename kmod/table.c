@@ -53,6 +53,13 @@ static struct {
 
 	struct list_head pair_cfg;
 	unsigned int n_pair_cfg;
+
+	/*
+	 * Events per port and cause, for netlink only (the page has no room
+	 * for them): reset when a slot gets a new row, so a removed row's
+	 * DEL message still carries its final counts.
+	 */
+	u64 (*ev_counts)[__SHIFT_FT_EV_MAX];
 } tbl;
 
 static bool row_valid(u32 flags)
@@ -104,6 +111,15 @@ static void change_end(void)
 	bitmap_zero(tbl.path_dirty, tbl.path_max);
 
 	wake_up_interruptible_all(&tbl.wq);
+}
+
+/* Context: inside a write section.  Records @event as the latest on @slot. */
+static void port_event(u32 slot, u32 event)
+{
+	tbl.ports[slot].last_event = event;
+	tbl.ports[slot].event_count++;
+	if (event < __SHIFT_FT_EV_MAX)
+		tbl.ev_counts[slot][event]++;
 }
 
 static bool port_up(u32 slot)
@@ -305,8 +321,8 @@ int sft_port_add(const struct sft_port_attrs *a)
 	copy_attrs(p, a);
 	p->state = a->state;
 	p->last_change_ns = ktime_get_ns();
-	p->last_event = SHIFT_FT_EV_DEVICE_ADD;
-	p->event_count = 1;
+	memset(tbl.ev_counts[slot], 0, sizeof(tbl.ev_counts[slot]));
+	port_event(slot, SHIFT_FT_EV_DEVICE_ADD);
 	p->backup_index = SHIFT_FT_NO_PORT;
 	p->pair_state = SHIFT_FT_PAIR_NONE;
 	p->flags = SHIFT_FT_ROW_VALID;
@@ -338,8 +354,7 @@ void sft_port_update(u32 slot, const struct sft_port_attrs *a, u32 event)
 		p->last_change_ns = ktime_get_ns();
 	}
 	copy_attrs(p, a);
-	p->last_event = event;
-	p->event_count++;
+	port_event(slot, event);
 	set_bit(slot, tbl.port_dirty);
 	pairs_refresh();
 	paths_follow_port(slot);
@@ -357,8 +372,7 @@ void sft_port_rename(u32 slot, const char *name)
 	if (row_valid(p->flags)) {
 		change_begin(SHIFT_FT_EV_DEVICE_RENAME);
 		strscpy(p->dev_name, name, sizeof(p->dev_name));
-		p->last_event = SHIFT_FT_EV_DEVICE_RENAME;
-		p->event_count++;
+		port_event(slot, SHIFT_FT_EV_DEVICE_RENAME);
 		set_bit(slot, tbl.port_dirty);
 		/* overrides are by name: the rename may bind or unbind one */
 		pairs_refresh();
@@ -593,6 +607,13 @@ const struct shift_ft_page_port *sft_port_row(u32 slot)
 	return &tbl.ports[slot];
 }
 
+/* Context: tbl.lock held.  Events of @slot by cause, __SHIFT_FT_EV_MAX of them. */
+const u64 *sft_port_ev_counts(u32 slot)
+{
+	lockdep_assert_held(&tbl.lock);
+	return slot < tbl.port_max ? tbl.ev_counts[slot] : NULL;
+}
+
 const struct shift_ft_page_path *sft_path_row(u32 idx)
 {
 	lockdep_assert_held(&tbl.lock);
@@ -648,6 +669,9 @@ int sft_table_init(u32 port_max, u32 path_max)
 	tbl.path_dirty = bitmap_zalloc(path_max, GFP_KERNEL);
 	if (!tbl.path_dirty)
 		goto err_path_dirty;
+	tbl.ev_counts = kcalloc(port_max, sizeof(*tbl.ev_counts), GFP_KERNEL);
+	if (!tbl.ev_counts)
+		goto err_ev_counts;
 
 	/* zeroed, and allowed to be remapped to userspace */
 	tbl.page = vmalloc_user(size);
@@ -677,6 +701,8 @@ int sft_table_init(u32 port_max, u32 path_max)
 	return 0;
 
 err_page:
+	kfree(tbl.ev_counts);
+err_ev_counts:
 	bitmap_free(tbl.path_dirty);
 err_path_dirty:
 	bitmap_free(tbl.pair_dirty);
@@ -698,6 +724,7 @@ void sft_table_exit(void)
 	list_for_each_entry_safe(c, tmp, &tbl.pair_cfg, list)
 		kfree(c);
 	vfree(tbl.page);
+	kfree(tbl.ev_counts);
 	bitmap_free(tbl.path_dirty);
 	bitmap_free(tbl.pair_dirty);
 	bitmap_free(tbl.port_dirty);

@@ -52,6 +52,7 @@ u64 sft_table_gen_locked(void);
 u32 sft_table_port_max(void);
 u32 sft_table_path_max(void);
 const struct shift_ft_page_port *sft_port_row(u32 slot);
+const u64 *sft_port_ev_counts(u32 slot);
 const struct shift_ft_page_path *sft_path_row(u32 idx);
 int sft_port_lookup(const char *dev_name, u32 port_num);
 int sft_path_lookup(u32 slot, const u8 *gid);

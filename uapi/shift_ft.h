@@ -123,6 +123,12 @@
  *	  SHIFT_FT_A_DOWN_COUNT		u64	transitions from ACTIVE to anything
  *	  SHIFT_FT_A_LAST_EVENT		u32	enum shift_ft_event
  *	  SHIFT_FT_A_EVENT_COUNT	u64	events seen on this port
+ *	  SHIFT_FT_A_EVENT_COUNTS	nested	the same, by cause: one u64
+ *					attribute per enum shift_ft_event
+ *					value that occurred, its type
+ *					being that value; type 0 is
+ *					alignment padding (absent: none;
+ *					they add up to EVENT_COUNT)
  *	  SHIFT_FT_A_BACKUP_INDEX	u32	(absent: no backup)
  *	  SHIFT_FT_A_PAIR_STATE		u8	enum shift_ft_pair_state
  *	  SHIFT_FT_A_PAIR_FLAGS		u32	SHIFT_FT_PAIR_F_*
@@ -266,6 +272,7 @@ enum shift_ft_attr {
 	SHIFT_FT_A_REPORT_TIME,		/* u64 */
 	SHIFT_FT_A_FLAGS,		/* u32 */
 	SHIFT_FT_A_EVENT,		/* u32 */
+	SHIFT_FT_A_EVENT_COUNTS,	/* nested: u64 per enum shift_ft_event */
 
 	__SHIFT_FT_A_MAX,
 	SHIFT_FT_A_MAX = __SHIFT_FT_A_MAX - 1

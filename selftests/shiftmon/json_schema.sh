@@ -15,7 +15,7 @@ G=fe80::a2:1
 "$SM" report rxe0 1 "$G" down
 ft_defer "'$FTNL' path-del rxe0 1 $G"
 
-PORT_K='backup_index dev_index dev_name down_count event_count generation ifindex last_change last_event link_layer mtu netdev node_guid numa_node pair_flags pair_state phys_state port_index port_num speed state width'
+PORT_K='backup_index dev_index dev_name down_count event_count event_counts generation ifindex last_change last_event link_layer mtu netdev node_guid numa_node pair_flags pair_state phys_state port_index port_num speed state width'
 PAIR_K='backup_dev_name backup_index backup_port_num backup_state dev_name generation pair_flags pair_state port_index port_num state'
 PATH_K='dev_name down_count generation last_change path_index path_state port_index port_num remote_gid report_pid report_source report_state report_time'
 
@@ -42,7 +42,9 @@ done
 jq -e '.ports[] | (.port_index | type) == "number" and (.state | test("^[A-Z_]+$"))
 	and (.node_guid | test("^0x[0-9a-f]{16}$")) and (.pair_flags | type) == "array"
 	and (.last_event | type) == "string" and (.link_layer | type) == "string"
-	and (.numa_node | type) == "number" and (.generation | type) == "number"' \
+	and (.numa_node | type) == "number" and (.generation | type) == "number"
+	and (.event_counts | type) == "object"
+	and ([.event_counts[]] | all(type == "number")) and (.event_counts | add) == .event_count' \
 	"$FT_TMP/all.json" > /dev/null || fail "port types"
 jq -e '.paths[] | (.remote_gid | test("^([0-9a-f]{4}:){7}[0-9a-f]{4}$")) and
 	(.path_state | test("^(UNKNOWN|UP|DOWN)$")) and (.report_source | type) == "string"' \

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: `shiftmon metrics` is valid Prometheus text exposition (HELP and
 # TYPE before each family, every other line `name{labels} value`, no series
-# twice), its values follow the table as a port goes down and up, and the
+# twice), its values follow the table as a port goes down and up, events
+# are counted by cause and add up to the page's total, and the
 # textfile-collector recipe (write, then mv) works.
 #
 #   eth1 ── rxe1 (set down and up)    rxe0's pair: BOTH_UP -> BACKUP_DOWN
@@ -39,6 +40,14 @@ check()
 		END { if (!n) { print "# no samples"; bad++ } exit bad != 0 }' "$1"
 }
 value() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF }' "$1"; }
+# ev FILE CAUSE: rxe1's events of one cause
+ev() { value "$1" "shift_port_events_total{$l1,event=\"$2\"}"; }
+# ev_sum FILE: rxe1's events summed over every cause
+ev_sum()
+{
+	awk -v p="shift_port_events_total{$l1,event=" \
+		'index($0, p) == 1 { s += $NF; n++ } END { if (n) print s }' "$1"
+}
 
 "$SM" metrics > "$FT_TMP/m1" || fail "metrics: exit $?"
 check "$FT_TMP/m1" || fail "metrics: not the exposition format"
@@ -52,7 +61,13 @@ l1="dev=\"rxe1\",port=\"1\",netdev=\"$netdev1\""
 ft_expect "rxe1 up" "$(value "$FT_TMP/m1" "shift_port_up{$l1}")" 1
 ft_expect "rxe1 ACTIVE" "$(value "$FT_TMP/m1" "shift_port_state{$l1,state=\"ACTIVE\"}")" 1
 ft_expect "rxe1 down_total" "$(value "$FT_TMP/m1" "shift_port_down_total{$l1}")" "$(ft_pg rxe1 1 down_count)"
-ft_expect "rxe1 events_total" "$(value "$FT_TMP/m1" "shift_port_events_total{$l1}")" "$(ft_pg rxe1 1 event_count)"
+ft_expect "rxe1 events, all causes" "$(ev_sum "$FT_TMP/m1")" "$(ft_pg rxe1 1 event_count)"
+for c in PORT_ACTIVE PORT_ERR LID_CHANGE PKEY_CHANGE SM_CHANGE CLIENT_REREGISTER \
+	 GID_CHANGE DEVICE_FATAL DEVICE_ADD DEVICE_RENAME; do
+	[ -n "$(ev "$FT_TMP/m1" $c)" ] || fail "rxe1: no events_total series for $c"
+done
+ft_expect "rxe1 DEVICE_ADD events" "$(ev "$FT_TMP/m1" DEVICE_ADD)" 1
+ft_expect "rxe1 DEVICE_FATAL events" "$(ev "$FT_TMP/m1" DEVICE_FATAL)" 0
 ft_expect "path DOWN" "$(value "$FT_TMP/m1" 'shift_path_state{dev="rxe0",port="1",remote_gid="fe80::a6:1",state="DOWN"}')" 1
 # last change: a Unix time in the past, after boot
 lc=$(value "$FT_TMP/m1" "shift_port_last_change_seconds{$l1}")
@@ -75,9 +90,23 @@ grep -q '^shift_pair_state{dev="rxe0",port="1",netdev="[^"]*",backup_dev="rxe1",
 	fail "rxe0 pair not BACKUP_DOWN"
 grep -q '^shift_port_info{dev="rxe1",.*last_event="PORT_ERR".*} 1$' "$FT_TMP/m2" ||
 	fail "rxe1 info: last_event is not PORT_ERR"
+[ "$(ev "$FT_TMP/m2" PORT_ERR)" -gt "$(ev "$FT_TMP/m1" PORT_ERR)" ] ||
+	fail "rxe1 PORT_ERR events did not grow: $(ev "$FT_TMP/m1" PORT_ERR) -> $(ev "$FT_TMP/m2" PORT_ERR)"
 ip link set dev eth1 up
 ft_wait_port rxe1 1 state=ACTIVE
-log "metrics follow rxe1 down and up"
+"$SM" metrics > "$FT_TMP/m3"
+[ "$(ev "$FT_TMP/m3" PORT_ACTIVE)" -gt "$(ev "$FT_TMP/m2" PORT_ACTIVE)" ] ||
+	fail "rxe1 PORT_ACTIVE events did not grow: $(ev "$FT_TMP/m2" PORT_ACTIVE) -> $(ev "$FT_TMP/m3" PORT_ACTIVE)"
+ft_expect "rxe1 events, all causes (after)" "$(ev_sum "$FT_TMP/m3")" "$(ft_pg rxe1 1 event_count)"
+# the same counts in dump and -j
+"$SM" -j show ports dev rxe1 > "$FT_TMP/j"
+ft_expect "show -j event_counts, summed" \
+	"$(jq '.ports[0].event_counts | add' "$FT_TMP/j")" "$(ev_sum "$FT_TMP/m3")"
+ft_expect "show -j PORT_ERR" "$(jq '.ports[0].event_counts.PORT_ERR' "$FT_TMP/j")" \
+	"$(ev "$FT_TMP/m3" PORT_ERR)"
+"$SM" dump ports dev rxe1 | cut -f24 | tr ',' '\n' | grep -qx "PORT_ERR=$(ev "$FT_TMP/m3" PORT_ERR)" ||
+	fail "dump event_counts: $("$SM" dump ports dev rxe1 | cut -f24)"
+log "metrics follow rxe1 down and up; events by cause agree in metrics, -j and dump"
 
 # the textfile collector recipe
 dir=$FT_TMP/textfile

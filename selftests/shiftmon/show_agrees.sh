@@ -19,6 +19,8 @@ ft_defer "'$FTNL' path-del rxe0 1 $G1"
 ft_defer "'$FTNL' path-del rxe1 1 $G2"
 
 PORT_F=generation,port_index,dev_name,dev_index,port_num,node_guid,link_layer,netdev,ifindex,numa_node,state,phys_state,speed,width,mtu,last_change,down_count,last_event,event_count,backup_index,pair_state,pair_flags
+# netlink only, not on the page: compared with event_count below
+PORT_NL_F=event_counts
 PAIR_F=generation,port_index,dev_name,port_num,state,backup_index,backup_dev_name,backup_port_num,backup_state,pair_state,pair_flags
 PATH_F=generation,path_index,port_index,dev_name,port_num,remote_gid,path_state,report_state,report_source,report_pid,report_time,last_change,down_count
 
@@ -40,9 +42,10 @@ json_tsv()
 compare()
 {
 	local kind=$1 fields=$2 ref=$3
+	local last=$(($(tr ',' '\n' <<< "$fields" | wc -l) + 1))
 	for _ in 1 2 3 4 5; do
 		"$ref" > "$FT_TMP/ref"
-		"$SM" dump "${kind}s" | cut -f2- | sort > "$FT_TMP/dump"
+		"$SM" dump "${kind}s" | cut -f2-$last | sort > "$FT_TMP/dump"
 		"$SM" -j show "${kind}s" | json_tsv "${kind}s" "$fields" > "$FT_TMP/json"
 		if cmp -s "$FT_TMP/ref" "$FT_TMP/dump" && cmp -s "$FT_TMP/ref" "$FT_TMP/json"; then
 			[ -s "$FT_TMP/ref" ] || fail "no $kind rows at all"
@@ -67,10 +70,16 @@ compare pair "$PAIR_F" ref_pairs
 [ "$(cut -f1 "$FT_TMP/all" | sort -u | tr '\n' ' ')" = "pair path port " ] ||
 	fail "dump: kinds $(cut -f1 "$FT_TMP/all" | sort -u | tr '\n' ' ')"
 "$SM" -H dump ports | head -n 1 > "$FT_TMP/h"
-[ "$(cat "$FT_TMP/h")" = "kind	${PORT_F//,/	}" ] || fail "dump -H header: $(cat "$FT_TMP/h")"
-awk -F'\t' -v n="$(($(tr ',' '\n' <<< "$PORT_F" | wc -l) + 1))" \
+[ "$(cat "$FT_TMP/h")" = "kind	${PORT_F//,/	}	$PORT_NL_F" ] || fail "dump -H header: $(cat "$FT_TMP/h")"
+awk -F'\t' -v n="$(($(tr ',' '\n' <<< "$PORT_F,$PORT_NL_F" | wc -l) + 1))" \
 	'$1 == "port" && NF != n { bad = 1 } END { exit bad }' "$FT_TMP/all" ||
 	fail "dump: a port line without its fields"
+# event_counts (NAME=N,...) add up to event_count (column 20) on every port
+awk -F'\t' '$1 == "port" {
+		n = split($24, c, ","); s = 0
+		for (i = 1; i <= n; i++) { sub(/^[A-Z_0-9]*=/, "", c[i]); s += c[i] }
+		if (s != $20) { print "# " $4 ": " $24 " != " $20; bad = 1 }
+	} END { exit bad }' "$FT_TMP/all" || fail "dump: event_counts do not add up to event_count"
 
 # the human table: one line per page row, with its netdev and state
 "$SM" show ports > "$FT_TMP/show"

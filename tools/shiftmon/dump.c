@@ -17,7 +17,7 @@ static void dump_rows(enum sm_kind kind, const struct sm_rows *rows,
 		      const struct sm_filter *flt)
 {
 	const struct sm_field *fields;
-	char buf[256];
+	char buf[512];
 	size_t n, i, k;
 
 	fields = sm_fields(kind, &n);

@@ -45,6 +45,7 @@ static const struct sm_field port_fields[] = {
 	{ SHIFT_FT_A_BACKUP_INDEX,	SM_F_UNSIGNED, NULL },
 	{ SHIFT_FT_A_PAIR_STATE,	SM_F_ENUM, &sm_pair_state_names },
 	{ SHIFT_FT_A_PAIR_FLAGS,	SM_F_FLAGS, NULL },
+	{ SHIFT_FT_A_EVENT_COUNTS,	SM_F_COUNTS, &sm_event_names },
 };
 
 static const struct sm_field pair_fields[] = {
@@ -156,6 +157,23 @@ static const char *row_str(const struct sm_row *r, int a)
 	}
 }
 
+/* Dump text of events by cause: the causes that occurred, in enum order. */
+static void counts_text(const struct sm_row *r, const struct sm_names *names,
+			char *buf, size_t len)
+{
+	char nbuf[SM_NAME_BUF];
+	size_t o = 0, ev;
+
+	buf[0] = '\0';
+	for (ev = 1; ev < SM_ARRAY_SIZE(r->ev_counts) && o < len; ev++)
+		if (r->ev_counts[ev])
+			o += snprintf(buf + o, len - o, "%s%s=%" PRIu64,
+				      o ? "," : "", sm_name(names, ev, nbuf),
+				      r->ev_counts[ev]);
+	if (!o)
+		snprintf(buf, len, "0");
+}
+
 /* Dump text: tab, newline, backslash and unprintable bytes escaped. */
 static void escape_tsv(const char *s, char *buf, size_t len)
 {
@@ -204,6 +222,9 @@ const char *sm_field_text(const struct sm_row *r, const struct sm_field *f,
 		break;
 	case SM_F_GID:
 		sm_gid_full(r->remote_gid, buf, len);
+		break;
+	case SM_F_COUNTS:
+		counts_text(r, f->names, buf, len);
 		break;
 	default:
 		snprintf(buf, len, "%" PRIu64, v);
@@ -263,6 +284,14 @@ void sm_row_json(struct sm_json *j, enum sm_kind kind, const struct sm_row *r)
 		case SM_F_GID:
 			sm_gid_full(r->remote_gid, buf, sizeof(buf));
 			sm_json_str(j, key, buf);
+			break;
+		case SM_F_COUNTS:
+			sm_json_obj_open(j, key);
+			for (size_t ev = 1; ev < SM_ARRAY_SIZE(r->ev_counts); ev++)
+				if (r->ev_counts[ev])
+					sm_json_u64(j, sm_name(f->names, ev, nbuf),
+						    r->ev_counts[ev]);
+			sm_json_obj_close(j);
 			break;
 		default:
 			sm_json_u64(j, key, v);

@@ -8,9 +8,9 @@
  *		mv /var/lib/node_exporter/shift.prom.$$ /var/lib/node_exporter/shift.prom
  *
  * The whole text is built first and written only when the table was read,
- * so a failure writes nothing.  A snapshot cannot count events by type: it
- * has the number of events per port and the type of the last one (a label
- * of shift_port_info); `shiftmon monitor` sees every event.
+ * so a failure writes nothing.  Events are counted per port and cause, as
+ * the module keeps them (SHIFT_FT_A_EVENT_COUNTS); the cause of the latest
+ * is a label of shift_port_info.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ static const struct metric M_PORT_STATE = { "shift_port_state", "gauge",
 static const struct metric M_PORT_DOWN = { "shift_port_down_total", "counter",
 	"Transitions of the port from ACTIVE to any other state." };
 static const struct metric M_PORT_EVENTS = { "shift_port_events_total", "counter",
-	"Events seen on the port, all types (the last one is shift_port_info's last_event)." };
+	"Events seen on the port, by cause (the latest is shift_port_info's last_event)." };
 static const struct metric M_PORT_CHANGE = { "shift_port_last_change_seconds", "gauge",
 	"Unix time of the port's last state change." };
 static const struct metric M_PORT_INFO = { "shift_port_info", "gauge",
@@ -114,6 +114,37 @@ static const struct sm_row *by_index(const struct sm_rows *ports, uint32_t idx)
 	return NULL;
 }
 
+/*
+ * One series per cause a port records (its own IB events and the device's
+ * add and rename), every one present from the start so that rate() sees
+ * the first event; any other cause only once it occurred.  A module too old
+ * to count by cause gives one series with event="any": its total.
+ */
+static void port_events(FILE *f, const struct sm_row *r)
+{
+	char nbuf[SM_NAME_BUF];
+	unsigned int ev;
+
+	if (!SM_HAS(r, SHIFT_FT_A_EVENT_COUNTS)) {
+		fprintf(f, "%s{", M_PORT_EVENTS.name);
+		port_labels(f, r);
+		lv(f, "event", "any", false);
+		fprintf(f, "} %" PRIu64 "\n", r->event_count);
+		return;
+	}
+	for (ev = 1; ev < SM_ARRAY_SIZE(r->ev_counts); ev++) {
+		bool port_cause = ev <= SHIFT_FT_EV_DEVICE_RENAME &&
+				  ev != SHIFT_FT_EV_DEVICE_REMOVE;
+
+		if (!port_cause && !r->ev_counts[ev])
+			continue;
+		fprintf(f, "%s{", M_PORT_EVENTS.name);
+		port_labels(f, r);
+		lv(f, "event", sm_name(&sm_event_names, ev, nbuf), false);
+		fprintf(f, "} %" PRIu64 "\n", r->ev_counts[ev]);
+	}
+}
+
 static void ports(FILE *f, const struct sm_rows *p)
 {
 	char nbuf[SM_NAME_BUF], buf[64];
@@ -142,11 +173,8 @@ static void ports(FILE *f, const struct sm_rows *p)
 		fprintf(f, "} %" PRIu64 "\n", p->v[i].down_count);
 	}
 	head(f, &M_PORT_EVENTS);
-	for (i = 0; i < p->n; i++) {
-		fprintf(f, "%s{", M_PORT_EVENTS.name);
-		port_labels(f, &p->v[i]);
-		fprintf(f, "} %" PRIu64 "\n", p->v[i].event_count);
-	}
+	for (i = 0; i < p->n; i++)
+		port_events(f, &p->v[i]);
 	head(f, &M_PORT_CHANGE);
 	for (i = 0; i < p->n; i++) {
 		fprintf(f, "%s{", M_PORT_CHANGE.name);

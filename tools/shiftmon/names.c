@@ -70,6 +70,7 @@ static const char *const attr_names[] = {
 	[SHIFT_FT_A_REPORT_TIME]	= "report_time",
 	[SHIFT_FT_A_FLAGS]		= "flags",
 	[SHIFT_FT_A_EVENT]		= "event",
+	[SHIFT_FT_A_EVENT_COUNTS]	= "event_counts",
 };
 
 static const char *const port_state_names[] = {

@@ -75,6 +75,25 @@ static void get_str(char *dst, size_t size, const struct nlattr *a)
 	dst[n] = '\0';
 }
 
+/*
+ * The nest of events by cause: u64s whose types are enum shift_ft_event
+ * values.  Type 0 pads; a cause newer than this tool is left out here (the
+ * total, EVENT_COUNT, still has it).
+ */
+static void get_ev_counts(struct sm_row *r, const struct nlattr *nest)
+{
+	struct nlattr *a;
+	int rem;
+
+	r->have |= 1ULL << SHIFT_FT_A_EVENT_COUNTS;
+	nla_for_each_nested(a, nest, rem) {
+		int t = nla_type(a);
+
+		if (t > 0 && t < __SHIFT_FT_EV_MAX && nla_len(a) == 8)
+			memcpy(&r->ev_counts[t], nla_data(a), 8);
+	}
+}
+
 /* Expected payload length per attribute; 0: string; -1: not ours. */
 static int attr_len(int type)
 {
@@ -126,6 +145,10 @@ int sm_parse_row(const void *hdr, struct sm_row *r)
 
 		if (t == SHIFT_FT_A_PAD)
 			continue;
+		if (t == SHIFT_FT_A_EVENT_COUNTS) {
+			get_ev_counts(r, a);
+			continue;
+		}
 		if (want < 0 || (want > 0 && len != want) || (!want && len < 1)) {
 			unknown(r, t, len);
 			continue;

@@ -108,6 +108,7 @@ struct sm_row {
 	uint64_t down_count;
 	uint32_t last_event;
 	uint64_t event_count;
+	uint64_t ev_counts[__SHIFT_FT_EV_MAX];	/* by enum shift_ft_event */
 	uint32_t backup_index;
 	char backup_dev_name[SHIFT_FT_DEV_NAME_LEN];
 	uint32_t backup_port_num;
@@ -240,6 +241,7 @@ enum sm_field_fmt {
 	SM_F_ENUM,		/* a name from @names */
 	SM_F_FLAGS,		/* pair flags */
 	SM_F_GID,		/* 8 groups of 4 hex digits */
+	SM_F_COUNTS,		/* events by cause: NAME=N,... / JSON object */
 };
 
 struct sm_field {
