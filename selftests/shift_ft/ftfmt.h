@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include <shift_ft.h>
+#include "names.h"	/* shiftmon's names of every enum */
 
 #define FT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -33,154 +34,92 @@ enum ft_names { FT_N_NUM, FT_N_HEX, FT_N_PORT_STATE, FT_N_LINK, FT_N_PAIR,
 		FT_N_PAIR_FLAGS, FT_N_PATH, FT_N_SRC, FT_N_EVENT, FT_N_INDEX,
 		FT_N_REPORT_FLAGS };
 
+/* How to read and print each attribute; its name is shiftmon's (names.c). */
 struct ft_attr_desc {
-	const char *name;
 	enum ft_vtype type;
 	enum ft_names names;
 };
 
 static const struct ft_attr_desc ft_attrs[__SHIFT_FT_A_MAX] = {
-	[SHIFT_FT_A_PAD]		= { "pad",		FT_T_NONE, FT_N_HEX },
-	[SHIFT_FT_A_GENERATION]		= { "generation",	FT_T_U64, FT_N_NUM },
-	[SHIFT_FT_A_PORT_INDEX]		= { "port_index",	FT_T_U32, FT_N_INDEX },
-	[SHIFT_FT_A_DEV_NAME]		= { "dev_name",		FT_T_STR, FT_N_NUM },
-	[SHIFT_FT_A_DEV_INDEX]		= { "dev_index",	FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_PORT_NUM]		= { "port_num",		FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_NODE_GUID]		= { "node_guid",	FT_T_U64, FT_N_HEX },
-	[SHIFT_FT_A_LINK_LAYER]		= { "link_layer",	FT_T_U8, FT_N_LINK },
-	[SHIFT_FT_A_NETDEV]		= { "netdev",		FT_T_STR, FT_N_NUM },
-	[SHIFT_FT_A_IFINDEX]		= { "ifindex",		FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_NUMA_NODE]		= { "numa_node",	FT_T_S32, FT_N_NUM },
-	[SHIFT_FT_A_STATE]		= { "state",		FT_T_U8, FT_N_PORT_STATE },
-	[SHIFT_FT_A_PHYS_STATE]		= { "phys_state",	FT_T_U8, FT_N_NUM },
-	[SHIFT_FT_A_SPEED]		= { "speed",		FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_WIDTH]		= { "width",		FT_T_U8, FT_N_NUM },
-	[SHIFT_FT_A_MTU]		= { "mtu",		FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_LAST_CHANGE]	= { "last_change",	FT_T_U64, FT_N_NUM },
-	[SHIFT_FT_A_DOWN_COUNT]		= { "down_count",	FT_T_U64, FT_N_NUM },
-	[SHIFT_FT_A_LAST_EVENT]		= { "last_event",	FT_T_U32, FT_N_EVENT },
-	[SHIFT_FT_A_EVENT_COUNT]	= { "event_count",	FT_T_U64, FT_N_NUM },
-	[SHIFT_FT_A_BACKUP_INDEX]	= { "backup_index",	FT_T_U32, FT_N_INDEX },
-	[SHIFT_FT_A_BACKUP_DEV_NAME]	= { "backup_dev_name",	FT_T_STR, FT_N_NUM },
-	[SHIFT_FT_A_BACKUP_PORT_NUM]	= { "backup_port_num",	FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_BACKUP_STATE]	= { "backup_state",	FT_T_U8, FT_N_PORT_STATE },
-	[SHIFT_FT_A_PAIR_STATE]		= { "pair_state",	FT_T_U8, FT_N_PAIR },
-	[SHIFT_FT_A_PAIR_FLAGS]		= { "pair_flags",	FT_T_U32, FT_N_PAIR_FLAGS },
-	[SHIFT_FT_A_PATH_INDEX]		= { "path_index",	FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_REMOTE_GID]		= { "remote_gid",	FT_T_GID, FT_N_NUM },
-	[SHIFT_FT_A_PATH_STATE]		= { "path_state",	FT_T_U8, FT_N_PATH },
-	[SHIFT_FT_A_REPORT_STATE]	= { "report_state",	FT_T_U8, FT_N_PATH },
-	[SHIFT_FT_A_REPORT_SOURCE]	= { "report_source",	FT_T_U8, FT_N_SRC },
-	[SHIFT_FT_A_REPORT_PID]		= { "report_pid",	FT_T_U32, FT_N_NUM },
-	[SHIFT_FT_A_REPORT_TIME]	= { "report_time",	FT_T_U64, FT_N_NUM },
-	[SHIFT_FT_A_FLAGS]		= { "flags",		FT_T_U32, FT_N_REPORT_FLAGS },
-	[SHIFT_FT_A_EVENT]		= { "event",		FT_T_U32, FT_N_EVENT },
+	[SHIFT_FT_A_PAD]		= { FT_T_NONE, FT_N_HEX },
+	[SHIFT_FT_A_GENERATION]		= { FT_T_U64, FT_N_NUM },
+	[SHIFT_FT_A_PORT_INDEX]		= { FT_T_U32, FT_N_INDEX },
+	[SHIFT_FT_A_DEV_NAME]		= { FT_T_STR, FT_N_NUM },
+	[SHIFT_FT_A_DEV_INDEX]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_PORT_NUM]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_NODE_GUID]		= { FT_T_U64, FT_N_HEX },
+	[SHIFT_FT_A_LINK_LAYER]		= { FT_T_U8, FT_N_LINK },
+	[SHIFT_FT_A_NETDEV]		= { FT_T_STR, FT_N_NUM },
+	[SHIFT_FT_A_IFINDEX]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_NUMA_NODE]		= { FT_T_S32, FT_N_NUM },
+	[SHIFT_FT_A_STATE]		= { FT_T_U8, FT_N_PORT_STATE },
+	[SHIFT_FT_A_PHYS_STATE]		= { FT_T_U8, FT_N_NUM },
+	[SHIFT_FT_A_SPEED]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_WIDTH]		= { FT_T_U8, FT_N_NUM },
+	[SHIFT_FT_A_MTU]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_LAST_CHANGE]	= { FT_T_U64, FT_N_NUM },
+	[SHIFT_FT_A_DOWN_COUNT]		= { FT_T_U64, FT_N_NUM },
+	[SHIFT_FT_A_LAST_EVENT]		= { FT_T_U32, FT_N_EVENT },
+	[SHIFT_FT_A_EVENT_COUNT]	= { FT_T_U64, FT_N_NUM },
+	[SHIFT_FT_A_BACKUP_INDEX]	= { FT_T_U32, FT_N_INDEX },
+	[SHIFT_FT_A_BACKUP_DEV_NAME]	= { FT_T_STR, FT_N_NUM },
+	[SHIFT_FT_A_BACKUP_PORT_NUM]	= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_BACKUP_STATE]	= { FT_T_U8, FT_N_PORT_STATE },
+	[SHIFT_FT_A_PAIR_STATE]		= { FT_T_U8, FT_N_PAIR },
+	[SHIFT_FT_A_PAIR_FLAGS]		= { FT_T_U32, FT_N_PAIR_FLAGS },
+	[SHIFT_FT_A_PATH_INDEX]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_REMOTE_GID]		= { FT_T_GID, FT_N_NUM },
+	[SHIFT_FT_A_PATH_STATE]		= { FT_T_U8, FT_N_PATH },
+	[SHIFT_FT_A_REPORT_STATE]	= { FT_T_U8, FT_N_PATH },
+	[SHIFT_FT_A_REPORT_SOURCE]	= { FT_T_U8, FT_N_SRC },
+	[SHIFT_FT_A_REPORT_PID]		= { FT_T_U32, FT_N_NUM },
+	[SHIFT_FT_A_REPORT_TIME]	= { FT_T_U64, FT_N_NUM },
+	[SHIFT_FT_A_FLAGS]		= { FT_T_U32, FT_N_REPORT_FLAGS },
+	[SHIFT_FT_A_EVENT]		= { FT_T_U32, FT_N_EVENT },
+	[SHIFT_FT_A_EVENT_COUNTS]	= { FT_T_NONE, FT_N_HEX },	/* nested */
 };
 
-static const char *const ft_cmd_names[__SHIFT_FT_CMD_MAX] = {
-	[SHIFT_FT_CMD_UNSPEC]		= "UNSPEC",
-	[SHIFT_FT_CMD_PORT_GET]		= "PORT_GET",
-	[SHIFT_FT_CMD_PORT_NEW]		= "PORT_NEW",
-	[SHIFT_FT_CMD_PORT_DEL]		= "PORT_DEL",
-	[SHIFT_FT_CMD_PAIR_GET]		= "PAIR_GET",
-	[SHIFT_FT_CMD_PAIR_NEW]		= "PAIR_NEW",
-	[SHIFT_FT_CMD_PAIR_SET]		= "PAIR_SET",
-	[SHIFT_FT_CMD_PAIR_CLEAR]	= "PAIR_CLEAR",
-	[SHIFT_FT_CMD_PATH_GET]		= "PATH_GET",
-	[SHIFT_FT_CMD_PATH_NEW]		= "PATH_NEW",
-	[SHIFT_FT_CMD_PATH_DEL]		= "PATH_DEL",
-	[SHIFT_FT_CMD_PATH_REPORT]	= "PATH_REPORT",
-};
-
-static const char *const ft_port_state_names[] = {
-	[SHIFT_FT_PORT_NOP]		= "NOP",
-	[SHIFT_FT_PORT_DOWN]		= "DOWN",
-	[SHIFT_FT_PORT_INIT]		= "INIT",
-	[SHIFT_FT_PORT_ARMED]		= "ARMED",
-	[SHIFT_FT_PORT_ACTIVE]		= "ACTIVE",
-	[SHIFT_FT_PORT_ACTIVE_DEFER]	= "ACTIVE_DEFER",
-};
-
-static const char *const ft_link_names[] = {
-	[SHIFT_FT_LINK_UNSPEC]		= "UNSPEC",
-	[SHIFT_FT_LINK_INFINIBAND]	= "INFINIBAND",
-	[SHIFT_FT_LINK_ETHERNET]	= "ETHERNET",
-};
-
-static const char *const ft_pair_names[] = {
-	[SHIFT_FT_PAIR_NONE]		= "NONE",
-	[SHIFT_FT_PAIR_BOTH_UP]		= "BOTH_UP",
-	[SHIFT_FT_PAIR_PRIMARY_DOWN]	= "PRIMARY_DOWN",
-	[SHIFT_FT_PAIR_BACKUP_DOWN]	= "BACKUP_DOWN",
-	[SHIFT_FT_PAIR_BOTH_DOWN]	= "BOTH_DOWN",
-};
-
-static const char *const ft_path_names[] = {
-	[SHIFT_FT_PATH_UNKNOWN]		= "UNKNOWN",
-	[SHIFT_FT_PATH_UP]		= "UP",
-	[SHIFT_FT_PATH_DOWN]		= "DOWN",
-};
-
-static const char *const ft_src_names[] = {
-	[SHIFT_FT_SRC_NONE]		= "NONE",
-	[SHIFT_FT_SRC_LOCAL]		= "LOCAL",
-	[SHIFT_FT_SRC_APP]		= "APP",
-	[SHIFT_FT_SRC_AGENT]		= "AGENT",
-};
-
-static const char *const ft_event_names[__SHIFT_FT_EV_MAX] = {
-	[SHIFT_FT_EV_NONE]		= "NONE",
-	[SHIFT_FT_EV_PORT_ACTIVE]	= "PORT_ACTIVE",
-	[SHIFT_FT_EV_PORT_ERR]		= "PORT_ERR",
-	[SHIFT_FT_EV_LID_CHANGE]	= "LID_CHANGE",
-	[SHIFT_FT_EV_PKEY_CHANGE]	= "PKEY_CHANGE",
-	[SHIFT_FT_EV_SM_CHANGE]		= "SM_CHANGE",
-	[SHIFT_FT_EV_CLIENT_REREGISTER]	= "CLIENT_REREGISTER",
-	[SHIFT_FT_EV_GID_CHANGE]	= "GID_CHANGE",
-	[SHIFT_FT_EV_DEVICE_FATAL]	= "DEVICE_FATAL",
-	[SHIFT_FT_EV_DEVICE_ADD]	= "DEVICE_ADD",
-	[SHIFT_FT_EV_DEVICE_REMOVE]	= "DEVICE_REMOVE",
-	[SHIFT_FT_EV_DEVICE_RENAME]	= "DEVICE_RENAME",
-	[SHIFT_FT_EV_PAIR_CONFIG]	= "PAIR_CONFIG",
-	[SHIFT_FT_EV_PATH_REPORT]	= "PATH_REPORT",
-	[SHIFT_FT_EV_PATH_DELETE]	= "PATH_DELETE",
-};
-
-struct ft_name_table {
-	const char *const *names;
-	unsigned int n;
-};
-
-static inline struct ft_name_table ft_table_of(enum ft_names kind)
+/* The name of attribute @attr, NULL for none. */
+static inline const char *ft_attr_name(int attr)
 {
-	struct ft_name_table t = { NULL, 0 };
+	if (attr <= 0 || (unsigned int)attr >= sm_attr_names.n)
+		return NULL;
+	return sm_attr_names.names[attr];
+}
 
-#define FT_TBL(a) do { t.names = (a); t.n = FT_ARRAY_SIZE(a); } while (0)
+/* The name of command @cmd, NULL for none. */
+static inline const char *ft_cmd_name(int cmd)
+{
+	if (cmd < 0 || (unsigned int)cmd >= sm_cmd_names.n)
+		return NULL;
+	return sm_cmd_names.names[cmd];
+}
+
+/* The names of an enumerated kind of value, NULL for other kinds. */
+static inline const struct sm_names *ft_table_of(enum ft_names kind)
+{
 	switch (kind) {
-	case FT_N_PORT_STATE:	FT_TBL(ft_port_state_names); break;
-	case FT_N_LINK:		FT_TBL(ft_link_names); break;
-	case FT_N_PAIR:		FT_TBL(ft_pair_names); break;
-	case FT_N_PATH:		FT_TBL(ft_path_names); break;
-	case FT_N_SRC:		FT_TBL(ft_src_names); break;
-	case FT_N_EVENT:	FT_TBL(ft_event_names); break;
-	default:		break;
+	case FT_N_PORT_STATE:	return &sm_port_state_names;
+	case FT_N_LINK:		return &sm_link_names;
+	case FT_N_PAIR:		return &sm_pair_state_names;
+	case FT_N_PATH:		return &sm_path_state_names;
+	case FT_N_SRC:		return &sm_source_names;
+	case FT_N_EVENT:	return &sm_event_names;
+	default:		return NULL;
 	}
-#undef FT_TBL
-	return t;
 }
 
 /* Name to value for an enumerated attribute; numbers are accepted too. */
 static inline int ft_parse_enum(enum ft_names kind, const char *s, uint64_t *v)
 {
-	struct ft_name_table t = ft_table_of(kind);
+	const struct sm_names *t = ft_table_of(kind);
 	char *end;
-	unsigned int i;
+	int i;
 
-	for (i = 0; i < t.n; i++)
-		if (t.names[i] && !strcasecmp(t.names[i], s)) {
-			*v = i;
-			return 0;
-		}
+	if (t && (i = sm_value(t, s)) >= 0) {
+		*v = i;
+		return 0;
+	}
 	if (kind == FT_N_PAIR_FLAGS && !strcasecmp(s, "CONFIGURED")) {
 		*v = SHIFT_FT_PAIR_F_CONFIGURED;
 		return 0;
@@ -216,13 +155,11 @@ static inline void ft_fmt_num(char *buf, size_t len, int attr, uint64_t v)
 	const struct ft_attr_desc *d = attr > 0 && attr <= SHIFT_FT_A_MAX ?
 				       &ft_attrs[attr] : NULL;
 	enum ft_names kind = d ? d->names : FT_N_NUM;
-	struct ft_name_table t = ft_table_of(kind);
+	const struct sm_names *t = ft_table_of(kind);
+	char nbuf[SM_NAME_BUF];
 
-	if (t.names) {
-		if (v < t.n && t.names[v])
-			snprintf(buf, len, "%s", t.names[v]);
-		else
-			snprintf(buf, len, "%" PRIu64, v);
+	if (t) {
+		snprintf(buf, len, "%s", sm_name(t, v, nbuf));
 		return;
 	}
 	switch (kind) {
@@ -247,33 +184,6 @@ static inline void ft_fmt_num(char *buf, size_t len, int attr, uint64_t v)
 		else
 			snprintf(buf, len, "%" PRIu64, v);
 	}
-}
-
-/* A GID prints as eight groups of four hex digits, which inet_pton reads. */
-static inline void ft_fmt_gid(char *buf, size_t len, const uint8_t *g)
-{
-	snprintf(buf, len,
-		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-		 g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
-		 g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
-}
-
-static inline int ft_parse_gid(const char *s, uint8_t *g)
-{
-	unsigned int i, b;
-
-	if (inet_pton(AF_INET6, s, g) == 1)
-		return 0;
-	if (strlen(s) != 2 * SHIFT_FT_GID_LEN)
-		return -EINVAL;
-	for (i = 0; i < SHIFT_FT_GID_LEN; i++) {
-		if (!isxdigit((unsigned char)s[2 * i]) ||
-		    !isxdigit((unsigned char)s[2 * i + 1]) ||
-		    sscanf(s + 2 * i, "%2x", &b) != 1)
-			return -EINVAL;
-		g[i] = b;
-	}
-	return 0;
 }
 
 /* Strings from the kernel are printed with separators made harmless. */
@@ -337,8 +247,8 @@ static inline struct ft_field *ft_row_add(struct ft_row *r, int attr)
 		return NULL;
 	f = &r->f[r->n++];
 	f->attr = attr;
-	if (attr > 0 && attr <= SHIFT_FT_A_MAX && ft_attrs[attr].name)
-		snprintf(f->key, sizeof(f->key), "%s", ft_attrs[attr].name);
+	if (ft_attr_name(attr))
+		snprintf(f->key, sizeof(f->key), "%s", ft_attr_name(attr));
 	else
 		snprintf(f->key, sizeof(f->key), "attr%d", attr);
 	f->val[0] = '\0';
@@ -366,7 +276,7 @@ static inline void ft_row_gid(struct ft_row *r, int attr, const uint8_t *g)
 	struct ft_field *f = ft_row_add(r, attr);
 
 	if (f)
-		ft_fmt_gid(f->val, sizeof(f->val), g);
+		sm_gid_full(g, f->val, sizeof(f->val));
 }
 
 static inline int ft_field_cmp(const void *a, const void *b)

@@ -191,9 +191,9 @@ static int outcome(struct ctx *c, int err)
 	}
 	if (c->bad_attr >= 0) {
 		if (c->bad_attr > 0 && c->bad_attr <= SHIFT_FT_A_MAX &&
-		    ft_attrs[c->bad_attr].name)
+		    ft_attr_name(c->bad_attr))
 			snprintf(attr, sizeof(attr), " attr=%s",
-				 ft_attrs[c->bad_attr].name);
+				 ft_attr_name(c->bad_attr));
 		else
 			snprintf(attr, sizeof(attr), " attr=%d", c->bad_attr);
 	}
@@ -385,7 +385,7 @@ static void add_attr(struct ft_row *r, struct nlattr *nla)
 	f = ft_row_add(r, t);
 	if (f) {
 		if (d)
-			snprintf(f->key, sizeof(f->key), "%s!len%d", d->name, len);
+			snprintf(f->key, sizeof(f->key), "%s!len%d", ft_attr_name(t), len);
 		ft_fmt_hex(f->val, sizeof(f->val), nla_data(nla), len);
 		f->attr = d ? t : 1000 + t;
 	}
@@ -406,8 +406,8 @@ static void fill_row(struct ft_row *r, struct nlmsghdr *nlh)
 
 static const char *cmd_name(int cmd, char *buf, size_t len)
 {
-	if (cmd >= 0 && cmd < __SHIFT_FT_CMD_MAX && ft_cmd_names[cmd])
-		return ft_cmd_names[cmd];
+	if (ft_cmd_name(cmd))
+		return ft_cmd_name(cmd);
 	snprintf(buf, len, "CMD%d", cmd);
 	return buf;
 }
@@ -473,7 +473,7 @@ static void gid_add(uint8_t *g, unsigned long k)
 
 static void get_gid(const char *s, uint8_t *g)
 {
-	if (ft_parse_gid(s, g)) {
+	if (sm_gid_parse(s, g)) {
 		fprintf(stderr, "%s: bad GID '%s'\n", prog, s);
 		exit(2);
 	}
@@ -634,19 +634,16 @@ static int parse_attr_id(const char *s)
 	if (!strncasecmp(s, "max+", 4))
 		return SHIFT_FT_A_MAX + (int)parse_u32(s + 4, "attribute");
 	for (i = 1; i <= SHIFT_FT_A_MAX; i++)
-		if (ft_attrs[i].name && !strcasecmp(ft_attrs[i].name, s))
+		if (ft_attr_name(i) && !strcasecmp(ft_attr_name(i), s))
 			return i;
 	return (int)parse_u32(s, "attribute");
 }
 
 static int parse_cmd(const char *s)
 {
-	int i;
+	int i = sm_value(&sm_cmd_names, s);
 
-	for (i = 0; i < __SHIFT_FT_CMD_MAX; i++)
-		if (ft_cmd_names[i] && !strcasecmp(ft_cmd_names[i], s))
-			return i;
-	return (int)parse_u32(s, "command");
+	return i >= 0 ? i : (int)parse_u32(s, "command");
 }
 
 static void put_raw(struct nl_msg *m, char *spec)

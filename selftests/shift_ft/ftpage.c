@@ -593,6 +593,7 @@ static void check_port(struct torture *t, const void *base, uint32_t i,
 	} else {
 		const struct shift_ft_page_port *b = port_at(base, e->backup_index);
 		bool pu = port_active(e), bu = port_active(b);
+		char n1[SM_NAME_BUF], n2[SM_NAME_BUF];
 		uint8_t want = pu ? (bu ? SHIFT_FT_PAIR_BOTH_UP : SHIFT_FT_PAIR_BACKUP_DOWN)
 				  : (bu ? SHIFT_FT_PAIR_PRIMARY_DOWN : SHIFT_FT_PAIR_BOTH_DOWN);
 
@@ -600,8 +601,8 @@ static void check_port(struct torture *t, const void *base, uint32_t i,
 			TFAIL(t, "port %u (%s) state %u, backup %u (%s) state %u: pair_state %s, expected %s (gen %llu)",
 			      i, e->dev_name, e->state, e->backup_index,
 			      b->dev_name, b->state,
-			      e->pair_state <= 4 ? ft_pair_names[e->pair_state] : "?",
-			      ft_pair_names[want],
+			      sm_name(&sm_pair_state_names, e->pair_state, n1),
+			      sm_name(&sm_pair_state_names, want, n2),
 			      (unsigned long long)h->generation);
 		if (b->link_layer != e->link_layer)
 			TFAIL(t, "port %u (%s): backup %u has another link layer",

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "shiftmon.h"
+#include "names.h"
 
 #define SM_TABLE(a) { (a), SM_ARRAY_SIZE(a) }
 
