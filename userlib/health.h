@@ -63,9 +63,10 @@ static inline bool shiftu_health_moved(uint32_t *seen)
 	const uint32_t *p = __atomic_load_n(&shiftu_health_seqp, __ATOMIC_ACQUIRE);
 	uint32_t s = __atomic_load_n(p, __ATOMIC_ACQUIRE);
 
-	if (__builtin_expect(s == *seen, 1))
+	/* *seen may be shared by threads posting on one QP: relaxed, no RMW */
+	if (__builtin_expect(s == __atomic_load_n(seen, __ATOMIC_RELAXED), 1))
 		return false;
-	*seen = s;
+	__atomic_store_n(seen, s, __ATOMIC_RELAXED);
 	return true;
 }
 

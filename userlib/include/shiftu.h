@@ -129,7 +129,11 @@ enum shiftu_recv_state {
 
 /* shiftu_qp_info.flags */
 #define SHIFTU_QP_F_PROTECTED		(1U << 0)	/* has a backup QP */
-#define SHIFTU_QP_F_ALL			(SHIFTU_QP_F_PROTECTED)
+#define SHIFTU_QP_F_PRIMARY_DOWN	(1U << 1)	/* the health table shows
+							 * the QP's port or path
+							 * down */
+#define SHIFTU_QP_F_ALL			(SHIFTU_QP_F_PROTECTED | \
+					 SHIFTU_QP_F_PRIMARY_DOWN)
 
 struct shiftu_qp_info {
 	uint32_t size;			/* in: sizeof; out: bytes filled */

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * datapath.c: libshiftu's versions of the provider's data verbs.
+ *
+ * Each finds the library's object for the QP or CQ (a lock-free lookup),
+ * asks the health page whether anything changed (one acquire load and a
+ * compare, health.h), and calls the provider's function.  Everything else
+ * is in cold functions.  No syscall, lock or allocation here, and no store
+ * to memory that another QP's poster uses.
+ */
+#include <errno.h>
+#include <stdbool.h>
+
+#include "health.h"
+#include "interpose.h"
+#include "log.h"
+#include "util.h"
+
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/* A QP the library did not see created (none should exist): pass through. */
+static shiftu_cold int post_send_unmanaged(struct ibv_qp *qp,
+					   struct ibv_send_wr *wr,
+					   struct ibv_send_wr **bad_wr)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
+
+	if (!s) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return s->post_send(qp, wr, bad_wr);
+}
+
+static shiftu_cold int post_recv_unmanaged(struct ibv_qp *qp,
+					   struct ibv_recv_wr *wr,
+					   struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
+
+	if (!s) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return s->post_recv(qp, wr, bad_wr);
+}
+
+static inline struct shiftu_vqp *vqp_of(const struct ibv_qp *qp)
+{
+	/* reg is the first member: the registry's entry is the vqp */
+	return (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+}
+
+int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_of(qp);
+
+	if (unlikely(!vq))
+		return post_send_unmanaged(qp, wr, bad_wr);
+	if (unlikely(shiftu_health_moved(&vq->health_seen)))
+		shiftu_vqp_health(vq);
+	shiftu_bump(&vq->post_sends);
+	return vq->post_send(qp, wr, bad_wr);
+}
+
+int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_of(qp);
+
+	if (unlikely(!vq))
+		return post_recv_unmanaged(qp, wr, bad_wr);
+	if (unlikely(shiftu_health_moved(&vq->health_seen)))
+		shiftu_vqp_health(vq);
+	shiftu_bump(&vq->post_recvs);
+	return vq->post_recv(qp, wr, bad_wr);
+}
+
+/*
+ * CQs belong to a context, and contexts are few: the list's head is the
+ * one most programs use.  A context the library does not manage cannot
+ * reach here (its ops were never replaced).
+ */
+int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
+
+	shiftu_bump(&s->poll_cqs);
+	return s->poll_cq(cq, num, wc);
+}
+
+/*
+ * The extended send API: wr_start opens a batch, wr_complete rings the
+ * doorbell.  The health check runs at the start, before any of the batch's
+ * work requests are built.
+ */
+void shiftu_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_vqp *vq = vqp_of(&qpx->qp_base);
+
+	/* only extended QPs created through the library get this function */
+	if (unlikely(shiftu_health_moved(&vq->health_seen)))
+		shiftu_vqp_health(vq);
+	shiftu_bump(&vq->wr_starts);
+	vq->wr_start(qpx);
+}
+
+int shiftu_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_vqp *vq = vqp_of(&qpx->qp_base);
+
+	shiftu_bump(&vq->wr_completes);
+	return vq->wr_complete(qpx);
+}
+
+void shiftu_vqp_health(struct shiftu_vqp *vq)
+{
+	struct shiftu_port_health ph;
+	uint8_t path = SHIFT_FT_PATH_UNKNOWN;
+	bool down;
+	uint32_t flags;
+
+	if (!vq->port_num)
+		return;		/* not bound to a port yet: nothing to watch */
+	if (shiftu_health_port(vq->sctx->node_guid, vq->port_num, &ph))
+		return;		/* no page, or no row for the port: unknown */
+	down = ph.state != SHIFT_FT_PORT_ACTIVE;
+	if (!down && vq->has_dgid &&
+	    !shiftu_health_path(ph.port_index, vq->dgid, &path))
+		down = path == SHIFT_FT_PATH_DOWN;
+	if (down == vq->down)
+		return;
+	vq->down = down;
+	flags = __atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED);
+	shiftu_qp_set_flags(&vq->reg, down ? flags | SHIFTU_QP_F_PRIMARY_DOWN :
+					     flags & ~SHIFTU_QP_F_PRIMARY_DOWN);
+	shiftu_info("qp %u on %s port %u: %s %s (backup: %s port %u)",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->port_num,
+		    path == SHIFT_FT_PATH_DOWN ? "path" : "port",
+		    down ? "down" : "up",
+		    ph.backup_index == SHIFT_FT_NO_PORT ? "none" : ph.backup_dev_name,
+		    ph.backup_port_num);
+}

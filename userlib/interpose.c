@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * interpose.c: libshiftu's control verbs (interpose.h).
+ *
+ * The library does nothing until the application opens a device: no
+ * constructor, no thread, no file.  The first ibv_open_device() reads the
+ * configuration, maps the health page and resolves the real verbs; every
+ * opened context then gets the library's data verbs.  With SHIFTU_DISABLE=1
+ * contexts are left exactly as the provider made them.
+ */
+#include <dlfcn.h>
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "health.h"
+#include "interpose.h"
+#include "log.h"
+#include "util.h"
+
+#define IBVERBS_VERSION	"IBVERBS_1.1"
+
+struct shiftu_real shiftu_real;
+
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static bool real_ok;
+
+/*
+ * Contexts, newest first.  Nodes are never freed: a closed context's node
+ * is kept (ctx NULL) and reused, so that a lock-free walker (poll_cq) never
+ * reads freed memory.  Pushes publish with release; walkers load acquire.
+ */
+static struct shiftu_ctx *ctx_list;
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Every managed QP, for the exit statistics; under vqp_lock. */
+struct vqp_node {
+	struct shiftu_vqp vq;
+	struct vqp_node *prev, *next;
+};
+static struct vqp_node *vqp_list;
+static pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The counts of QPs and contexts already gone; under vqp_lock / ctx_lock. */
+static struct {
+	uint64_t contexts, qps;
+	uint64_t post_sends, post_recvs, poll_cqs, wr_starts, wr_completes;
+} retired;
+
+#define RESOLVE(field, name, ver) ({					\
+	shiftu_real.field = dlvsym(RTLD_NEXT, name, ver);		\
+	if (!shiftu_real.field)						\
+		shiftu_err("cannot find the real %s@%s: %s", name, ver,	\
+			   dlerror());					\
+	shiftu_real.field != NULL; })
+
+static void real_resolve(void)
+{
+	real_ok = RESOLVE(open_device, "ibv_open_device", IBVERBS_VERSION) &
+		  RESOLVE(close_device, "ibv_close_device", IBVERBS_VERSION) &
+		  RESOLVE(create_qp, "ibv_create_qp", IBVERBS_VERSION) &
+		  RESOLVE(modify_qp, "ibv_modify_qp", IBVERBS_VERSION) &
+		  RESOLVE(destroy_qp, "ibv_destroy_qp", IBVERBS_VERSION) &
+		  RESOLVE(get_device_name, "ibv_get_device_name", IBVERBS_VERSION) &
+		  RESOLVE(get_device_guid, "ibv_get_device_guid", IBVERBS_VERSION) &
+		  RESOLVE(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6");
+}
+
+/* The real verbs, or false with errno set when libibverbs is not there. */
+static bool real_verbs(void)
+{
+	pthread_once(&real_once, real_resolve);
+	if (!real_ok)
+		errno = ENOSYS;
+	return real_ok;
+}
+
+struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
+{
+	/* pairs with the release in ctx_attach() */
+	struct shiftu_ctx *s = __atomic_load_n(&ctx_list, __ATOMIC_ACQUIRE);
+
+	while (s && s->ctx != ctx)
+		s = s->next;
+	return s;
+}
+
+static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
+				   struct ibv_qp_init_attr_ex *attr);
+
+/*
+ * Take over @ctx's data verbs.  Context: ibv_open_device(), before the
+ * application has the context, so no other thread can be using its ops.
+ */
+static void ctx_attach(struct ibv_context *ctx)
+{
+	struct verbs_context *vctx = verbs_get_ctx_op(ctx, create_qp_ex);
+	struct shiftu_ctx *s;
+	bool fresh = false;
+
+	pthread_mutex_lock(&ctx_lock);
+	for (s = ctx_list; s && s->ctx; s = s->next)
+		;
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			pthread_mutex_unlock(&ctx_lock);
+			shiftu_warn("context %s: out of memory: not managed",
+				    shiftu_real.get_device_name(ctx->device));
+			return;
+		}
+		s->next = ctx_list;
+		fresh = true;
+	} else {
+		s->poll_cqs = 0;
+	}
+	snprintf(s->dev_name, sizeof(s->dev_name), "%s",
+		 shiftu_real.get_device_name(ctx->device));
+	s->node_guid = be64toh(shiftu_real.get_device_guid(ctx->device));
+	s->post_send = ctx->ops.post_send;
+	s->post_recv = ctx->ops.post_recv;
+	s->poll_cq = ctx->ops.poll_cq;
+	s->create_qp_ex = vctx ? vctx->create_qp_ex : NULL;
+	/* the node is whole before a walker can match it */
+	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
+	if (fresh)
+		__atomic_store_n(&ctx_list, s, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ctx_lock);
+
+	ctx->ops.post_send = shiftu_post_send;
+	ctx->ops.post_recv = shiftu_post_recv;
+	ctx->ops.poll_cq = shiftu_poll_cq;
+	if (vctx)
+		vctx->create_qp_ex = create_qp_ex;
+	shiftu_info("context %s: interposed", s->dev_name);
+}
+
+/* Give the provider its pointers back.  Context: ibv_close_device(). */
+static void ctx_detach(struct ibv_context *ctx)
+{
+	struct verbs_context *vctx = verbs_get_ctx(ctx);
+	struct shiftu_ctx *s;
+
+	pthread_mutex_lock(&ctx_lock);
+	s = shiftu_ctx_find(ctx);
+	if (s) {
+		ctx->ops.post_send = s->post_send;
+		ctx->ops.post_recv = s->post_recv;
+		ctx->ops.poll_cq = s->poll_cq;
+		if (vctx && s->create_qp_ex)
+			vctx->create_qp_ex = s->create_qp_ex;
+		retired.contexts++;
+		retired.poll_cqs += s->poll_cqs;
+		__atomic_store_n(&s->ctx, NULL, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+/*
+ * Manage a QP the provider just created.  Context: the create verb, before
+ * the application has the QP.  A QP the library cannot manage (no memory)
+ * still works: the data verbs pass it through.
+ */
+static void qp_attach(struct ibv_qp *qp, bool extended)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
+	struct ibv_qp_ex *qpx = extended ? shiftu_real.qp_to_qp_ex(qp) : NULL;
+	struct vqp_node *n;
+	struct shiftu_vqp *vq;
+
+	if (!s)
+		return;
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		shiftu_warn("qp %u on %s: out of memory: not managed",
+			    qp->qp_num, s->dev_name);
+		return;
+	}
+	vq = &n->vq;
+	vq->reg.app_qp = qp;
+	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
+	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
+	vq->sctx = s;
+	vq->post_send = s->post_send;
+	vq->post_recv = s->post_recv;
+	if (qpx && qpx->wr_start && qpx->wr_complete) {
+		vq->wr_start = qpx->wr_start;
+		vq->wr_complete = qpx->wr_complete;
+	}
+	if (shiftu_qp_register(&vq->reg)) {
+		shiftu_warn("qp %u on %s: cannot register: not managed",
+			    qp->qp_num, s->dev_name);
+		free(n);
+		return;
+	}
+	/* registered first: the replaced pointers find their entry */
+	if (vq->wr_start) {
+		qpx->wr_start = shiftu_wr_start;
+		qpx->wr_complete = shiftu_wr_complete;
+	}
+	pthread_mutex_lock(&vqp_lock);
+	n->next = vqp_list;
+	if (vqp_list)
+		vqp_list->prev = n;
+	vqp_list = n;
+	pthread_mutex_unlock(&vqp_lock);
+	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
+		   vq->wr_start ? " (extended send API)" : "");
+}
+
+static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
+				   struct ibv_qp_init_attr_ex *attr)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(ctx);
+	struct ibv_qp *qp;
+
+	if (!s || !s->create_qp_ex) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = s->create_qp_ex(ctx, attr);
+	if (qp)
+		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
+	return qp;
+}
+
+static void qp_detach(struct ibv_qp *qp)
+{
+	struct shiftu_vqp *vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+	struct vqp_node *n;
+
+	if (!vq)
+		return;
+	shiftu_qp_unregister(&vq->reg);
+	n = (struct vqp_node *)vq;
+	pthread_mutex_lock(&vqp_lock);
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		vqp_list = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	retired.qps++;
+	retired.post_sends += vq->post_sends;
+	retired.post_recvs += vq->post_recvs;
+	retired.wr_starts += vq->wr_starts;
+	retired.wr_completes += vq->wr_completes;
+	pthread_mutex_unlock(&vqp_lock);
+	free(n);
+}
+
+/* ---- the exported verbs -------------------------------------------------- */
+
+SHIFTU_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
+{
+	const struct shiftu_config *cfg;
+	struct ibv_context *ctx;
+
+	if (!real_verbs())
+		return NULL;
+	ctx = shiftu_real.open_device(dev);
+	if (!ctx)
+		return NULL;
+	cfg = shiftu_config_start();
+	if (cfg->disabled)
+		return ctx;
+	shiftu_health_open();
+	ctx_attach(ctx);
+	return ctx;
+}
+
+SHIFTU_EXPORT int ibv_close_device(struct ibv_context *ctx)
+{
+	if (!real_verbs())
+		return ENOSYS;
+	ctx_detach(ctx);
+	return shiftu_real.close_device(ctx);
+}
+
+SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+					   struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp *qp;
+
+	if (!real_verbs())
+		return NULL;
+	qp = shiftu_real.create_qp(pd, attr);
+	if (qp)
+		qp_attach(qp, false);
+	return qp;
+}
+
+SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+				int mask)
+{
+	struct shiftu_vqp *vq;
+	int ret;
+
+	if (!real_verbs())
+		return ENOSYS;
+	ret = shiftu_real.modify_qp(qp, attr, mask);
+	if (ret)
+		return ret;
+	vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+	if (!vq)
+		return 0;
+	/*
+	 * Remember where the QP goes, and make the next post re-read the
+	 * table for it (verbs rule: no post runs concurrently with this).
+	 */
+	if (mask & IBV_QP_PORT)
+		vq->port_num = attr->port_num;
+	if ((mask & IBV_QP_AV) && attr->ah_attr.is_global) {
+		memcpy(vq->dgid, attr->ah_attr.grh.dgid.raw, sizeof(vq->dgid));
+		vq->has_dgid = 1;
+	}
+	if (mask & (IBV_QP_PORT | IBV_QP_AV))
+		__atomic_store_n(&vq->health_seen, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	if (!real_verbs())
+		return ENOSYS;
+	qp_detach(qp);
+	return shiftu_real.destroy_qp(qp);
+}
+
+/*
+ * One line of what went through the library, for the operator and the
+ * tests, at info level; only when the application opened a device.
+ */
+static void __attribute__((destructor)) shiftu_exit_stats(void)
+{
+	uint64_t contexts, qps, ps, pr, pc, ws, wc;
+	struct shiftu_ctx *s;
+	struct vqp_node *n;
+
+	pthread_mutex_lock(&ctx_lock);
+	contexts = retired.contexts;
+	pc = retired.poll_cqs;
+	for (s = ctx_list; s; s = s->next)
+		if (s->ctx) {
+			contexts++;
+			pc += s->poll_cqs;
+		}
+	pthread_mutex_unlock(&ctx_lock);
+	if (!contexts)
+		return;
+	pthread_mutex_lock(&vqp_lock);
+	qps = retired.qps;
+	ps = retired.post_sends;
+	pr = retired.post_recvs;
+	ws = retired.wr_starts;
+	wc = retired.wr_completes;
+	for (n = vqp_list; n; n = n->next) {
+		qps++;
+		ps += n->vq.post_sends;
+		pr += n->vq.post_recvs;
+		ws += n->vq.wr_starts;
+		wc += n->vq.wr_completes;
+	}
+	pthread_mutex_unlock(&vqp_lock);
+	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
+		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
+		    " wr_complete=%" PRIu64, contexts, qps, ps, pr, pc, ws, wc);
+}
