@@ -1,0 +1,195 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# lib.sh: helpers of the libshiftu preload tests (sourced, not run), on top
+# of ../shift_ft_2host/lib2.sh (ft2_setup, peer, peer_listening) and
+# ../shift_ft/lib.sh (ft_setup, fail, skip, log, ft_defer).
+#
+#           host 1                                   host 2
+#     rxe0 ─ eth0 10.0.0.1 ─────── rail 0 ─────── eth0 10.0.0.2 ─ rxe0
+#     rxe1 ─ eth1 10.0.1.1 ─────── rail 1 ─────── eth1 10.0.1.2 ─ rxe1
+#            eth2 10.0.2.1 ─────── mgmt ───────── eth2 10.0.2.2   (lab-peer)
+#
+#     perftest client                               perftest server
+#     LD_PRELOAD=libshiftu.so.0                     LD_PRELOAD=libshiftu.so.0
+#     SHIFTU_LOG_FILE=$FT_TMP/TAG.cli.shiftu        SHIFTU_LOG_FILE=$LU_RDIR/TAG.srv.shiftu
+#                                                   (host 2's own /tmp; fetched
+#                                                    back with lab-peer cat)
+#
+# The library's contract for these tests: at SHIFTU_LOG=info it logs, once
+# per opened device, "context rxeN: interposed", and at process exit exactly
+# one line
+#   libshiftu[PID]: info: exit: contexts=N qps=N post_send=N post_recv=N ...
+# whose key=value pairs are read by name (more may be added).
+
+LU_DIR=$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=../shift_ft_2host/lib2.sh
+. "$LU_DIR/../shift_ft_2host/lib2.sh"
+
+LU_LIB=${LIBSHIFTU:-$SHIFT_TOP/userlib/libshiftu.so.0}
+LU_RDIR=		# host 2's scratch directory, made by lu_setup
+LU_SRV_PID=		# host 2's running perftest server (its process group)
+LU_PORT=${LU_PORT:-18600}	# the next perftest TCP port; one per pair
+
+# lu_require_lib: skip unless the library is built.
+lu_require_lib()
+{
+	[ -f "$LU_LIB" ] || skip "libshiftu not built ($LU_LIB; make -C $SHIFT_TOP lib)"
+}
+
+# lu_setup CMD...: both hosts ready (ft2_setup), the library built, CMDs
+# (the perftest binaries) installed; a scratch directory on host 2, and
+# rxe0's RoCEv2 IPv4 GID index on each host (LU_GIDX, LU_RGIDX).
+lu_setup()
+{
+	lu_require_lib
+	ft_require_cmd timeout "$@"
+	ft2_setup
+	LU_RDIR=$(lab-peer "mktemp -d /tmp/libshiftu_2host.$FT_TEST.XXXXXX") ||
+		fail "no scratch directory on host 2"
+	ft_defer "lab-peer 'rm -rf $LU_RDIR'"
+	ft_defer lu_kill_server
+	LU_GIDX=$(lab_gid_index rxe0) || fail "rxe0 has no RoCEv2 IPv4 GID"
+	LU_RGIDX=$(lab-peer ". lab-lib.sh; lab_gid_index rxe0") ||
+		fail "host 2's rxe0 has no RoCEv2 IPv4 GID"
+}
+
+# lu_kill_server: end host 2's perftest server if one is still running.
+lu_kill_server()
+{
+	[ -z "$LU_SRV_PID" ] || lab-peer "kill -- -$LU_SRV_PID" 2> /dev/null
+	LU_SRV_PID=
+}
+
+# lu_env PRELOAD LOGFILE: the "env ..." prefix of a command run with the
+# library preloaded (PRELOAD=1), logging at info to LOGFILE; or without it.
+lu_env()
+{
+	if [ "$1" = 1 ]; then
+		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=info SHIFTU_LOG_FILE=$2"
+	else
+		echo "env -u LD_PRELOAD"
+	fi
+}
+
+# lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
+# on host 1, over rail 0 (rxe0, 10.0.0.x), on a TCP port of their own, both
+# preloaded or neither.  Leaves in $FT_TMP: TAG.cli.out, TAG.cli.rc,
+# TAG.srv.out, TAG.srv.rc and, when preloaded, TAG.cli.shiftu and
+# TAG.srv.shiftu (the libshiftu logs; the server's fetched from host 2).
+# Fails only when the pair could not be run; the caller judges the results.
+lu_pair()
+{
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc
+	local rout=$LU_RDIR/$tag.srv.out rrc=$LU_RDIR/$tag.srv.rc
+	shift 3
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$FT_TMP/$tag".*
+	# timeout before env: only PROG runs with the library; --foreground
+	# keeps it in lab-peer's process group, which lu_kill_server kills
+	LU_SRV_PID=$(lab-peer --bg "timeout --foreground 90 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu")" \
+		"$prog -d rxe0 -x $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $rrc") ||
+		fail "$tag: could not start the $prog server on host 2"
+	if ! peer_listening "$port"; then
+		lab-peer "cat $rout" | sed 's/^/# [host2] /'
+		fail "$tag: the $prog server on host 2 did not listen on port $port"
+	fi
+
+	rc=0
+	# timeout before env, as on host 2
+	# shellcheck disable=SC2046 # lu_env's words are separate arguments
+	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
+		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2 \
+		> "$FT_TMP/$tag.cli.out" 2>&1 || rc=$?
+	echo "$rc" > "$FT_TMP/$tag.cli.rc"
+
+	# the server ends when the client is done (30 s, then its rc is "none")
+	lab-peer "for i in \$(seq 600); do [ -s $rrc ] && exec cat $rrc; sleep 0.05; done;
+		  echo none" > "$FT_TMP/$tag.srv.rc" || fail "$tag: lab-peer"
+	if [ "$(cat "$FT_TMP/$tag.srv.rc")" = none ]; then
+		lu_kill_server
+	else
+		LU_SRV_PID=
+	fi
+	lab-peer "cat $rout" > "$FT_TMP/$tag.srv.out" 2>&1 || true
+	if [ "$pre" = 1 ]; then
+		lab-peer "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" 2> /dev/null ||
+			rm -f "$FT_TMP/$tag.srv.shiftu"
+	fi
+	return 0
+}
+
+# lu_show FILE...: files as comments, for a failure's context.
+lu_show()
+{
+	local f
+	for f in "$@"; do
+		[ -f "$f" ] || { log "${f##*/}: (missing)"; continue; }
+		sed "s|^|# ${f##*/}: |" "$f" | tail -n 40
+	done
+}
+
+# lu_fail TAG MESSAGE: show what the pair TAG left, then fail.
+lu_fail()
+{
+	lu_show "$FT_TMP/$1".*
+	fail "$1: $2"
+}
+
+# lu_exit_lines FILE: the "exit:" lines of a libshiftu log.
+lu_exit_lines()
+{
+	grep -E '^libshiftu\[[0-9]+\]: info: exit:( |$)' "$1" 2> /dev/null || true
+}
+
+# lu_stat FILE KEY: the value of KEY in the "exit:" line of a libshiftu log
+# (the last one, if there are several); nothing if there is none.
+lu_stat()
+{
+	lu_exit_lines "$1" | tail -n 1 | awk -v k="$2" '{
+		for (i = 4; i <= NF; i++)
+			if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit }
+	}'
+}
+
+# lu_check_log TAG SIDE REQ...: the libshiftu log of SIDE (cli or srv) of
+# the pair TAG has one exit line, a "context rxe0: interposed" line, no
+# error or warn line, and meets each REQ: KEY>N, KEY>=N or KEY=N, where KEY
+# may be a sum (post_send+wr_complete).
+lu_check_log()
+{
+	local tag=$1 side=$2 f=$FT_TMP/$1.$2.shiftu req key op want got k v n
+	shift 2
+
+	[ -s "$f" ] || lu_fail "$tag" "$side: no libshiftu log"
+	n=$(lu_exit_lines "$f" | wc -l)
+	[ "$n" -eq 1 ] || lu_fail "$tag" "$side: $n exit lines in the libshiftu log, expected 1"
+	grep -qE '^libshiftu\[[0-9]+\]: info: context rxe0: interposed$' "$f" ||
+		lu_fail "$tag" "$side: no \"context rxe0: interposed\" line"
+	if grep -qE '^libshiftu\[[0-9]+\]: (error|warn): ' "$f"; then
+		lu_fail "$tag" "$side: the library logged errors or warnings"
+	fi
+	for req in "$@"; do
+		[[ $req =~ ^([a-z_+]+)(\>=|\>|=)([0-9]+)$ ]] || fail "bad requirement '$req'"
+		key=${BASH_REMATCH[1]} op=${BASH_REMATCH[2]} want=${BASH_REMATCH[3]}
+		got=0
+		for k in ${key//+/ }; do
+			v=$(lu_stat "$f" "$k")
+			[[ $v =~ ^[0-9]+$ ]] || lu_fail "$tag" "$side: exit line has no numeric $k"
+			got=$((got + v))
+		done
+		case $op in
+		'>') [ "$got" -gt "$want" ] ;;
+		'>=') [ "$got" -ge "$want" ] ;;
+		'=') [ "$got" -eq "$want" ] ;;
+		esac || lu_fail "$tag" "$side: $key is $got, expected $op$want"
+	done
+	log "$tag $side: $(lu_exit_lines "$f" | sed 's/^[^:]*: info: exit: //')"
+}
+
+# lu_result FILE SIZE ITERS: the result line of a perftest output (its
+# first two columns are #bytes and #iterations); nothing if there is none.
+lu_result()
+{
+	awk -v s="$2" -v n="$3" '$1 == s && $2 == n && NF >= 5 { print; exit }' "$1"
+}
