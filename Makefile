@@ -38,7 +38,8 @@ endif
 TOOL_DIRS     := tools/shiftmon
 SELFTEST_DIRS := selftests/shift_ft selftests/shiftmon
 LAB_ONE_DIRS  := selftests/shift_ft selftests/shiftmon
-LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host
+LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
+		 selftests/libshiftu_2host
 
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
 
