@@ -21,8 +21,9 @@ rm -f "$tmp"/kmod/*.mod.c "$tmp"/kmod/compat_gen.h "$tmp"/kmod/version.h
 
 make -C "$kdir" M="$tmp" W=1 C=2 modules > "$tmp/build.log" 2>&1 ||
 	{ sed 's/^/# /' "$tmp/build.log"; echo "# build failed"; exit 1; }
-# kbuild's own progress lines and the BTF note are not warnings
-bad=$(grep -v -E '^ *(CC|LD|CHECK|MODPOST|BTF|PROBE|VERSION) |^make|^Skipping BTF generation' \
+# kbuild's own progress lines (UPD: compat_gen.h or version.h regenerated)
+# and the BTF note are not warnings
+bad=$(grep -v -E '^ *(CC|LD|CHECK|MODPOST|BTF|PROBE|VERSION|UPD) |^make|^Skipping BTF generation' \
 	"$tmp/build.log" || true)
 if [ -n "$bad" ]; then
 	echo "$bad" | sed 's/^/# /'
