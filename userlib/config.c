@@ -145,6 +145,15 @@ int shiftu_parse_store(const char *s, struct shiftu_store *out)
 	return 0;
 }
 
+int shiftu_parse_store_dir(const char *s, char dir[PATH_MAX])
+{
+	/* relative would depend on the cwd of whichever thread opens first */
+	if (*s != '/' || strlen(s) >= PATH_MAX)
+		return -EINVAL;
+	strcpy(dir, s);
+	return 0;
+}
+
 static void config_defaults(struct shiftu_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -182,6 +191,9 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 				  sizeof(cfg->log_file), "stderr");
 	if ((v = get("SHIFTU_STORE")) && shiftu_parse_store(v, &cfg->store))
 		nbad += bad("SHIFTU_STORE", v, "local");
+	if ((v = get("SHIFTU_STORE_DIR")) &&
+	    shiftu_parse_store_dir(v, cfg->store.dir))
+		nbad += bad("SHIFTU_STORE_DIR", v, "/dev/shm/shiftu-EUID");
 	if ((v = get("SHIFTU_DISABLE")) && shiftu_parse_bool(v, &cfg->disabled))
 		nbad += bad("SHIFTU_DISABLE", v, "0");
 	if ((v = get("SHIFTU_PROBE_MS")) && shiftu_parse_probe_ms(v, &cfg->probe_ms))
@@ -210,8 +222,9 @@ static void config_read(void)
 		shiftu_parse_log_level(v, &lvl);
 	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
 	shiftu_config_from_env(&config, env_get);
-	shiftu_dbg("config: log %s store %s disabled %d probe %u ms health %s",
-		   log_names[config.log_level], config.store.url, config.disabled,
+	shiftu_dbg("config: log %s store %s dir %s disabled %d probe %u ms health %s",
+		   log_names[config.log_level], config.store.url,
+		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,
 		   config.probe_ms, config.health_dev);
 }
 
@@ -281,8 +294,11 @@ SHIFTU_EXPORT int shiftu_set_options(const struct shiftu_options *user)
 		config.disabled = o.backup == SHIFTU_BACKUP_OFF;
 	if (o.mask & SHIFTU_OPT_PROBE_MS)
 		config.probe_ms = o.probe_ms;
-	if (o.mask & SHIFTU_OPT_STORE_URL)
+	if (o.mask & SHIFTU_OPT_STORE_URL) {
+		/* the URL only: SHIFTU_STORE_DIR stays */
+		strcpy(store.dir, config.store.dir);
 		config.store = store;
+	}
 unlock:
 	pthread_mutex_unlock(&config_lock);
 	return err;

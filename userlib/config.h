@@ -6,6 +6,7 @@
  *   SHIFTU_LOG		off|error|warn|info|debug		(warn)
  *   SHIFTU_LOG_FILE	path					(stderr)
  *   SHIFTU_STORE	none|local|redis://HOST[:PORT][/]|unix:/PATH	(local)
+ *   SHIFTU_STORE_DIR	absolute path			(/dev/shm/shiftu-EUID)
  *   SHIFTU_DISABLE	0|1					(0)
  *   SHIFTU_PROBE_MS	1..3600000				(100)
  *   SHIFTU_HEALTH_DEV	path					(/dev/shift_ft)
@@ -29,8 +30,8 @@
 enum shiftu_store_kind {
 	SHIFTU_STORE_UNSPEC,
 	SHIFTU_STORE_NONE,		/* no cluster information at all */
-	SHIFTU_STORE_LOCAL,		/* only the host's shift_ft table (the
-					 * shiftmon agent feeds it) */
+	SHIFTU_STORE_LOCAL,		/* processes on this host only: a
+					 * directory (dir; store.h) */
 	SHIFTU_STORE_REDIS,		/* TCP: host, port */
 	SHIFTU_STORE_REDIS_UNIX,	/* Unix socket: path in host */
 };
@@ -42,6 +43,9 @@ struct shiftu_store {
 	char host[256];			/* REDIS: name or address (no []);
 					 * REDIS_UNIX: the socket path */
 	char url[512];			/* as given */
+	char dir[PATH_MAX];		/* LOCAL: SHIFTU_STORE_DIR, "": the
+					 * default (store.h); kept when the
+					 * URL changes */
 };
 
 struct shiftu_config {
@@ -76,6 +80,8 @@ int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out);
 int shiftu_parse_bool(const char *s, bool *out);
 int shiftu_parse_probe_ms(const char *s, uint32_t *out);
 int shiftu_parse_store(const char *s, struct shiftu_store *out);
+/* An absolute path shorter than PATH_MAX, copied into @dir. */
+int shiftu_parse_store_dir(const char *s, char dir[PATH_MAX]);
 
 /*
  * Fill @cfg from the variables @get returns (getenv, or a test's table),

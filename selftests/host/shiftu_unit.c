@@ -381,6 +381,7 @@ TEST(qp_state_public)
 
 TEST(config_parsers)
 {
+	char dir[PATH_MAX];
 	struct shiftu_store s;
 	enum shiftu_log_level l;
 	uint32_t ms;
@@ -425,6 +426,11 @@ TEST(config_parsers)
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("3600001", &ms));
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("99999999999999999999", &ms));
 
+	EXPECT_EQ(0, shiftu_parse_store_dir("/run/user/1000/shiftu", dir));
+	EXPECT_STREQ("/run/user/1000/shiftu", dir);
+	EXPECT_EQ(-EINVAL, shiftu_parse_store_dir("", dir));
+	EXPECT_EQ(-EINVAL, shiftu_parse_store_dir("shiftu", dir));
+
 	EXPECT_EQ(0, shiftu_parse_bool("1", &b));
 	EXPECT_TRUE(b);
 	EXPECT_EQ(-EINVAL, shiftu_parse_bool("2", &b));
@@ -442,6 +448,8 @@ static char *bad_env(const char *name)
 		return "fast";
 	if (!strcmp(name, "SHIFTU_HEALTH_DEV"))
 		return "";
+	if (!strcmp(name, "SHIFTU_STORE_DIR"))
+		return "relative/dir";
 	return NULL;
 }
 
@@ -456,24 +464,26 @@ TEST(config_bad_values)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
 	/* every bad value: one line, and the default */
-	EXPECT_EQ(5, shiftu_config_from_env(&cfg, bad_env));
+	EXPECT_EQ(6, shiftu_config_from_env(&cfg, bad_env));
 	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
 	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
 	EXPECT_FALSE(cfg.disabled);
 	EXPECT_EQ(SHIFTU_PROBE_MS_DEFAULT, cfg.probe_ms);
 	EXPECT_STREQ(SHIFTU_HEALTH_DEV_DEFAULT, cfg.health_dev);
+	EXPECT_STREQ("", cfg.store.dir);
 
 	n = read(fd, buf, sizeof(buf) - 1);
 	ASSERT_LT(0, n);
 	buf[n] = '\0';
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
-	EXPECT_EQ(5, lines);
+	EXPECT_EQ(6, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_PROBE_MS=fast"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_HEALTH_DEV="));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE_DIR=relative/dir"));
 	EXPECT_EQ(0, strncmp(buf, "libshiftu[", 10));
 	EXPECT_NE(NULL, strstr(buf, "]: warn: "));
 
