@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * store.c: the key-value store of the out-of-band exchange (store.h): a
+ * directory for processes on one host, or Redis through a hiredis that is
+ * loaded at the first open.
+ *
+ * Context: the library's background thread, which may block for a bounded
+ * time.  Nothing here runs on the verbs fast path.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* types and constants only: the functions come from dlsym() (redis_lib) */
+#include <hiredis/hiredis.h>
+
+#include "log.h"
+#include "store.h"
+#include "util.h"
+
+#define PREFIX_LEN		(sizeof(SHIFTU_KV_PREFIX) - 1)
+#define STORED_KEY_LEN		(PREFIX_LEN + SHIFTU_KV_KEY_MAX + 1)
+/* SHIFTU_KV_PREFIX escaped, then "%XX" per byte of key at worst */
+#define FILE_PREFIX		"shiftu%3Av1%3A"
+#define FILE_NAME_LEN		(sizeof(FILE_PREFIX) - 1 + 3 * SHIFTU_KV_KEY_MAX + 1)
+_Static_assert(FILE_NAME_LEN <= NAME_MAX + 1,
+	       "SHIFTU_KV_KEY_MAX too large for a LOCAL file name");
+/* temporary files start with '.', which no escaped key does */
+#define TMP_FMT			".tmp-%d-%u"
+
+struct shiftu_kv {
+	enum shiftu_store_kind kind;
+	bool failing;			/* REDIS: in a run of failures (logged) */
+	int dirfd;			/* LOCAL */
+	redisContext *ctx;		/* REDIS: NULL while disconnected */
+	char host[256];			/* REDIS: name or address; UNIX: path */
+	uint16_t port;			/* REDIS: 0 for a Unix socket */
+	char desc[PATH_MAX + 16];
+};
+
+/* ---- keys and values ---- */
+
+static bool valid_key(const char *key)
+{
+	size_t n;
+
+	if (!key)
+		return false;
+	for (n = 0; key[n]; n++)
+		if (key[n] < 0x21 || key[n] > 0x7e || n >= SHIFTU_KV_KEY_MAX)
+			return false;
+	return n > 0;
+}
+
+static bool valid_val(const char *val, size_t len)
+{
+	size_t i;
+
+	if (len > SHIFTU_KV_VAL_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (val[i] < 0x20 || val[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* "shiftu:v1:" + key, into a STORED_KEY_LEN buffer; key already valid */
+static void stored_key(const char *key, char *out)
+{
+	memcpy(out, SHIFTU_KV_PREFIX, PREFIX_LEN);
+	strcpy(out + PREFIX_LEN, key);
+}
+
+/* Copy a value read from the store out to the caller (store.h's rules). */
+static int copy_out(const char *v, size_t n, char *val, size_t len)
+{
+	if (!valid_val(v, n))
+		return -EBADMSG;
+	if (n >= len)
+		return -ENOBUFS;
+	memcpy(val, v, n);
+	val[n] = '\0';
+	return 0;
+}
+
+/* ---- LOCAL: a directory ---- */
+
+static void file_name(const char *key, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char sk[STORED_KEY_LEN];
+	const unsigned char *p;
+
+	stored_key(key, sk);
+	for (p = (const unsigned char *)sk; *p; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-') {
+			*out++ = *p;
+		} else {
+			*out++ = '%';
+			*out++ = hex[*p >> 4];
+			*out++ = hex[*p & 15];
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * Open (creating it if missing) the directory and check that nobody else
+ * can plant or swap files in it: it holds what peers will connect to.
+ */
+static int local_open(struct shiftu_kv *kv, const char *cfg_dir)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (cfg_dir && *cfg_dir)
+		snprintf(dir, sizeof(dir), "%s", cfg_dir);
+	else
+		snprintf(dir, sizeof(dir), "/dev/shm/shiftu-%u", (unsigned int)geteuid());
+	snprintf(kv->desc, sizeof(kv->desc), "local:%s", dir);
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fd = -errno;
+		shiftu_warn("store %s: cannot create the directory: %s",
+			    kv->desc, strerror(-fd));
+		return fd;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR) {
+			shiftu_warn("store %s: refused: not a directory or a symbolic link",
+				    kv->desc);
+			return -EPERM;
+		}
+		fd = -errno;
+		shiftu_warn("store %s: cannot open the directory: %s",
+			    kv->desc, strerror(-fd));
+		return fd;
+	}
+	if (fstat(fd, &st)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		shiftu_warn("store %s: refused: owned by uid %u, mode %03o (need uid %u, not group or other writable)",
+			    kv->desc, (unsigned int)st.st_uid,
+			    (unsigned int)(st.st_mode & 07777), (unsigned int)geteuid());
+		close(fd);
+		return -EPERM;
+	}
+	kv->dirfd = fd;
+	return 0;
+}
+
+static unsigned int tmp_seq;	/* atomic: temporary names of this process */
+
+static int local_put(struct shiftu_kv *kv, const char *key, const char *val)
+{
+	char name[FILE_NAME_LEN], tmp[64];
+	size_t len = strlen(val), off = 0;
+	int fd, err, tries;
+
+	file_name(key, name);
+	/* unique within the process; EEXIST: left by a dead process whose
+	 * pid came back, take the next number */
+	for (tries = 0;; tries++) {
+		snprintf(tmp, sizeof(tmp), TMP_FMT, (int)getpid(),
+			 __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
+		fd = openat(kv->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+			    O_NOFOLLOW, 0600);
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST || tries == 8)
+			return -errno;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, val + off, len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto remove_tmp;
+		}
+		off += n;
+	}
+	if (close(fd)) {
+		fd = -1;
+		err = -errno;
+		goto remove_tmp;
+	}
+	fd = -1;
+	/* the switch readers see: the whole old value or the whole new one */
+	if (renameat(kv->dirfd, tmp, kv->dirfd, name)) {
+		err = -errno;
+		goto remove_tmp;
+	}
+	return 0;
+
+remove_tmp:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(kv->dirfd, tmp, 0);
+	return err;
+}
+
+static int local_get(struct shiftu_kv *kv, const char *key, char *val, size_t len)
+{
+	char name[FILE_NAME_LEN], buf[SHIFTU_KV_VAL_MAX + 2];
+	size_t off = 0;
+	int fd, err;
+
+	file_name(key, name);
+	fd = openat(kv->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	/* one byte more than a value may have, to tell a too long file */
+	while (off < sizeof(buf)) {
+		ssize_t n = read(fd, buf + off, sizeof(buf) - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		if (!n)
+			break;
+		off += n;
+	}
+	close(fd);
+	return copy_out(buf, off, val, len);
+}
+
+static int local_del(struct shiftu_kv *kv, const char *key)
+{
+	char name[FILE_NAME_LEN];
+
+	file_name(key, name);
+	return unlinkat(kv->dirfd, name, 0) ? -errno : 0;
+}
+
+/* ---- REDIS: hiredis, loaded on demand ---- */
+
+/*
+ * hiredis 1.x (a fallback "libhiredis.so" may be one) inserted fields in
+ * redisReply; redisContext still starts with err and errstr[], the only
+ * fields of it read here.  This is 1.x's reply, as far as it is read.
+ */
+struct redis_reply_v1 {
+	int type;
+	long long integer;
+	double dval;
+	size_t len;
+	char *str;
+};
+
+static struct {
+	void *handle;
+	bool v1;			/* the reply layout above */
+	redisContext *(*connect_tcp)(const char *ip, int port, const struct timeval tv);
+	redisContext *(*connect_unix)(const char *path, const struct timeval tv);
+	int (*set_timeout)(redisContext *c, const struct timeval tv);
+	void *(*command_argv)(redisContext *c, int argc, const char **argv,
+			      const size_t *argvlen);
+	void (*free_reply)(void *reply);
+	void (*free_ctx)(redisContext *c);
+} redis_lib;				/* written once, in redis_lib_once */
+static pthread_once_t redis_lib_once = PTHREAD_ONCE_INIT;
+static int redis_lib_err;		/* after redis_lib_once */
+
+static void redis_lib_load(void)
+{
+	static const char *const names[] = { "libhiredis.so.0.14", "libhiredis.so" };
+	void *h = NULL;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && !h; i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		shiftu_warn("store: cannot load hiredis: %s", dlerror());
+		redis_lib_err = -ELIBACC;
+		return;
+	}
+	redis_lib.connect_tcp = dlsym(h, "redisConnectWithTimeout");
+	redis_lib.connect_unix = dlsym(h, "redisConnectUnixWithTimeout");
+	redis_lib.set_timeout = dlsym(h, "redisSetTimeout");
+	redis_lib.command_argv = dlsym(h, "redisCommandArgv");
+	redis_lib.free_reply = dlsym(h, "freeReplyObject");
+	redis_lib.free_ctx = dlsym(h, "redisFree");
+	if (!redis_lib.connect_tcp || !redis_lib.connect_unix ||
+	    !redis_lib.set_timeout || !redis_lib.command_argv ||
+	    !redis_lib.free_reply || !redis_lib.free_ctx) {
+		shiftu_warn("store: hiredis lacks a function this library needs");
+		dlclose(h);
+		memset(&redis_lib, 0, sizeof(redis_lib));
+		redis_lib_err = -ELIBACC;
+		return;
+	}
+	/* first in hiredis 1.0 */
+	redis_lib.v1 = dlsym(h, "redisConnectWithOptions") != NULL;
+	redis_lib.handle = h;	/* never closed: handles may outlive anything */
+	shiftu_dbg("store: hiredis loaded (%s reply layout)", redis_lib.v1 ? "1.x" : "0.14");
+}
+
+static int reply_type(const void *r)
+{
+	return *(const int *)r;	/* the first field in every version */
+}
+
+static const char *reply_str(const void *r, size_t *len)
+{
+	if (redis_lib.v1) {
+		*len = ((const struct redis_reply_v1 *)r)->len;
+		return ((const struct redis_reply_v1 *)r)->str;
+	}
+	*len = ((const redisReply *)r)->len;
+	return ((const redisReply *)r)->str;
+}
+
+static long long reply_int(const void *r)
+{
+	return redis_lib.v1 ? ((const struct redis_reply_v1 *)r)->integer
+			    : ((const redisReply *)r)->integer;
+}
+
+/*
+ * hiredis writes with write(2): a server that went away raises SIGPIPE,
+ * which would kill the application.  Keep it blocked on this thread around
+ * each call and discard one that the call raised.
+ */
+struct sigpipe_guard {
+	sigset_t old;
+	bool was_pending;
+};
+
+static void sigpipe_block(struct sigpipe_guard *g)
+{
+	sigset_t set, pending;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &g->old);
+	sigpending(&pending);
+	g->was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void sigpipe_restore(struct sigpipe_guard *g)
+{
+	static const struct timespec zero;
+	sigset_t set, pending;
+	int saved = errno;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigpending(&pending);
+	if (!g->was_pending && sigismember(&pending, SIGPIPE))
+		while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+	errno = saved;
+}
+
+/*
+ * The errno behind a hiredis failure.  REDIS_ERR_IO keeps it in errstr as
+ * strerror text; errno itself usually survives, but check it against the
+ * text rather than trust it.
+ */
+static int ctx_errno(const redisContext *c, int saved_errno)
+{
+	char buf[128];
+	int e;
+
+	if (!c)
+		return -ENOMEM;
+	switch (c->err) {
+	case REDIS_ERR_IO:
+		if (saved_errno > 0 &&
+		    !strcmp(strerror_r(saved_errno, buf, sizeof(buf)), c->errstr))
+			e = saved_errno;
+		else
+			for (e = 1; e < 200; e++)
+				if (!strcmp(strerror_r(e, buf, sizeof(buf)), c->errstr))
+					break;
+		if (e >= 200)
+			return -EIO;
+		/* blocking socket, SO_RCVTIMEO expired */
+		return e == EAGAIN ? -ETIMEDOUT : -e;
+	case REDIS_ERR_EOF:
+		return -ECONNRESET;
+	case REDIS_ERR_PROTOCOL:
+		return -EPROTO;
+	case REDIS_ERR_OOM:
+		return -ENOMEM;
+	case REDIS_ERR_OTHER:	/* connect: e.g. the name does not resolve */
+		return -EHOSTUNREACH;
+	default:
+		return -EIO;
+	}
+}
+
+/* Log a failure: warn at the first of a run, debug for the rest. */
+static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
+			 const char *detail)
+{
+	if (!kv->failing)
+		shiftu_warn("store %s: %s: %s", kv->desc, what,
+			    detail ? detail : strerror(-err));
+	else
+		shiftu_dbg("store %s: %s: %s", kv->desc, what,
+			   detail ? detail : strerror(-err));
+	kv->failing = true;
+}
+
+static void redis_drop(struct shiftu_kv *kv)
+{
+	if (kv->ctx)
+		redis_lib.free_ctx(kv->ctx);
+	kv->ctx = NULL;
+}
+
+static int redis_connect(struct shiftu_kv *kv)
+{
+	const struct timeval tv = { .tv_sec = SHIFTU_KV_TIMEOUT_MS / 1000,
+				    .tv_usec = (SHIFTU_KV_TIMEOUT_MS % 1000) * 1000 };
+	redisContext *c;
+	int err;
+
+	errno = 0;
+	c = kv->port ? redis_lib.connect_tcp(kv->host, kv->port, tv)
+		     : redis_lib.connect_unix(kv->host, tv);
+	if (!c || c->err) {
+		err = ctx_errno(c, errno);
+		redis_failed(kv, "connect", err, c && c->err == REDIS_ERR_OTHER ?
+			     c->errstr : NULL);
+		if (c)
+			redis_lib.free_ctx(c);
+		return err;
+	}
+	if (redis_lib.set_timeout(c, tv) != REDIS_OK) {
+		err = ctx_errno(c, errno);
+		redis_failed(kv, "set timeout", err, NULL);
+		redis_lib.free_ctx(c);
+		return err;
+	}
+	kv->ctx = c;
+	return 0;
+}
+
+/*
+ * One command, on the connection or a new one; a connection that fails
+ * under the command is dropped and replaced once (SET, GET and DEL may be
+ * repeated).  Returns the reply (the caller frees it), or -errno.
+ */
+static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
+		     void **reply)
+{
+	struct sigpipe_guard g;
+	bool retried = false;
+	int err;
+	void *r;
+
+	sigpipe_block(&g);
+	for (;;) {
+		if (!kv->ctx) {
+			shiftu_dbg("store %s: reconnecting", kv->desc);
+			err = redis_connect(kv);
+			if (err)
+				goto out;
+			retried = true;	/* a fresh connection is not retried */
+		}
+		errno = 0;
+		r = redis_lib.command_argv(kv->ctx, argc, argv, NULL);
+		if (r)
+			break;
+		err = ctx_errno(kv->ctx, errno);
+		redis_failed(kv, argv[0], err, NULL);
+		redis_drop(kv);
+		if (retried)
+			goto out;
+		retried = true;
+	}
+	if (reply_type(r) == REDIS_REPLY_ERROR) {
+		size_t len;
+		const char *msg = reply_str(r, &len);
+
+		/* the server refused (NOAUTH, OOM, READONLY...): the
+		 * connection itself is fine */
+		err = !strncmp(msg, "NOAUTH", 6) || !strncmp(msg, "NOPERM", 6) ?
+		      -EACCES : -EIO;
+		redis_failed(kv, argv[0], err, msg);
+		redis_lib.free_reply(r);
+		goto out;
+	}
+	if (kv->failing)
+		shiftu_info("store %s: working again", kv->desc);
+	kv->failing = false;
+	*reply = r;
+	err = 0;
+out:
+	sigpipe_restore(&g);
+	return err;
+}
+
+static int redis_open(struct shiftu_kv *kv, const struct shiftu_store *cfg)
+{
+	struct sigpipe_guard g;
+	int err;
+
+	pthread_once(&redis_lib_once, redis_lib_load);
+	if (redis_lib_err)
+		return redis_lib_err;
+	snprintf(kv->host, sizeof(kv->host), "%s", cfg->host);
+	if (cfg->kind == SHIFTU_STORE_REDIS) {
+		kv->port = cfg->port;
+		snprintf(kv->desc, sizeof(kv->desc),
+			 strchr(cfg->host, ':') ? "redis://[%s]:%u" : "redis://%s:%u",
+			 cfg->host, (unsigned int)cfg->port);
+	} else {
+		kv->port = 0;
+		snprintf(kv->desc, sizeof(kv->desc), "unix:%s", cfg->host);
+	}
+	sigpipe_block(&g);
+	err = redis_connect(kv);
+	sigpipe_restore(&g);
+	return err;
+}
+
+static int redis_put(struct shiftu_kv *kv, const char *key, const char *val)
+{
+	char sk[STORED_KEY_LEN];
+	const char *argv[] = { "SET", sk, val };
+	void *r;
+	int err;
+
+	stored_key(key, sk);
+	err = redis_cmd(kv, 3, argv, &r);
+	if (err)
+		return err;
+	redis_lib.free_reply(r);
+	return 0;
+}
+
+static int redis_get(struct shiftu_kv *kv, const char *key, char *val, size_t len)
+{
+	char sk[STORED_KEY_LEN];
+	const char *argv[] = { "GET", sk };
+	const char *s;
+	size_t n;
+	void *r;
+	int err;
+
+	stored_key(key, sk);
+	err = redis_cmd(kv, 2, argv, &r);
+	if (err)
+		return err;
+	if (reply_type(r) == REDIS_REPLY_NIL) {
+		err = -ENOENT;
+	} else if (reply_type(r) == REDIS_REPLY_STRING) {
+		s = reply_str(r, &n);
+		err = memchr(s, '\0', n) ? -EBADMSG : copy_out(s, n, val, len);
+	} else {
+		err = -EBADMSG;
+	}
+	redis_lib.free_reply(r);
+	return err;
+}
+
+static int redis_del(struct shiftu_kv *kv, const char *key)
+{
+	char sk[STORED_KEY_LEN];
+	const char *argv[] = { "DEL", sk };
+	void *r;
+	int err;
+
+	stored_key(key, sk);
+	err = redis_cmd(kv, 2, argv, &r);
+	if (err)
+		return err;
+	if (reply_type(r) != REDIS_REPLY_INTEGER)
+		err = -EBADMSG;
+	else if (!reply_int(r))
+		err = -ENOENT;
+	redis_lib.free_reply(r);
+	return err;
+}
+
+/* ---- the interface ---- */
+
+int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
+{
+	struct shiftu_kv *kv;
+	int err;
+
+	switch (cfg->kind) {
+	case SHIFTU_STORE_NONE:
+		return -ENOTCONN;
+	case SHIFTU_STORE_LOCAL:
+	case SHIFTU_STORE_REDIS:
+	case SHIFTU_STORE_REDIS_UNIX:
+		break;
+	default:
+		return -EINVAL;
+	}
+	kv = calloc(1, sizeof(*kv));
+	if (!kv)
+		return -ENOMEM;
+	kv->kind = cfg->kind;
+	kv->dirfd = -1;
+	if (cfg->kind == SHIFTU_STORE_LOCAL)
+		err = local_open(kv, cfg->dir);
+	else
+		err = redis_open(kv, cfg);
+	if (err) {
+		free(kv);
+		return err;
+	}
+	shiftu_dbg("store %s: open", kv->desc);
+	*out = kv;
+	return 0;
+}
+
+int shiftu_kv_put(struct shiftu_kv *kv, const char *key, const char *val)
+{
+	/* strnlen: one byte past the limit is enough to refuse */
+	if (!valid_key(key) || !val ||
+	    !valid_val(val, strnlen(val, SHIFTU_KV_VAL_MAX + 1)))
+		return -EINVAL;
+	return kv->kind == SHIFTU_STORE_LOCAL ? local_put(kv, key, val)
+					      : redis_put(kv, key, val);
+}
+
+int shiftu_kv_get(struct shiftu_kv *kv, const char *key, char *val, size_t len)
+{
+	if (!valid_key(key) || !val)
+		return -EINVAL;
+	return kv->kind == SHIFTU_STORE_LOCAL ? local_get(kv, key, val, len)
+					      : redis_get(kv, key, val, len);
+}
+
+int shiftu_kv_del(struct shiftu_kv *kv, const char *key)
+{
+	if (!valid_key(key))
+		return -EINVAL;
+	return kv->kind == SHIFTU_STORE_LOCAL ? local_del(kv, key)
+					      : redis_del(kv, key);
+}
+
+void shiftu_kv_close(struct shiftu_kv *kv)
+{
+	if (!kv)
+		return;
+	if (kv->dirfd >= 0)
+		close(kv->dirfd);
+	redis_drop(kv);
+	shiftu_dbg("store %s: closed", kv->desc);
+	free(kv);
+}
+
+const char *shiftu_kv_describe(const struct shiftu_kv *kv)
+{
+	return kv->desc;
+}
