@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shiftu_store: libshiftu's key-value store (userlib/store.h) keeps, finds
+ * and forgets values in a local directory and in a real redis-server that
+ * the test starts, survives a server restart, and fails fast, never hangs,
+ * when the server is gone or stuck.
+ *
+ * Each TEST runs in its own process (kselftest_harness forks).  The Redis
+ * tests SKIP, with the reason, when redis-server is not installed.
+ */
+#define _GNU_SOURCE		/* nftw */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "store.h"
+
+#include "kselftest_harness.h"
+
+static void quiet(void)
+{
+	shiftu_log_setup(SHIFTU_LOG_OFF, NULL);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path) && errno != ENOENT ? -1 : 0;
+}
+
+static void rm_tree(const char *dir)
+{
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+		fprintf(stderr, "# cannot remove %s\n", dir);
+}
+
+/* ---- LOCAL ---- */
+
+FIXTURE(local) {
+	char tmp[64];
+	struct shiftu_store cfg;
+	struct shiftu_kv *kv;
+};
+
+FIXTURE_SETUP(local)
+{
+	quiet();
+	strcpy(self->tmp, "/tmp/shiftu_store.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->tmp));
+	ASSERT_EQ(0, shiftu_parse_store("local", &self->cfg));
+	snprintf(self->cfg.dir, sizeof(self->cfg.dir), "%s/kv", self->tmp);
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &self->kv));
+}
+
+FIXTURE_TEARDOWN(local)
+{
+	shiftu_kv_close(self->kv);
+	rm_tree(self->tmp);
+}
+
+TEST_F(local, put_get_del)
+{
+	char val[64], path[PATH_MAX + 64];
+	struct stat st;
+
+	ASSERT_EQ(0, stat(self->cfg.dir, &st));
+	EXPECT_EQ(0700, st.st_mode & 07777);
+	snprintf(path, sizeof(path), "local:%s", self->cfg.dir);
+	EXPECT_STREQ(path, shiftu_kv_describe(self->kv));
+
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(self->kv, "qp:fe80::1:17", val, sizeof(val)));
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "qp:fe80::1:17", "qpn=17 psn=42"));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "qp:fe80::1:17", val, sizeof(val)));
+	EXPECT_STREQ("qpn=17 psn=42", val);
+	/* the layout: prefixed, escaped */
+	snprintf(path, sizeof(path), "%s/shiftu%%3Av1%%3Aqp%%3Afe80%%3A%%3A1%%3A17",
+		 self->cfg.dir);
+	EXPECT_EQ(0, access(path, F_OK));
+
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "qp:fe80::1:17", "second"));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "qp:fe80::1:17", val, sizeof(val)));
+	EXPECT_STREQ("second", val);
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "empty", ""));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "empty", val, sizeof(val)));
+	EXPECT_STREQ("", val);
+
+	EXPECT_EQ(0, shiftu_kv_del(self->kv, "qp:fe80::1:17"));
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(self->kv, "qp:fe80::1:17", val, sizeof(val)));
+	EXPECT_EQ(-ENOENT, shiftu_kv_del(self->kv, "qp:fe80::1:17"));
+	EXPECT_EQ(0, access(self->cfg.dir, F_OK));
+}
+
+/* Keys that escape to odd names stay apart; no temporary file is left. */
+TEST_F(local, names)
+{
+	static const char *const keys[] = { ".", "..", "a/b", "a%2Fb", "%", "~x",
+					    "a.b_c-d" };
+	char val[32];
+	unsigned int i;
+	unsigned int files = 0;
+	struct dirent *de;
+	DIR *d;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		ASSERT_EQ(0, shiftu_kv_put(self->kv, keys[i], keys[i]));
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		ASSERT_EQ(0, shiftu_kv_get(self->kv, keys[i], val, sizeof(val)));
+		EXPECT_STREQ(keys[i], val);
+	}
+	d = opendir(self->cfg.dir);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		EXPECT_EQ(0, strncmp(de->d_name, "shiftu%3Av1%3A", 14)) {
+			TH_LOG("unexpected file %s", de->d_name);
+		}
+		files++;
+	}
+	closedir(d);
+	EXPECT_EQ(sizeof(keys) / sizeof(keys[0]), files);
+}
+
+TEST_F(local, limits)
+{
+	char key[SHIFTU_KV_KEY_MAX + 2], big[SHIFTU_KV_VAL_MAX + 2], val[SHIFTU_KV_VAL_MAX + 1];
+
+	/* keys: printable, no space, 1..SHIFTU_KV_KEY_MAX */
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "", "v"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "a b", "v"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "a\tb", "v"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "a\nb", "v"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "caf\xc3\xa9", "v"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, NULL, "v"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_get(self->kv, "a b", val, sizeof(val)));
+	EXPECT_EQ(-EINVAL, shiftu_kv_del(self->kv, "a b"));
+	memset(key, '%', SHIFTU_KV_KEY_MAX);	/* the worst case to escape */
+	key[SHIFTU_KV_KEY_MAX] = '\0';
+	EXPECT_EQ(0, shiftu_kv_put(self->kv, key, "longest"));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, key, val, sizeof(val)));
+	EXPECT_STREQ("longest", val);
+	key[SHIFTU_KV_KEY_MAX] = 'x';
+	key[SHIFTU_KV_KEY_MAX + 1] = '\0';
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, key, "v"));
+
+	/* values: printable (space too), up to SHIFTU_KV_VAL_MAX */
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "k", "a\nb"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "k", "\x7f"));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "k", NULL));
+	memset(big, 'v', SHIFTU_KV_VAL_MAX);
+	big[SHIFTU_KV_VAL_MAX] = '\0';
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "k", big));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "k", val, sizeof(val)));
+	EXPECT_EQ(SHIFTU_KV_VAL_MAX, strlen(val));
+	EXPECT_EQ(-ENOBUFS, shiftu_kv_get(self->kv, "k", val, SHIFTU_KV_VAL_MAX));
+	EXPECT_EQ(-ENOBUFS, shiftu_kv_get(self->kv, "k", val, 0));
+	big[SHIFTU_KV_VAL_MAX] = 'v';
+	big[SHIFTU_KV_VAL_MAX + 1] = '\0';
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(self->kv, "k", big));
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "k", "abc"));
+	EXPECT_EQ(-ENOBUFS, shiftu_kv_get(self->kv, "k", val, 3));
+	EXPECT_EQ(0, shiftu_kv_get(self->kv, "k", val, 4));
+}
+
+/* A file someone else put there is not handed out as a value. */
+TEST_F(local, foreign_value)
+{
+	char path[PATH_MAX + 64], val[16];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/shiftu%%3Av1%%3Abin", self->cfg.dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(3, write(fd, "a\0b", 3));
+	close(fd);
+	EXPECT_EQ(-EBADMSG, shiftu_kv_get(self->kv, "bin", val, sizeof(val)));
+}
+
+TEST_F(local, second_handle)
+{
+	struct shiftu_kv *kv2;
+	char val[32];
+
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv2));
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "mr:1", "rkey=7"));
+	ASSERT_EQ(0, shiftu_kv_get(kv2, "mr:1", val, sizeof(val)));
+	EXPECT_STREQ("rkey=7", val);
+	ASSERT_EQ(0, shiftu_kv_put(kv2, "mr:1", "rkey=8"));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "mr:1", val, sizeof(val)));
+	EXPECT_STREQ("rkey=8", val);
+	ASSERT_EQ(0, shiftu_kv_del(kv2, "mr:1"));
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(self->kv, "mr:1", val, sizeof(val)));
+	shiftu_kv_close(kv2);
+}
+
+/* One warn line, -EPERM, for a directory others could write or swap. */
+TEST_F(local, bad_permissions)
+{
+	char log[PATH_MAX], link[PATH_MAX], buf[1024];
+	struct shiftu_store cfg = self->cfg;
+	struct shiftu_kv *kv = NULL;
+	int fd, lines = 0;
+	ssize_t n;
+
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, log));
+
+	ASSERT_EQ(0, chmod(self->cfg.dir, 0770));
+	EXPECT_EQ(-EPERM, shiftu_kv_open(&cfg, &kv));
+	ASSERT_EQ(0, chmod(self->cfg.dir, 0703));
+	EXPECT_EQ(-EPERM, shiftu_kv_open(&cfg, &kv));
+	ASSERT_EQ(0, chmod(self->cfg.dir, 0700));
+
+	snprintf(link, sizeof(link), "%s/link", self->tmp);
+	ASSERT_EQ(0, symlink(self->cfg.dir, link));
+	strcpy(cfg.dir, link);
+	EXPECT_EQ(-EPERM, shiftu_kv_open(&cfg, &kv));
+	EXPECT_EQ(NULL, kv);
+
+	/* another user's: only root can make one here */
+	if (geteuid() == 0) {
+		snprintf(cfg.dir, sizeof(cfg.dir), "%s/other", self->tmp);
+		ASSERT_EQ(0, mkdir(cfg.dir, 0700));
+		ASSERT_EQ(0, chown(cfg.dir, 65534, 65534));
+		EXPECT_EQ(-EPERM, shiftu_kv_open(&cfg, &kv));
+		lines--;
+	}
+
+	fd = open(log, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ASSERT_LT(0, n);
+	buf[n] = '\0';
+	for (char *p = buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	EXPECT_EQ(3, lines);
+	EXPECT_NE(NULL, strstr(buf, "refused"));
+
+	/* the default directory is per user */
+	snprintf(link, sizeof(link), "/dev/shm/shiftu-%u", (unsigned int)geteuid());
+	cfg.dir[0] = '\0';
+	if (!access("/dev/shm", W_OK) && access(link, F_OK)) {
+		EXPECT_EQ(0, shiftu_kv_open(&cfg, &kv));
+		if (kv) {
+			EXPECT_EQ(0, strcmp(shiftu_kv_describe(kv) + 6, link));
+			shiftu_kv_close(kv);
+		}
+		rmdir(link);
+	}
+}
+
+TEST(none)
+{
+	struct shiftu_store cfg;
+	struct shiftu_kv *kv = NULL;
+
+	quiet();
+	ASSERT_EQ(0, shiftu_parse_store("none", &cfg));
+	EXPECT_EQ(-ENOTCONN, shiftu_kv_open(&cfg, &kv));
+	EXPECT_EQ(NULL, kv);
+}
+
+/* ---- REDIS ---- */
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd, port = -1;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static bool in_path(const char *prog)
+{
+	char path[PATH_MAX], *dirs, *d, *save = NULL;
+	const char *env = getenv("PATH");
+	bool found = false;
+
+	dirs = strdup(env ? env : "/usr/bin:/bin");
+	for (d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		snprintf(path, sizeof(path), "%s/%s", d, prog);
+		found = !access(path, X_OK);
+	}
+	free(dirs);
+	return found;
+}
+
+/* "+PONG" to a PING on a fresh connection, within 200 ms */
+static bool redis_answers(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_usec = 200000 };
+	char buf[16] = "";
+	bool ok = false;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return false;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    write(fd, "PING\r\n", 6) == 6 && read(fd, buf, sizeof(buf) - 1) > 0)
+		ok = !strncmp(buf, "+PONG", 5);
+	close(fd);
+	return ok;
+}
+
+FIXTURE(redis) {
+	char skip[128];
+	char tmp[64];
+	char sock[PATH_MAX];
+	int port;
+	pid_t pid;
+	struct shiftu_store cfg;
+};
+
+static pid_t redis_start(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(redis) *self)
+{
+	char port[8];
+	pid_t pid;
+	int i;
+
+	snprintf(port, sizeof(port), "%d", self->port);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = open("/dev/null", O_RDWR);
+
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execlp("redis-server", "redis-server", "--port", port,
+		       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		       "--dir", self->tmp, "--unixsocket", self->sock,
+		       "--unixsocketperm", "700", "--daemonize", "no", NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 100 && !redis_answers(self->port); i++)
+		usleep(50000);
+	ASSERT_TRUE(redis_answers(self->port)) {
+		TH_LOG("redis-server on port %d does not answer", self->port);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return pid;
+}
+
+static void redis_stop(FIXTURE_DATA(redis) *self)
+{
+	if (self->pid > 0) {
+		kill(self->pid, SIGCONT);
+		kill(self->pid, SIGKILL);
+		waitpid(self->pid, NULL, 0);
+	}
+	self->pid = 0;
+}
+
+FIXTURE_SETUP(redis)
+{
+	char url[64];
+
+	quiet();
+	if (!in_path("redis-server")) {
+		snprintf(self->skip, sizeof(self->skip),
+			 "redis-server not installed (apt-get install redis-server)");
+		return;
+	}
+	strcpy(self->tmp, "/tmp/shiftu_redis.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->tmp));
+	snprintf(self->sock, sizeof(self->sock), "%s/redis.sock", self->tmp);
+	self->port = free_port();
+	ASSERT_LT(0, self->port);
+	self->pid = redis_start(_metadata, self);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", self->port);
+	ASSERT_EQ(0, shiftu_parse_store(url, &self->cfg));
+}
+
+FIXTURE_TEARDOWN(redis)
+{
+	redis_stop(self);
+	if (self->tmp[0])
+		rm_tree(self->tmp);
+}
+
+#define NEED_REDIS() do {						\
+	if (self->skip[0])						\
+		SKIP(return, "%s", self->skip);				\
+} while (0)
+
+TEST_F(redis, put_get_del)
+{
+	struct shiftu_kv *kv;
+	char val[64], desc[64];
+
+	NEED_REDIS();
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	snprintf(desc, sizeof(desc), "redis://127.0.0.1:%d", self->port);
+	EXPECT_STREQ(desc, shiftu_kv_describe(kv));
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(kv, "qp:fe80::1:17", val, sizeof(val)));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "qp:fe80::1:17", "qpn=17 psn=42"));
+	ASSERT_EQ(0, shiftu_kv_get(kv, "qp:fe80::1:17", val, sizeof(val)));
+	EXPECT_STREQ("qpn=17 psn=42", val);
+	ASSERT_EQ(0, shiftu_kv_put(kv, "qp:fe80::1:17", "second"));
+	ASSERT_EQ(0, shiftu_kv_get(kv, "qp:fe80::1:17", val, sizeof(val)));
+	EXPECT_STREQ("second", val);
+	EXPECT_EQ(-ENOBUFS, shiftu_kv_get(kv, "qp:fe80::1:17", val, 6));
+	EXPECT_EQ(-EINVAL, shiftu_kv_put(kv, "a b", "v"));
+	EXPECT_EQ(0, shiftu_kv_del(kv, "qp:fe80::1:17"));
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(kv, "qp:fe80::1:17", val, sizeof(val)));
+	EXPECT_EQ(-ENOENT, shiftu_kv_del(kv, "qp:fe80::1:17"));
+	shiftu_kv_close(kv);
+}
+
+/* Written through one handle (TCP), read through another (Unix socket),
+ * stored under the prefix, next to a shiftmon key that stays untouched. */
+TEST_F(redis, two_handles)
+{
+	struct shiftu_store ucfg;
+	struct shiftu_kv *a, *b;
+	char url[PATH_MAX + 8], val[64];
+
+	NEED_REDIS();
+	snprintf(url, sizeof(url), "unix:%s", self->sock);
+	ASSERT_EQ(0, shiftu_parse_store(url, &ucfg));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &a));
+	ASSERT_EQ(0, shiftu_kv_open(&ucfg, &b));
+	EXPECT_STREQ(url, shiftu_kv_describe(b));
+	ASSERT_EQ(0, shiftu_kv_put(a, "mr:1", "rkey=7"));
+	ASSERT_EQ(0, shiftu_kv_get(b, "mr:1", val, sizeof(val)));
+	EXPECT_STREQ("rkey=7", val);
+
+	/* as another client sees it: "shiftu:v1:" + key, and keys
+	 * without the prefix (shiftmon's) are not ours */
+	if (in_path("redis-cli")) {
+		char cmd[128];
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd),
+			 "redis-cli -p %d GET shiftu:v1:mr:1 && redis-cli -p %d SET mr:2 x",
+			 self->port, self->port);
+		p = popen(cmd, "r");
+		ASSERT_NE(NULL, p);
+		EXPECT_NE(NULL, fgets(val, sizeof(val), p));
+		EXPECT_STREQ("rkey=7\n", val);
+		EXPECT_NE(NULL, fgets(val, sizeof(val), p));
+		EXPECT_STREQ("OK\n", val);
+		pclose(p);
+		EXPECT_EQ(-ENOENT, shiftu_kv_get(a, "mr:2", val, sizeof(val)));
+	}
+	ASSERT_EQ(0, shiftu_kv_del(b, "mr:1"));
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(a, "mr:1", val, sizeof(val)));
+	shiftu_kv_close(a);
+	shiftu_kv_close(b);
+}
+
+TEST_F(redis, restart)
+{
+	struct shiftu_kv *kv;
+	char val[64];
+	double t;
+	int i;
+
+	NEED_REDIS();
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "before"));
+
+	/* restarted: the next call reconnects and works (the data is gone:
+	 * no persistence) */
+	redis_stop(self);
+	self->pid = redis_start(_metadata, self);
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "after"));
+	ASSERT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("after", val);
+
+	/* stopped: every call fails fast */
+	redis_stop(self);
+	for (i = 0; i < 3; i++) {
+		int err;
+
+		t = now();
+		err = i == 0 ? shiftu_kv_put(kv, "k", "v") :
+		      i == 1 ? shiftu_kv_get(kv, "k", val, sizeof(val)) :
+			       shiftu_kv_del(kv, "k");
+		EXPECT_EQ(-ECONNREFUSED, err) {
+			TH_LOG("call %d: %s", i, strerror(-err));
+		}
+		EXPECT_GT(2.0, now() - t);
+	}
+
+	/* back again: the handle works once more */
+	self->pid = redis_start(_metadata, self);
+	EXPECT_EQ(0, shiftu_kv_put(kv, "k", "again"));
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("again", val);
+	shiftu_kv_close(kv);
+}
+
+/* A server that accepts but never answers costs seconds, not forever. */
+TEST_F(redis, stuck)
+{
+	struct shiftu_kv *kv;
+	char val[64];
+	double t;
+	int err;
+
+	NEED_REDIS();
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	t = now();
+	err = shiftu_kv_get(kv, "k", val, sizeof(val));
+	EXPECT_EQ(-ETIMEDOUT, err) {
+		TH_LOG("%s", strerror(-err));
+	}
+	/* a timed-out command, one reconnect, one more timed-out command */
+	EXPECT_GT(3.5, now() - t);
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("v", val);
+	shiftu_kv_close(kv);
+}
+
+/* A handle whose server goes away logs one warning, not one per call. */
+TEST_F(redis, one_warning)
+{
+	char log[PATH_MAX], buf[4096], val[8];
+	struct shiftu_kv *kv;
+	int fd, lines = 0, i;
+	ssize_t n;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, log));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	redis_stop(self);
+	for (i = 0; i < 5; i++)
+		EXPECT_GT(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	fd = open(log, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ASSERT_LT(0, n);
+	buf[n] = '\0';
+	for (char *p = buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	EXPECT_EQ(1, lines) {
+		TH_LOG("%s", buf);
+	}
+	shiftu_kv_close(kv);
+}
+
+TEST(redis_refused)
+{
+	struct shiftu_store cfg;
+	struct shiftu_kv *kv = NULL;
+	char url[64];
+	double t;
+	int port;
+
+	quiet();
+	port = free_port();
+	ASSERT_LT(0, port);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
+	ASSERT_EQ(0, shiftu_parse_store(url, &cfg));
+	t = now();
+	EXPECT_EQ(-ECONNREFUSED, shiftu_kv_open(&cfg, &kv));
+	EXPECT_GT(2.0, now() - t);
+	EXPECT_EQ(NULL, kv);
+	ASSERT_EQ(0, shiftu_parse_store("unix:/nonexistent/redis.sock", &cfg));
+	EXPECT_EQ(-ENOENT, shiftu_kv_open(&cfg, &kv));
+}
+
+TEST_HARNESS_MAIN
