@@ -10,7 +10,9 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 
+#include "failover.h"
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
@@ -51,6 +53,92 @@ static inline struct shiftu_vqp *vqp_of(const struct ibv_qp *qp)
 	return (struct shiftu_vqp *)shiftu_qp_lookup(qp);
 }
 
+/* An IBV_SEND_INLINE request: its bytes, which the caller may reuse. */
+static shiftu_cold void record_inline(struct shiftu_ring *r, struct shiftu_swqe *e,
+				      const struct ibv_send_wr *w, uint32_t max_sge)
+{
+	uint8_t *dst = (uint8_t *)&e->sge[max_sge];
+	uint32_t room = r->stride - sizeof(*e) - max_sge * sizeof(e->sge[0]);
+	uint32_t len = 0;
+	int i;
+
+	for (i = 0; i < w->num_sge; i++) {
+		uint32_t n = w->sg_list[i].length;
+
+		if (n > room - len)
+			n = room - len;	/* the provider refuses it anyway */
+		memcpy(dst + len, (void *)(uintptr_t)w->sg_list[i].addr, n);
+		len += n;
+	}
+	e->num_sge = 1;
+	e->sge[0].addr = (uintptr_t)dst;
+	e->sge[0].length = len;
+	e->sge[0].lkey = 0;
+}
+
+/*
+ * Record @w in the send ring: a descriptor copy, no payload.  Posting
+ * threads of one QP are expected one at a time (as verbs users do to keep
+ * an order): head is a plain relaxed counter.
+ */
+static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *w)
+{
+	struct shiftu_ring *r = &vq->sq;
+	uint64_t h = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	struct shiftu_swqe *e = (struct shiftu_swqe *)((char *)r->slots +
+						       (h & r->mask) * r->stride);
+	uint32_t max_sge = vq->init_attr.cap.max_send_sge;
+	int i, n = w->num_sge;
+
+	e->wr_id = w->wr_id;
+	e->remote_addr = w->wr.rdma.remote_addr;
+	e->rkey = w->wr.rdma.rkey;
+	e->imm_data = w->imm_data;
+	e->opcode = w->opcode;
+	e->send_flags = w->send_flags;
+	if (unlikely(w->send_flags & IBV_SEND_INLINE)) {
+		record_inline(r, e, w, max_sge);
+	} else {
+		if (unlikely(n > (int)max_sge))
+			n = max_sge;	/* the provider refuses it anyway */
+		e->num_sge = n;
+		for (i = 0; i < n; i++)
+			e->sge[i] = w->sg_list[i];
+	}
+	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELAXED);
+}
+
+/* The provider refused @bad and what follows it: forget them. */
+static shiftu_cold void unrecord_send(struct shiftu_vqp *vq, struct ibv_send_wr *bad)
+{
+	uint64_t n = 0;
+
+	for (; bad; bad = bad->next)
+		n++;
+	__atomic_store_n(&vq->sq.head, vq->sq.head - n, __ATOMIC_RELAXED);
+}
+
+static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *w;
+	int ret;
+
+	if (vq->rings)
+		for (w = wr; w; w = w->next)
+			record_send(vq, w);
+	ret = vq->post_send(qp, wr, bad_wr);
+	if (unlikely(ret) && vq->rings)
+		unrecord_send(vq, *bad_wr);
+	return ret;
+}
+
+int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			     struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	return post_default(vq, qp, wr, bad_wr);
+}
+
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
 {
@@ -61,7 +149,9 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	if (unlikely(shiftu_health_moved(&vq->health_seen)))
 		shiftu_vqp_health(vq);
 	shiftu_bump(&vq->post_sends);
-	return vq->post_send(qp, wr, bad_wr);
+	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)))
+		return shiftu_post_send_slow(vq, qp, wr, bad_wr);
+	return post_default(vq, qp, wr, bad_wr);
 }
 
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
@@ -74,6 +164,8 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	if (unlikely(shiftu_health_moved(&vq->health_seen)))
 		shiftu_vqp_health(vq);
 	shiftu_bump(&vq->post_recvs);
+	/* two-sided failover is not implemented: receives are only counted */
+	__atomic_store_n(&vq->rq.head, vq->rq.head + 1, __ATOMIC_RELAXED);
 	return vq->post_recv(qp, wr, bad_wr);
 }
 
@@ -87,6 +179,8 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
 
 	shiftu_bump(&s->poll_cqs);
+	if (unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
+		return shiftu_poll_cq_slow(s, cq, num, wc);
 	return s->poll_cq(cq, num, wc);
 }
 
@@ -132,6 +226,10 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 	if (down == vq->down)
 		return;
 	vq->down = down;
+	if (down)
+		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+	else if (vq->state == SHIFTU_SEND_DEFAULT)
+		__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
 	flags = __atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED);
 	shiftu_qp_set_flags(&vq->reg, down ? flags | SHIFTU_QP_F_PRIMARY_DOWN :
 					     flags & ~SHIFTU_QP_F_PRIMARY_DOWN);
@@ -141,4 +239,6 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 		    down ? "down" : "up",
 		    ph.backup_index == SHIFT_FT_NO_PORT ? "none" : ph.backup_dev_name,
 		    ph.backup_port_num);
+	if (down)
+		shiftu_failover(vq, path == SHIFT_FT_PATH_DOWN ? "path down" : "port down");
 }

@@ -21,7 +21,9 @@
 #include "config.h"
 #include "health.h"
 #include "interpose.h"
+#include "event.h"
 #include "log.h"
+#include "shadow.h"
 #include "util.h"
 
 #define IBVERBS_VERSION	"IBVERBS_1.1"
@@ -67,6 +69,17 @@ static void real_resolve(void)
 		  RESOLVE(create_qp, "ibv_create_qp", IBVERBS_VERSION) &
 		  RESOLVE(modify_qp, "ibv_modify_qp", IBVERBS_VERSION) &
 		  RESOLVE(destroy_qp, "ibv_destroy_qp", IBVERBS_VERSION) &
+		  RESOLVE(alloc_pd, "ibv_alloc_pd", IBVERBS_VERSION) &
+		  RESOLVE(dealloc_pd, "ibv_dealloc_pd", IBVERBS_VERSION) &
+		  RESOLVE(reg_mr, "ibv_reg_mr", IBVERBS_VERSION) &
+		  RESOLVE(reg_mr_iova, "ibv_reg_mr_iova", "IBVERBS_1.7") &
+		  RESOLVE(reg_mr_iova2, "ibv_reg_mr_iova2", "IBVERBS_1.8") &
+		  RESOLVE(dereg_mr, "ibv_dereg_mr", IBVERBS_VERSION) &
+		  RESOLVE(create_cq, "ibv_create_cq", IBVERBS_VERSION) &
+		  RESOLVE(destroy_cq, "ibv_destroy_cq", IBVERBS_VERSION) &
+		  RESOLVE(get_device_list, "ibv_get_device_list", IBVERBS_VERSION) &
+		  RESOLVE(free_device_list, "ibv_free_device_list", IBVERBS_VERSION) &
+		  RESOLVE(query_gid, "ibv_query_gid", IBVERBS_VERSION) &
 		  RESOLVE(get_device_name, "ibv_get_device_name", IBVERBS_VERSION) &
 		  RESOLVE(get_device_guid, "ibv_get_device_guid", IBVERBS_VERSION) &
 		  RESOLVE(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6");
@@ -139,6 +152,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	if (vctx)
 		vctx->create_qp_ex = create_qp_ex;
 	shiftu_info("context %s: interposed", s->dev_name);
+	shiftu_shadow_ctx(s);
 }
 
 /* Give the provider its pointers back.  Context: ibv_close_device(). */
@@ -147,8 +161,10 @@ static void ctx_detach(struct ibv_context *ctx)
 	struct verbs_context *vctx = verbs_get_ctx(ctx);
 	struct shiftu_ctx *s;
 
-	pthread_mutex_lock(&ctx_lock);
 	s = shiftu_ctx_find(ctx);
+	if (s)
+		shiftu_shadow_ctx_gone(s);
+	pthread_mutex_lock(&ctx_lock);
 	if (s) {
 		ctx->ops.post_send = s->post_send;
 		ctx->ops.post_recv = s->post_recv;
@@ -167,7 +183,27 @@ static void ctx_detach(struct ibv_context *ctx)
  * the application has the QP.  A QP the library cannot manage (no memory)
  * still works: the data verbs pass it through.
  */
-static void qp_attach(struct ibv_qp *qp, bool extended)
+/* The send ring of @vq, sized for every entry the provider granted. */
+static int ring_init(struct shiftu_vqp *vq)
+{
+	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
+	struct shiftu_ring *r = &vq->sq;
+	uint32_t slots = 1;
+
+	while (slots < cap->max_send_wr)
+		slots <<= 1;
+	r->stride = (sizeof(struct shiftu_swqe) +
+		     cap->max_send_sge * sizeof(struct ibv_sge) +
+		     cap->max_inline_data + 7) & ~7U;
+	r->slots = calloc(slots, r->stride);
+	if (!r->slots)
+		return -ENOMEM;
+	r->mask = slots - 1;
+	return 0;
+}
+
+static void qp_attach(struct ibv_qp *qp, bool extended,
+		      const struct ibv_qp_init_attr *attr)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
 	struct ibv_qp_ex *qpx = extended ? shiftu_real.qp_to_qp_ex(qp) : NULL;
@@ -183,6 +219,13 @@ static void qp_attach(struct ibv_qp *qp, bool extended)
 		return;
 	}
 	vq = &n->vq;
+	vq->init_attr = *attr;
+	pthread_mutex_init(&vq->lock, NULL);
+	pthread_mutex_init(&vq->fo_lock, NULL);
+	vq->state = SHIFTU_SEND_DEFAULT;
+	/* RC only, and not the extended send API yet: others are not recorded */
+	vq->rings = attr->qp_type == IBV_QPT_RC && !extended && !attr->srq &&
+		    !ring_init(vq);
 	vq->reg.app_qp = qp;
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
@@ -196,6 +239,7 @@ static void qp_attach(struct ibv_qp *qp, bool extended)
 	if (shiftu_qp_register(&vq->reg)) {
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
+		free(vq->sq.slots);
 		free(n);
 		return;
 	}
@@ -212,6 +256,12 @@ static void qp_attach(struct ibv_qp *qp, bool extended)
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
 		   vq->wr_start ? " (extended send API)" : "");
+	if (vq->rings)
+		shiftu_shadow_qp(vq, attr);
+	else
+		shiftu_info("qp %u on %s: %s: unprotected", qp->qp_num, s->dev_name,
+			    extended ? "extended send API not covered yet" :
+			    "not an RC QP without SRQ");
 }
 
 static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
@@ -225,8 +275,15 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 		return NULL;
 	}
 	qp = s->create_qp_ex(ctx, attr);
-	if (qp)
-		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
+	if (qp) {
+		struct ibv_qp_init_attr a = {
+			.send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
+			.srq = attr->srq, .cap = attr->cap,
+			.qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+		};
+
+		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, &a);
+	}
 	return qp;
 }
 
@@ -238,6 +295,7 @@ static void qp_detach(struct ibv_qp *qp)
 	if (!vq)
 		return;
 	shiftu_qp_unregister(&vq->reg);
+	shiftu_shadow_qp_gone(vq);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
 	if (n->prev)
@@ -252,6 +310,9 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
 	pthread_mutex_unlock(&vqp_lock);
+	pthread_mutex_destroy(&vq->lock);
+	pthread_mutex_destroy(&vq->fo_lock);
+	free(vq->sq.slots);
 	free(n);
 }
 
@@ -292,7 +353,7 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		return NULL;
 	qp = shiftu_real.create_qp(pd, attr);
 	if (qp)
-		qp_attach(qp, false);
+		qp_attach(qp, false, attr);
 	return qp;
 }
 
@@ -322,7 +383,108 @@ SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	}
 	if (mask & (IBV_QP_PORT | IBV_QP_AV))
 		__atomic_store_n(&vq->health_seen, 0, __ATOMIC_RELAXED);
+	if (vq->rings)
+		shiftu_shadow_qp_modified(vq, attr, mask);
 	return 0;
+}
+
+SHIFTU_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd;
+
+	if (!real_verbs())
+		return NULL;
+	pd = shiftu_real.alloc_pd(ctx);
+	if (pd)
+		shiftu_shadow_pd(pd);
+	return pd;
+}
+
+SHIFTU_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	if (!real_verbs())
+		return ENOSYS;
+	shiftu_shadow_pd_gone(pd);
+	return shiftu_real.dealloc_pd(pd);
+}
+
+/* verbs.h makes these names macros around inlines; define the functions */
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/*
+ * The three registration entry points; libibverbs may implement one with
+ * another, which the shadow record tolerates (one record per MR).
+ */
+SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
+					size_t length, int access)
+{
+	struct ibv_mr *mr;
+
+	if (!real_verbs())
+		return NULL;
+	mr = shiftu_real.reg_mr(pd, addr, length, access);
+	if (mr && shiftu_ctx_find(pd->context))
+		shiftu_shadow_mr(mr, addr, length, (uintptr_t)addr, access);
+	return mr;
+}
+
+SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
+					     size_t length, uint64_t iova, int access)
+{
+	struct ibv_mr *mr;
+
+	if (!real_verbs())
+		return NULL;
+	mr = shiftu_real.reg_mr_iova(pd, addr, length, iova, access);
+	if (mr && shiftu_ctx_find(pd->context))
+		shiftu_shadow_mr(mr, addr, length, iova, access);
+	return mr;
+}
+
+SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
+					      size_t length, uint64_t iova,
+					      unsigned int access)
+{
+	struct ibv_mr *mr;
+
+	if (!real_verbs())
+		return NULL;
+	mr = shiftu_real.reg_mr_iova2(pd, addr, length, iova, access);
+	if (mr && shiftu_ctx_find(pd->context))
+		shiftu_shadow_mr(mr, addr, length, iova, access);
+	return mr;
+}
+
+SHIFTU_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	if (!real_verbs())
+		return ENOSYS;
+	shiftu_shadow_mr_gone(mr);
+	return shiftu_real.dereg_mr(mr);
+}
+
+SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
+					   void *cq_context,
+					   struct ibv_comp_channel *channel,
+					   int comp_vector)
+{
+	struct ibv_cq *cq;
+
+	if (!real_verbs())
+		return NULL;
+	cq = shiftu_real.create_cq(ctx, cqe, cq_context, channel, comp_vector);
+	if (cq)
+		shiftu_shadow_cq(cq);
+	return cq;
+}
+
+SHIFTU_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	if (!real_verbs())
+		return ENOSYS;
+	shiftu_shadow_cq_gone(cq);
+	return shiftu_real.destroy_cq(cq);
 }
 
 SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
@@ -370,5 +532,9 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
 		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
-		    " wr_complete=%" PRIu64, contexts, qps, ps, pr, pc, ws, wc);
+		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " replayed=%" PRIu64
+		    " twin_wcs=%" PRIu64, contexts, qps, ps, pr, pc, ws, wc,
+		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
+		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),
+		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED));
 }

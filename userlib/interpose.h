@@ -19,6 +19,7 @@
 #ifndef _SHIFTU_INTERPOSE_H
 #define _SHIFTU_INTERPOSE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -37,6 +38,22 @@ struct shiftu_real {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 	int (*destroy_qp)(struct ibv_qp *qp);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
+				 int access);
+	struct ibv_mr *(*reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length,
+				      uint64_t iova, int access);
+	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t length,
+				       uint64_t iova, unsigned int access);
+	int (*dereg_mr)(struct ibv_mr *mr);
+	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
+				    struct ibv_comp_channel *channel, int comp_vector);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	struct ibv_device **(*get_device_list)(int *num);
+	void (*free_device_list)(struct ibv_device **list);
+	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index,
+			 union ibv_gid *gid);
 	const char *(*get_device_name)(struct ibv_device *dev);
 	__be64 (*get_device_guid)(struct ibv_device *dev);
 	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
@@ -64,7 +81,67 @@ struct shiftu_ctx {
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ctx,
 				       struct ibv_qp_init_attr_ex *attr);
 
+	/*
+	 * Non-zero while any of the context's CQs needs the slow poll: a QP
+	 * on its backup, or completions the library holds.  Read relaxed by
+	 * every poll_cq; written under shadow_lock.
+	 */
+	uint32_t slow_cqs;
+
+	/* the backup: written by the shadow thread only (shadow.c) */
+	struct ibv_context *bak_ctx;
+	uint8_t bak_port;
+	char bak_name[IBV_SYSFS_NAME_MAX];
+
 	uint64_t poll_cqs __attribute__((aligned(64)));
+};
+
+/*
+ * One outstanding send work request, as the library recorded it at post
+ * time: the descriptor, never the payload (but for IBV_SEND_INLINE, whose
+ * bytes the application may reuse as soon as the post returns).  The ring
+ * has a slot for every send queue entry the provider can hold, so a slot is
+ * only overwritten once the provider has freed the entry that used it.
+ */
+struct shiftu_swqe {
+	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t imm_data;		/* big endian, as posted */
+	uint32_t opcode;		/* enum ibv_wr_opcode */
+	uint32_t send_flags;
+	uint32_t num_sge;		/* IBV_SEND_INLINE: 1, sge[0] -> inl */
+	uint32_t inline_len;
+	struct ibv_sge sge[];		/* max_sge of them, then inline bytes */
+};
+
+/* Receive work requests likewise. */
+struct shiftu_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad;
+	struct ibv_sge sge[];
+};
+
+struct shiftu_ring {
+	void *slots;
+	uint32_t mask;			/* slots - 1 (a power of two) */
+	uint32_t stride;
+	uint64_t head;			/* work requests recorded (posting thread) */
+};
+
+/* Attributes of the application's modify_qp calls, to replay on the twin. */
+struct shiftu_qp_steps {
+	struct ibv_qp_attr init, rtr, rts;
+	int init_mask, rtr_mask, rts_mask;
+};
+
+/* What the peer published about its backup QP (shadow.c). */
+struct shiftu_peer {
+	union ibv_gid gid;
+	uint32_t qpn;
+	uint32_t psn;
+	uint64_t node_guid;
 };
 
 /*
@@ -93,10 +170,56 @@ struct shiftu_vqp {
 	void (*wr_start)(struct ibv_qp_ex *qpx);
 	int (*wr_complete)(struct ibv_qp_ex *qpx);
 
+	/*
+	 * Set while posts need the slow path: the QP is on its backup, or
+	 * its port is down but it could not fail over yet.  Written by the
+	 * thread that changes the state, read relaxed by posters.
+	 */
+	uint8_t slow;
+	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
+	uint8_t rings;			/* the QP records its work requests */
+	uint8_t bak_ready;		/* the twin is in RTS: it can post */
+
+	struct shiftu_ring sq, rq;
+
 	uint64_t post_sends;
 	uint64_t post_recvs;
 	uint64_t wr_starts;
 	uint64_t wr_completes;
+
+	/*
+	 * Cold.  @lock guards @steps (the application's modify_qp against the
+	 * shadow thread) and is never held with shadow_lock taken after it;
+	 * @fo_lock serialises failover and fallback posting (posting threads;
+	 * shadow_lock may be taken under it, never the reverse).
+	 */
+	pthread_mutex_t lock;
+	pthread_mutex_t fo_lock;
+	struct ibv_qp_init_attr init_attr;	/* as created (caps as granted) */
+	struct shiftu_qp_steps steps;
+	struct ibv_qp *bak_qp;
+	struct shiftu_cq *scq, *rcq;
+	uint32_t bak_psn;
+	uint8_t bak_sgid_index;
+	uint8_t published;
+	uint8_t peer_known;
+	uint8_t bak_rtr;		/* the twin is in RTR: peers can reach it */
+	uint8_t sgid[16];		/* our default GID (from the RTR step) */
+	struct shiftu_peer peer;
+	uint64_t peer_node_guid;	/* the peer's default device */
+	struct shiftu_rkey_map *rkeys;	/* peer default rkey -> backup rkey */
+	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
+	unsigned int n_lkeys;
+	unsigned int told_waiting;	/* "cannot fail over yet" said once */
+};
+
+/* Internal send state beyond enum shiftu_send_state: gave up, unprotected. */
+#define SHIFTU_SEND_DEAD	0x80
+
+struct shiftu_cq;
+struct shiftu_rkey_map {
+	uint32_t rkey, bak_rkey;
+	struct shiftu_rkey_map *next;
 };
 
 /* The context's state, NULL if the library does not manage it.  Cold. */
@@ -108,6 +231,9 @@ static inline void shiftu_bump(uint64_t *c)
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
 }
+
+/* Completions the library took from twin CQs (relaxed; statistics). */
+extern uint64_t shiftu_twin_wcs;
 
 /* datapath.c: the replacements of the provider's data verbs. */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

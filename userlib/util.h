@@ -9,6 +9,8 @@
  * decides the version of what this marks. */
 #define SHIFTU_EXPORT	__attribute__((visibility("default")))
 
+#define SHIFTU_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
 /* Slow paths: out of line and out of the hot text. */
 #define shiftu_cold	__attribute__((cold, noinline))
 

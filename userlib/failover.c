@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * failover.c: moving a QP's traffic to its twin on the backup port (SHIFT
+ * paper 4.3.2), and the slow paths that serve a QP and its CQs meanwhile.
+ *
+ * A failover starts on the posting thread when the health page shows the
+ * QP's port or path down.  It stops the default QP (modify to ERR), which
+ * flushes every send work request the NIC still holds, in order, with an
+ * error completion each, even the unsignaled ones (IBA 10.7.3.1); a marker
+ * posted after the stop is flushed last.  Draining the send CQ up to the
+ * marker therefore counts the outstanding work requests: they are the last
+ * ones the ring recorded.  Completions of other QPs, and good ones of this
+ * QP, met on the way are kept for the application's next poll.
+ *
+ * What is replayed is what is idempotent without the peer's help: RDMA
+ * WRITE and READ.  If a SEND, WRITE_WITH_IMM or atomic is outstanding, or
+ * the QP has receives posted, the two sides would have to agree on what
+ * arrived (the two-way handshake, not implemented yet): the flushed work
+ * requests then go back to the application as the errors they are, and an
+ * atomic raises SHIFTU_EV_ATOMIC_ERROR.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "event.h"
+#include "failover.h"
+#include "interpose.h"
+#include "log.h"
+#include "shadow.h"
+#include "util.h"
+
+uint64_t shiftu_twin_wcs;
+
+/* wr_id of the marker: "SHIFTMRK" */
+#define MARKER_WR_ID	0x5348494654de4b52ULL
+#define DRAIN_NS	(2ULL * 1000 * 1000 * 1000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/* ---- the CQ stash (cq->lock held) ------------------------------------- */
+
+static int stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	if (c->stash_n == c->stash_cap) {
+		unsigned int cap = c->stash_cap ? 2 * c->stash_cap : 64, i;
+		struct ibv_wc *s = malloc(cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		for (i = 0; i < c->stash_n; i++)
+			s[i] = c->stash[(c->stash_head + i) % c->stash_cap];
+		free(c->stash);
+		c->stash = s;
+		c->stash_cap = cap;
+		c->stash_head = 0;
+	}
+	c->stash[(c->stash_head + c->stash_n) % c->stash_cap] = *wc;
+	c->stash_n++;
+	return 0;
+}
+
+static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
+{
+	int n = 0;
+
+	while (n < num && c->stash_n) {
+		wc[n++] = c->stash[c->stash_head];
+		c->stash_head = (c->stash_head + 1) % c->stash_cap;
+		c->stash_n--;
+	}
+	return n;
+}
+
+/* The CQs of @vq's context take the slow poll while @on (cq->lock held). */
+static void cq_slow(struct shiftu_vqp *vq, bool on)
+{
+	__atomic_fetch_add(&vq->sctx->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+/* ---- failover --------------------------------------------------------- */
+
+static struct shiftu_swqe *swqe_at(struct shiftu_ring *r, uint64_t i)
+{
+	return (struct shiftu_swqe *)((char *)r->slots + (i & r->mask) * r->stride);
+}
+
+static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < vq->n_lkeys; i++)
+		if (vq->lkeys[i][0] == lkey) {
+			*out = vq->lkeys[i][1];
+			return 0;
+		}
+	ret = shiftu_backup_lkey(vq, lkey, out);
+	if (!ret && vq->n_lkeys < SHIFTU_ARRAY_SIZE(vq->lkeys)) {
+		vq->lkeys[vq->n_lkeys][0] = lkey;
+		vq->lkeys[vq->n_lkeys][1] = *out;
+		vq->n_lkeys++;
+	}
+	return ret;
+}
+
+/*
+ * Post one work request on the twin, keys translated.  Context: fo_lock.
+ * Returns 0 or an errno (the verbs convention).
+ */
+static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
+{
+	struct ibv_sge sge[16];
+	struct ibv_send_wr w = *wr, *bad;
+	int i, ret;
+
+	if (wr->num_sge > (int)SHIFTU_ARRAY_SIZE(sge))
+		return EINVAL;
+	w.next = NULL;
+	w.sg_list = sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i] = wr->sg_list[i];
+		if (!(wr->send_flags & IBV_SEND_INLINE) &&
+		    lkey_of(vq, sge[i].lkey, &sge[i].lkey))
+			return EINVAL;
+	}
+	if ((wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_READ ||
+	     wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
+	    shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w.wr.rdma.rkey))
+		return EINVAL;
+	ret = vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
+	return ret;
+}
+
+/* The recorded work request @e as a send_wr on the stack. */
+static void swqe_wr(const struct shiftu_swqe *e, struct ibv_send_wr *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = e->wr_id;
+	w->sg_list = (struct ibv_sge *)e->sge;
+	w->num_sge = e->num_sge;
+	w->opcode = e->opcode;
+	w->send_flags = e->send_flags;
+	w->imm_data = e->imm_data;
+	w->wr.rdma.remote_addr = e->remote_addr;
+	w->wr.rdma.rkey = e->rkey;
+}
+
+static bool replayable(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_READ;
+}
+
+/*
+ * Stop the default QP and count its outstanding sends.  @flushed gets the
+ * flushed completions (ring order).  Returns their number, or -errno.
+ * Context: fo_lock and the send CQ's lock held.
+ */
+static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flushed,
+		 unsigned int max)
+{
+	struct ibv_qp *qp = vq->reg.app_qp;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint64_t deadline = now_ns() + DRAIN_NS;
+	struct ibv_wc wc[16];
+	unsigned int n = 0;
+	int k, i, ret;
+
+	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
+	if (ret)
+		return -ret;
+	ret = vq->post_send(qp, &m, &bad);
+	if (ret)
+		return -ret;
+	for (;;) {
+		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+		if (k < 0)
+			return -EIO;
+		for (i = 0; i < k; i++) {
+			if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
+				if (stash_push(c, &wc[i]))
+					return -ENOMEM;
+				continue;
+			}
+			if (wc[i].wr_id == MARKER_WR_ID)
+				return n;
+			if (n == max)
+				return -EOVERFLOW;
+			flushed[n++] = wc[i];
+		}
+		if (!k) {
+			if (now_ns() > deadline)
+				return -ETIMEDOUT;
+			sched_yield();
+		}
+	}
+}
+
+void shiftu_failover(struct shiftu_vqp *vq, const char *why)
+{
+	struct shiftu_cq *c = vq->scq;
+	struct ibv_wc *flushed = NULL;
+	struct ibv_send_wr w;
+	uint64_t t0 = now_ns(), first, i;
+	int n, ret, atomic = 0, other = 0;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->state != SHIFTU_SEND_DEFAULT)
+		goto out_unlock;
+	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !c) {
+		/* the next post asks again */
+		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+		if (!vq->told_waiting++)
+			shiftu_warn("qp %u on %s: %s, but its twin is not ready: staying",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		goto out_unlock;
+	}
+	if (vq->rq.head) {
+		if (!vq->told_waiting++)
+			shiftu_warn("qp %u on %s: %s; it has receives posted, and two-sided failover is not implemented: staying",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		goto out_unlock;
+	}
+	flushed = malloc((vq->sq.mask + 2) * sizeof(*flushed));
+	if (!flushed)
+		goto out_unlock;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins)) {
+		pthread_mutex_unlock(&c->lock);
+		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
+			    vq->reg.app_qp->qp_num);
+		goto out_unlock;
+	}
+	cq_slow(vq, true);
+	n = drain(vq, c, flushed, vq->sq.mask + 1);
+	if (n < 0) {
+		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-n));
+		goto out_dead;
+	}
+	first = vq->sq.head - n;
+	for (i = first; i < vq->sq.head; i++) {
+		uint32_t op = swqe_at(&vq->sq, i)->opcode;
+
+		atomic |= op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+		other |= !replayable(op);
+	}
+	if (other) {
+		shiftu_warn("qp %u on %s: %s with %s outstanding: not replayed, the application gets the errors",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
+			    atomic ? "an atomic" : "a SEND or WRITE_WITH_IMM");
+		if (atomic)
+			shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
+					  vq->sctx->dev_name, vq->port_num, NULL, 0, EIO);
+		goto out_dead;
+	}
+	for (i = first; i < vq->sq.head; i++) {
+		swqe_wr(swqe_at(&vq->sq, i), &w);
+		ret = post_twin(vq, &w);
+		if (ret) {
+			shiftu_warn("qp %u on %s: replay on the twin failed: %s: the application gets the errors",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+			goto out_dead;
+		}
+	}
+	c->twins[c->n_twins][0] = vq->bak_qp->qp_num;
+	c->twins[c->n_twins][1] = vq->reg.app_qp->qp_num;
+	c->n_twins++;
+	vq->state = SHIFTU_SEND_FALLBACK;
+	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
+	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->reg.replayed_wrs, n, __ATOMIC_RELAXED);
+	shiftu_stat_add(SHIFTU_STAT_REPLAYED_WRS, n);
+	pthread_mutex_unlock(&c->lock);
+	shiftu_info("qp %u on %s: %s: failed over to qp %u on %s port %u, %d work requests replayed, %.3f ms",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, vq->bak_qp->qp_num,
+		    vq->sctx->bak_name, vq->sctx->bak_port, n, (now_ns() - t0) / 1e6);
+	pthread_mutex_unlock(&vq->fo_lock);
+	free(flushed);
+	shiftu_event_emit(SHIFTU_EV_FAILOVER, vq->reg.app_qp, vq->sctx->dev_name,
+			  vq->port_num, vq->sctx->bak_name, vq->sctx->bak_port, 0);
+	return;
+
+out_dead:
+	/* what the NIC flushed goes to the application, as without shift */
+	for (i = 0; n > 0 && i < (uint64_t)n; i++)
+		stash_push(c, &flushed[i]);
+	vq->state = SHIFTU_SEND_DEAD;
+	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
+	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->lock);
+	shiftu_event_emit(SHIFTU_EV_UNPROTECTED, vq->reg.app_qp, vq->sctx->dev_name,
+			  vq->port_num, NULL, 0, EIO);
+out_unlock:
+	pthread_mutex_unlock(&vq->fo_lock);
+	free(flushed);
+}
+
+/* ---- slow paths ------------------------------------------------------- */
+
+int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	int ret = 0;
+
+	if (vq->state == SHIFTU_SEND_DEFAULT && vq->down)
+		shiftu_failover(vq, "port or path down");
+	if (vq->state != SHIFTU_SEND_FALLBACK)
+		return shiftu_post_send_default(vq, qp, wr, bad_wr);
+	pthread_mutex_lock(&vq->fo_lock);
+	for (; wr; wr = wr->next) {
+		ret = post_twin(vq, wr);
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
+	return ret;
+}
+
+int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+			struct ibv_wc *wc)
+{
+	struct shiftu_cq *c = shiftu_cq_find(cq);
+	int n, k, i, j;
+
+	if (!c)
+		return s->poll_cq(cq, num, wc);
+	pthread_mutex_lock(&c->lock);
+	n = stash_pop(c, wc, num);
+	if (n < num) {
+		k = s->poll_cq(cq, num - n, wc + n);
+		if (k < 0 && !n)
+			n = k;
+		else if (k > 0)
+			n += k;
+	}
+	if (n >= 0 && n < num && c->bak && c->n_twins) {
+		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
+		for (i = 0; i < k; i++)
+			for (j = 0; j < (int)c->n_twins; j++)
+				if (wc[n + i].qp_num == c->twins[j][0])
+					wc[n + i].qp_num = c->twins[j][1];
+		if (k > 0) {
+			n += k;
+			__atomic_fetch_add(&shiftu_twin_wcs, k, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}

@@ -1,0 +1,731 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shadow.c: the backup resources and the thread that makes them (shadow.h).
+ *
+ * The application's thread records what it created (a list entry, under
+ * shadow_lock) and wakes the shadow thread.  The thread makes passes over
+ * the records, doing every step whose inputs are there, until nothing is
+ * pending; then it sleeps until woken, or for a second while something
+ * waits on a peer.  It holds shadow_lock for a whole pass: the
+ * application's records wait at most one pass (store calls time out after
+ * a second).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "event.h"
+#include "health.h"
+#include "interpose.h"
+#include "log.h"
+#include "shadow.h"
+#include "store.h"
+#include "util.h"
+
+pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_cond_t shadow_wake = PTHREAD_COND_INITIALIZER;
+static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
+static bool shadow_started;
+static unsigned int shadow_gen;		/* bumped by every record: wakes */
+
+static struct shiftu_ctx *ctxs[16];	/* contexts with a backup to make */
+static struct shiftu_pd *pds;
+static struct shiftu_mr *mrs;
+static struct shiftu_cq *cqs;
+static struct shiftu_vqp **vqps;
+static unsigned int n_vqps, cap_vqps;
+
+/* The store: the shadow thread's handle, and one for posting threads. */
+static struct shiftu_kv *kv;
+static bool kv_failed;			/* logged; retried every pass */
+static struct shiftu_kv *kv_fast;
+static pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void gid_hex(const uint8_t *gid, char *buf)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sprintf(buf + 2 * i, "%02x", gid[i]);
+}
+
+static int gid_parse(const char *s, uint8_t *gid)
+{
+	unsigned int b;
+	int i;
+
+	if (strlen(s) != 32)
+		return -EINVAL;
+	for (i = 0; i < 16; i++) {
+		if (sscanf(s + 2 * i, "%2x", &b) != 1)
+			return -EINVAL;
+		gid[i] = b;
+	}
+	return 0;
+}
+
+/* ---- recording (the application's threads) ------------------------------- */
+
+static void *shadow_thread(void *arg);
+
+static void shadow_start(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int err;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &a, shadow_thread, NULL);
+	pthread_attr_destroy(&a);
+	if (err)
+		shiftu_warn("cannot start the backup thread: %s: QPs run unprotected",
+			    strerror(err));
+	else
+		shadow_started = true;
+}
+
+/* Context: shadow_lock held.  Tell the thread there is work. */
+static void kick(void)
+{
+	shadow_gen++;
+	pthread_cond_signal(&shadow_wake);
+}
+
+void shiftu_shadow_ctx(struct shiftu_ctx *sctx)
+{
+	unsigned int i;
+
+	pthread_once(&shadow_once, shadow_start);
+	pthread_mutex_lock(&shadow_lock);
+	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
+		if (!ctxs[i]) {
+			ctxs[i] = sctx;
+			break;
+		}
+	if (i == SHIFTU_ARRAY_SIZE(ctxs))
+		shiftu_warn("context %s: too many devices open: unprotected",
+			    sctx->dev_name);
+	kick();
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_ctx_gone(struct shiftu_ctx *sctx)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
+		if (ctxs[i] == sctx)
+			ctxs[i] = NULL;
+	if (sctx->bak_ctx) {
+		shiftu_real.close_device(sctx->bak_ctx);
+		sctx->bak_ctx = NULL;
+	}
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_pd(struct ibv_pd *pd)
+{
+	struct shiftu_ctx *sctx = shiftu_ctx_find(pd->context);
+	struct shiftu_pd *p;
+
+	if (!sctx || !(p = calloc(1, sizeof(*p))))
+		return;
+	p->app = pd;
+	p->sctx = sctx;
+	pthread_mutex_lock(&shadow_lock);
+	p->next = pds;
+	pds = p;
+	kick();
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_pd_gone(struct ibv_pd *pd)
+{
+	struct shiftu_pd **pp, *p;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (pp = &pds; (p = *pp); pp = &p->next)
+		if (p->app == pd) {
+			*pp = p->next;
+			if (p->bak)
+				shiftu_real.dealloc_pd(p->bak);
+			free(p);
+			break;
+		}
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+static struct shiftu_pd *pd_find(const struct ibv_pd *pd)
+{
+	struct shiftu_pd *p;
+
+	for (p = pds; p && p->app != pd; p = p->next)
+		;
+	return p;
+}
+
+void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
+		      uint64_t iova, unsigned int access)
+{
+	struct shiftu_mr *m;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (m = mrs; m; m = m->next)
+		if (m->app == mr)	/* one reg verb called another */
+			goto out_unlock;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		goto out_unlock;
+	m->app = mr;
+	m->pd = pd_find(mr->pd);
+	m->addr = addr;
+	m->length = length;
+	m->iova = iova;
+	m->access = access;
+	m->next = mrs;
+	mrs = m;
+	kick();
+out_unlock:
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_mr_gone(struct ibv_mr *mr)
+{
+	struct shiftu_mr **pp, *m;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (pp = &mrs; (m = *pp); pp = &m->next)
+		if (m->app == mr) {
+			*pp = m->next;
+			if (m->bak)
+				shiftu_real.dereg_mr(m->bak);
+			free(m);
+			break;
+		}
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_cq(struct ibv_cq *cq)
+{
+	struct shiftu_ctx *sctx = shiftu_ctx_find(cq->context);
+	struct shiftu_cq *c;
+
+	if (!sctx || !(c = calloc(1, sizeof(*c))))
+		return;
+	c->app = cq;
+	c->sctx = sctx;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_lock(&shadow_lock);
+	c->next = cqs;
+	cqs = c;
+	kick();
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_cq_gone(struct ibv_cq *cq)
+{
+	struct shiftu_cq **pp, *c;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (pp = &cqs; (c = *pp); pp = &c->next)
+		if (c->app == cq) {
+			*pp = c->next;
+			if (c->bak)
+				shiftu_real.destroy_cq(c->bak);
+			free(c->stash);
+			pthread_mutex_destroy(&c->lock);
+			free(c);
+			break;
+		}
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq)
+{
+	struct shiftu_cq *c;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (c = cqs; c && c->app != cq; c = c->next)
+		;
+	pthread_mutex_unlock(&shadow_lock);
+	return c;
+}
+
+void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr)
+{
+	struct shiftu_vqp **v;
+
+	vq->init_attr = *attr;
+	pthread_mutex_lock(&shadow_lock);
+	if (n_vqps == cap_vqps) {
+		v = realloc(vqps, (cap_vqps ? 2 * cap_vqps : 16) * sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&shadow_lock);
+			shiftu_warn("qp %u: out of memory: unprotected",
+				    vq->reg.app_qp->qp_num);
+			return;
+		}
+		vqps = v;
+		cap_vqps = cap_vqps ? 2 * cap_vqps : 16;
+	}
+	vqps[n_vqps++] = vq;
+	kick();
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *attr,
+			       int mask)
+{
+	struct shiftu_qp_steps *st = &vq->steps;
+
+	if (!(mask & IBV_QP_STATE))
+		return;
+	pthread_mutex_lock(&vq->lock);
+	switch (attr->qp_state) {
+	case IBV_QPS_INIT:
+		st->init = *attr;
+		st->init_mask = mask;
+		break;
+	case IBV_QPS_RTR:
+		st->rtr = *attr;
+		st->rtr_mask = mask;
+		break;
+	case IBV_QPS_RTS:
+		st->rts = *attr;
+		st->rts_mask = mask;
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&vq->lock);
+	pthread_mutex_lock(&shadow_lock);
+	kick();
+	pthread_mutex_unlock(&shadow_lock);
+}
+
+void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
+{
+	struct shiftu_rkey_map *r, *next;
+	unsigned int i;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (i = 0; i < n_vqps; i++)
+		if (vqps[i] == vq) {
+			vqps[i] = vqps[--n_vqps];
+			break;
+		}
+	if (vq->bak_qp)
+		shiftu_real.destroy_qp(vq->bak_qp);
+	vq->bak_qp = NULL;
+	pthread_mutex_unlock(&shadow_lock);
+	for (r = vq->rkeys; r; r = next) {
+		next = r->next;
+		free(r);
+	}
+	vq->rkeys = NULL;
+}
+
+/* ---- lookups for the failover path ----------------------------------- */
+
+int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
+{
+	struct shiftu_mr *m;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&shadow_lock);
+	for (m = mrs; m; m = m->next)
+		if (m->app->lkey == lkey && m->pd && m->pd->sctx == vq->sctx &&
+		    m->bak) {
+			*out = m->bak->lkey;
+			ret = 0;
+			break;
+		}
+	pthread_mutex_unlock(&shadow_lock);
+	return ret;
+}
+
+int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
+{
+	struct shiftu_rkey_map *r;
+	char key[64], val[64];
+	unsigned long v;
+	char *end;
+	int ret;
+
+	for (r = vq->rkeys; r; r = r->next)
+		if (r->rkey == rkey) {
+			*out = r->bak_rkey;
+			return 0;
+		}
+	snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u", vq->peer.node_guid, rkey);
+	pthread_mutex_lock(&kv_fast_lock);
+	if (!kv_fast)
+		shiftu_kv_open(&shiftu_config()->store, &kv_fast);
+	ret = kv_fast ? shiftu_kv_get(kv_fast, key, val, sizeof(val)) : -ENOTCONN;
+	pthread_mutex_unlock(&kv_fast_lock);
+	if (ret) {
+		shiftu_warn("qp %u: no backup for the peer's rkey %#x (%s): %s",
+			    vq->reg.app_qp->qp_num, rkey, key, strerror(-ret));
+		return ret;
+	}
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return -EPROTO;
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->rkey = rkey;
+	r->bak_rkey = v;
+	r->next = vq->rkeys;
+	vq->rkeys = r;
+	*out = v;
+	return 0;
+}
+
+/* ---- the shadow thread ------------------------------------------------ */
+
+/* Open the backup device of @s's port 1.  Returns true when it is open. */
+static bool ctx_backup(struct shiftu_ctx *s)
+{
+	struct shiftu_port_health ph;
+	struct ibv_device **list;
+	int n, i, ret;
+
+	if (s->bak_ctx)
+		return true;
+	ret = shiftu_health_port(s->node_guid, 1, &ph);
+	if (ret || ph.backup_index == SHIFT_FT_NO_PORT) {
+		if (!s->bak_name[0]) {
+			shiftu_warn("context %s: %s: its QPs run unprotected",
+				    s->dev_name, ret ? "not in the health table" :
+				    "no backup port in the pair table");
+			snprintf(s->bak_name, sizeof(s->bak_name), "-");
+		}
+		return false;
+	}
+	list = shiftu_real.get_device_list(&n);
+	if (!list)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!strcmp(shiftu_real.get_device_name(list[i]), ph.backup_dev_name))
+			break;
+	if (i < n)
+		s->bak_ctx = shiftu_real.open_device(list[i]);
+	shiftu_real.free_device_list(list);
+	if (!s->bak_ctx) {
+		shiftu_warn("context %s: cannot open its backup %s: %s",
+			    s->dev_name, ph.backup_dev_name, strerror(errno));
+		return false;
+	}
+	s->bak_port = ph.backup_port_num;
+	snprintf(s->bak_name, sizeof(s->bak_name), "%s", ph.backup_dev_name);
+	shiftu_info("context %s: backup %s port %u", s->dev_name, s->bak_name,
+		    s->bak_port);
+	return true;
+}
+
+static bool kv_ready(void)
+{
+	int ret;
+
+	if (kv)
+		return true;
+	ret = shiftu_kv_open(&shiftu_config()->store, &kv);
+	if (ret && !kv_failed) {
+		shiftu_warn("store %s: %s: QPs stay unprotected until it answers",
+			    shiftu_config()->store.url[0] ?
+			    shiftu_config()->store.url : "(none)", strerror(-ret));
+		kv_failed = true;
+	}
+	if (!ret && kv_failed) {
+		shiftu_info("store %s: connected", shiftu_kv_describe(kv));
+		kv_failed = false;
+	}
+	return !ret;
+}
+
+static void mr_step(struct shiftu_mr *m)
+{
+	char key[64], val[32];
+	int ret;
+
+	if (!m->pd || !m->pd->bak)
+		return;
+	if (!m->bak) {
+		m->bak = shiftu_real.reg_mr_iova2(m->pd->bak, m->addr, m->length,
+						  m->iova, m->access);
+		if (!m->bak) {
+			shiftu_warn("mr %#x: cannot register on %s: %s",
+				    m->app->lkey, m->pd->sctx->bak_name,
+				    strerror(errno));
+			m->pd = NULL;	/* do not try again */
+			return;
+		}
+	}
+	if (!m->published && kv_ready()) {
+		snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u",
+			 m->pd->sctx->node_guid, m->app->rkey);
+		snprintf(val, sizeof(val), "%u", m->bak->rkey);
+		ret = shiftu_kv_put(kv, key, val);
+		if (!ret)
+			m->published = true;
+	}
+}
+
+static void cq_step(struct shiftu_cq *c)
+{
+	if (c->bak || !c->sctx->bak_ctx)
+		return;
+	c->bak = shiftu_real.create_cq(c->sctx->bak_ctx, c->app->cqe, NULL, NULL, 0);
+	if (!c->bak)
+		shiftu_warn("cq on %s: cannot create its twin on %s: %s",
+			    c->sctx->dev_name, c->sctx->bak_name, strerror(errno));
+}
+
+static struct shiftu_cq *cq_rec(const struct ibv_cq *cq)
+{
+	struct shiftu_cq *c;
+
+	for (c = cqs; c && c->app != cq; c = c->next)
+		;
+	return c;
+}
+
+/* Create @vq's twin QP on the backup context. */
+static bool qp_create(struct shiftu_vqp *vq)
+{
+	struct ibv_qp_init_attr a = vq->init_attr;
+	struct shiftu_pd *p = pd_find(vq->reg.app_qp->pd);
+
+	if (vq->bak_qp)
+		return true;
+	vq->scq = cq_rec(vq->init_attr.send_cq);
+	vq->rcq = cq_rec(vq->init_attr.recv_cq);
+	if (!p || !p->bak || !vq->scq || !vq->scq->bak || !vq->rcq || !vq->rcq->bak)
+		return false;
+	if (a.qp_type != IBV_QPT_RC || a.srq) {
+		shiftu_info("qp %u: %s: unprotected", vq->reg.app_qp->qp_num,
+			    a.srq ? "uses an SRQ" : "not an RC QP");
+		vq->published = 2;	/* nothing more to do */
+		return false;
+	}
+	a.qp_context = NULL;
+	a.send_cq = vq->scq->bak;
+	a.recv_cq = vq->rcq->bak;
+	vq->bak_qp = shiftu_real.create_qp(p->bak, &a);
+	if (!vq->bak_qp) {
+		shiftu_warn("qp %u: cannot create its twin on %s: %s",
+			    vq->reg.app_qp->qp_num, vq->sctx->bak_name,
+			    strerror(errno));
+		vq->published = 2;
+		return false;
+	}
+	vq->bak_psn = (uint32_t)random() & 0xffffff;
+	return true;
+}
+
+/* Publish the twin under our default GID and QPN, once the RTR step told
+ * us the GID index.  Context: shadow thread, vq->lock held. */
+static void qp_publish(struct shiftu_vqp *vq)
+{
+	struct shiftu_ctx *s = vq->sctx;
+	union ibv_gid sgid, bgid;
+	char key[96], val[160], g1[33], g2[33];
+	uint8_t idx = vq->steps.rtr.ah_attr.grh.sgid_index;
+
+	if (vq->published || !vq->steps.rtr_mask || !vq->port_num)
+		return;
+	if (shiftu_real.query_gid(vq->reg.app_qp->context, vq->port_num, idx, &sgid) ||
+	    shiftu_real.query_gid(s->bak_ctx, s->bak_port, idx, &bgid))
+		return;
+	if (!kv_ready())
+		return;
+	memcpy(vq->sgid, sgid.raw, 16);
+	vq->bak_sgid_index = idx;
+	gid_hex(sgid.raw, g1);
+	gid_hex(bgid.raw, g2);
+	snprintf(key, sizeof(key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
+	snprintf(val, sizeof(val), "%s %u %u %016" PRIx64, g2, vq->bak_qp->qp_num,
+		 vq->bak_psn, s->node_guid);
+	if (!shiftu_kv_put(kv, key, val)) {
+		vq->published = 1;
+		shiftu_dbg("qp %u: published %s = %s", vq->reg.app_qp->qp_num, key, val);
+	}
+}
+
+/* Read the peer's twin, published under the peer's default GID and QPN. */
+static void qp_peer(struct shiftu_vqp *vq)
+{
+	char key[96], val[160], g[33], gs[40];
+	unsigned int qpn, psn;
+	uint64_t guid;
+
+	if (vq->peer_known || !vq->has_dgid || !(vq->steps.rtr_mask & IBV_QP_DEST_QPN) ||
+	    !kv_ready())
+		return;
+	gid_hex(vq->dgid, g);
+	snprintf(key, sizeof(key), "qp:%s:%u", g, vq->steps.rtr.dest_qp_num);
+	if (shiftu_kv_get(kv, key, val, sizeof(val)))
+		return;		/* not yet: the next pass asks again */
+	if (sscanf(val, "%39s %u %u %" SCNx64, gs, &qpn, &psn, &guid) != 4 ||
+	    gid_parse(gs, vq->peer.gid.raw)) {
+		shiftu_warn("qp %u: bad peer record %s = %s", vq->reg.app_qp->qp_num,
+			    key, val);
+		vq->published = 2;
+		return;
+	}
+	vq->peer.qpn = qpn;
+	vq->peer.psn = psn;
+	vq->peer.node_guid = guid;
+	vq->peer_known = 1;
+}
+
+/*
+ * Bring the twin as far as the application brought its QP, with the same
+ * attributes re-aimed at the peer's twin: RTR (it can be written to and
+ * read from), then RTS (it can post).  A passive side (perftest's server)
+ * never goes past RTR.
+ */
+static void qp_connect(struct shiftu_vqp *vq)
+{
+	struct shiftu_qp_steps *st = &vq->steps;
+	struct ibv_qp_attr a;
+	struct ibv_port_attr pa;
+	struct verbs_context *vctx;
+	int ret;
+
+	if (vq->bak_ready || !vq->peer_known || !st->init_mask || !st->rtr_mask)
+		return;
+	if (vq->bak_rtr)
+		goto rts;
+	a = st->init;
+	a.port_num = vq->sctx->bak_port;
+	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->init_mask | IBV_QP_PORT);
+	if (ret)
+		goto fail;
+
+	a = st->rtr;
+	a.dest_qp_num = vq->peer.qpn;
+	a.rq_psn = vq->peer.psn;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = vq->peer.gid;
+	a.ah_attr.grh.sgid_index = vq->bak_sgid_index;
+	a.ah_attr.port_num = vq->sctx->bak_port;
+	a.ah_attr.dlid = 0;
+	/* the backup port may have a smaller MTU than the primary */
+	vctx = verbs_get_ctx_op(vq->sctx->bak_ctx, query_port);
+	if (vctx && !vctx->query_port(vq->sctx->bak_ctx, vq->sctx->bak_port, &pa,
+				      sizeof(pa)) && pa.active_mtu < a.path_mtu)
+		a.path_mtu = pa.active_mtu;
+	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->rtr_mask);
+	if (ret)
+		goto fail;
+	vq->bak_rtr = 1;
+	shiftu_qp_set_flags(&vq->reg, vq->reg.flags | SHIFTU_QP_F_PROTECTED);
+	shiftu_stat_add(SHIFTU_STAT_QPS_PROTECTED, 1);
+	shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u)",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
+		    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn);
+rts:
+	if (!st->rts_mask)
+		return;		/* asked again when the application moves on */
+	a = st->rts;
+	a.sq_psn = vq->bak_psn;
+	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->rts_mask | IBV_QP_SQ_PSN);
+	if (ret)
+		goto fail;
+	__atomic_store_n(&vq->bak_ready, 1, __ATOMIC_RELEASE);
+	shiftu_dbg("qp %u: its twin can post", vq->reg.app_qp->qp_num);
+	return;
+fail:
+	shiftu_warn("qp %u: cannot bring its twin to RTS: %s: unprotected",
+		    vq->reg.app_qp->qp_num, strerror(ret));
+	vq->published = 2;
+}
+
+/* One step of every record; returns true while something is still pending. */
+static bool shadow_pass(void)
+{
+	bool pending = false;
+	struct shiftu_pd *p;
+	struct shiftu_mr *m;
+	struct shiftu_cq *c;
+	unsigned int i;
+
+	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
+		if (ctxs[i] && !ctx_backup(ctxs[i]) && ctxs[i]->bak_name[0] != '-')
+			pending = true;
+	for (p = pds; p; p = p->next)
+		if (!p->bak && p->sctx->bak_ctx) {
+			p->bak = shiftu_real.alloc_pd(p->sctx->bak_ctx);
+			if (!p->bak)
+				shiftu_warn("pd on %s: cannot allocate its twin: %s",
+					    p->sctx->dev_name, strerror(errno));
+		}
+	for (m = mrs; m; m = m->next) {
+		if (!m->pd)
+			m->pd = pd_find(m->app->pd);
+		mr_step(m);
+		if (m->pd && m->pd->bak && !m->published)
+			pending = true;
+	}
+	for (c = cqs; c; c = c->next)
+		cq_step(c);
+	for (i = 0; i < n_vqps; i++) {
+		struct shiftu_vqp *vq = vqps[i];
+
+		if (!vq->sctx->bak_ctx || vq->published == 2)
+			continue;
+		pthread_mutex_lock(&vq->lock);
+		if (qp_create(vq)) {
+			qp_publish(vq);
+			qp_peer(vq);
+			qp_connect(vq);
+		}
+		/* a passive QP (no RTS step) is done once its twin is in RTR */
+		if (!vq->bak_ready && vq->published != 2 &&
+		    !(vq->bak_rtr && !vq->steps.rts_mask))
+			pending = true;
+		pthread_mutex_unlock(&vq->lock);
+	}
+	return pending;
+}
+
+static void *shadow_thread(void *arg)
+{
+	unsigned int seen;
+	struct timespec t;
+	bool pending;
+
+	(void)arg;
+	srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
+	pthread_mutex_lock(&shadow_lock);
+	for (;;) {
+		seen = shadow_gen;
+		pending = shadow_pass();
+		if (seen != shadow_gen)
+			continue;
+		if (pending) {
+			/* waiting on a peer or the store: ask again soon */
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_nsec += 100 * 1000 * 1000;
+			if (t.tv_nsec >= 1000000000) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&shadow_wake, &shadow_lock, &t);
+		} else {
+			pthread_cond_wait(&shadow_wake, &shadow_lock);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * shadow.h: the backup resources ("shadow control verbs", SHIFT paper 4.2).
+ *
+ * For every PD, MR, CQ and QP the application creates on a device, the
+ * library creates the same on the backup port that the kernel's pair table
+ * names, with the same attributes, and publishes what a peer needs to reach
+ * them (QP number, GID, PSN; MR keys) in the key-value store:
+ *
+ *   qp:<default GID>:<default QPN>  ->  "<backup GID> <backup QPN> <backup PSN> <node GUID>"
+ *   mr:<node GUID>:<default rkey>   ->  "<backup rkey>"
+ *
+ * GIDs are 32 hex digits, numbers decimal, the node GUID 16 hex digits (the
+ * default device's, as the health page has it).
+ *
+ * The application's thread only records; one background thread per process
+ * does the work, best effort: a step whose input is not there yet (the
+ * peer's backup QP not published) is skipped and retried on the next pass,
+ * so that no order of setup between hosts can deadlock (paper B.1).  If a
+ * backup cannot be made (no backup port, no store), the QP runs unprotected
+ * after one log line: nothing the application calls fails because of it.
+ */
+#ifndef _SHIFTU_SHADOW_H
+#define _SHIFTU_SHADOW_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+struct shiftu_ctx;
+struct shiftu_vqp;
+
+/* A PD and its twin on the backup context.  Under shadow_lock. */
+struct shiftu_pd {
+	struct ibv_pd *app;
+	struct ibv_pd *bak;
+	struct shiftu_ctx *sctx;
+	struct shiftu_pd *next;
+};
+
+/* An MR and its twin.  Under shadow_lock; lkey lookups copy out. */
+struct shiftu_mr {
+	struct ibv_mr *app;
+	struct ibv_mr *bak;
+	struct shiftu_pd *pd;
+	void *addr;
+	size_t length;
+	uint64_t iova;
+	unsigned int access;
+	bool published;
+	struct shiftu_mr *next;
+};
+
+/*
+ * A CQ and its twin.  The twin receives the backup QPs' completions; while
+ * any QP of the CQ is on its backup, or completions wait in @stash, the
+ * application's poll_cq takes the slow path (failover.c), which serves the
+ * stash first, then the CQ, then the twin.  @lock serialises that path
+ * with a failover draining the CQ from a posting thread.
+ */
+struct shiftu_cq {
+	struct ibv_cq *app;
+	struct ibv_cq *bak;
+	struct shiftu_ctx *sctx;
+	pthread_mutex_t lock;
+	struct ibv_wc *stash;		/* completions polled by the library */
+	unsigned int stash_n, stash_head, stash_cap;
+	/* twins of this CQ's failed-over QPs: backup QPN -> application QPN */
+	uint32_t twins[64][2];
+	unsigned int n_twins;
+	struct shiftu_cq *next;
+};
+
+/* The records, for failover.c; all under shadow_lock. */
+extern pthread_mutex_t shadow_lock;
+
+void shiftu_shadow_ctx(struct shiftu_ctx *sctx);
+void shiftu_shadow_ctx_gone(struct shiftu_ctx *sctx);
+void shiftu_shadow_pd(struct ibv_pd *pd);
+void shiftu_shadow_pd_gone(struct ibv_pd *pd);
+void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
+		      uint64_t iova, unsigned int access);
+void shiftu_shadow_mr_gone(struct ibv_mr *mr);
+void shiftu_shadow_cq(struct ibv_cq *cq);
+void shiftu_shadow_cq_gone(struct ibv_cq *cq);
+/* A QP was created (@attr as the application gave it) or modified. */
+void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr);
+void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *attr,
+			       int mask);
+void shiftu_shadow_qp_gone(struct shiftu_vqp *vq);
+
+/* The CQ record of @cq, NULL if none.  Takes shadow_lock. */
+struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq);
+
+/*
+ * The backup lkey of local @lkey on @vq's device, and the peer's backup
+ * rkey of @rkey (fetched from the store on first use, then cached).
+ * Return 0 or -ENOENT.  Cold; any thread.
+ */
+int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out);
+int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out);
+
+#endif /* _SHIFTU_SHADOW_H */
