@@ -22,8 +22,9 @@
 # whose key=value pairs are read by name (more may be added).
 
 LU_DIR=$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source-path=SCRIPTDIR source=../shift_ft_2host/lib2.sh
-. "$LU_DIR/../shift_ft_2host/lib2.sh"
+# the agent tests' helpers (redis on host 1, agents), on top of lib2.sh
+# shellcheck source-path=SCRIPTDIR source=../shiftmon_2host/lib.sh
+. "$LU_DIR/../shiftmon_2host/lib.sh"
 
 LU_LIB=${LIBSHIFTU:-$SHIFT_TOP/userlib/libshiftu.so.0}
 LU_RDIR=		# host 2's scratch directory, made by lu_setup
@@ -61,11 +62,12 @@ lu_kill_server()
 }
 
 # lu_env PRELOAD LOGFILE: the "env ..." prefix of a command run with the
-# library preloaded (PRELOAD=1), logging at info to LOGFILE; or without it.
+# library preloaded (PRELOAD=1), logging at info to LOGFILE, with the store
+# LU_STORE (default: the library's own); or without it.
 lu_env()
 {
 	if [ "$1" = 1 ]; then
-		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=info SHIFTU_LOG_FILE=$2"
+		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=info SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}"
 	else
 		echo "env -u LD_PRELOAD"
 	fi
@@ -96,11 +98,16 @@ lu_pair()
 	fi
 
 	rc=0
-	# timeout before env, as on host 2
+	# timeout before env, as on host 2; with LU_DURING set, that command
+	# runs while the client does (pulling cables, say)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
 		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2 \
-		> "$FT_TMP/$tag.cli.out" 2>&1 || rc=$?
+		> "$FT_TMP/$tag.cli.out" 2>&1 &
+	if [ -n "${LU_DURING:-}" ]; then
+		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
+	fi
+	wait $! || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
 
 	# the server ends when the client is done (30 s, then its rc is "none")
