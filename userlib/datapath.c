@@ -133,6 +133,11 @@ static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return ret;
 }
 
+void shiftu_record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
+{
+	record_send(vq, wr);
+}
+
 int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
@@ -178,10 +183,19 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
 
+	int n, i;
+
 	shiftu_bump(&s->poll_cqs);
+	if (unlikely(shiftu_health_moved(&s->health_seen)))
+		shiftu_ctx_health(s);
 	if (unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return shiftu_poll_cq_slow(s, cq, num, wc);
-	return s->poll_cq(cq, num, wc);
+	n = s->poll_cq(cq, num, wc);
+	/* an error completion may start a failover (the transport's verdict) */
+	for (i = 0; i < n; i++)
+		if (unlikely(wc[i].status != IBV_WC_SUCCESS))
+			return shiftu_poll_error(s, cq, num, wc, n);
+	return n;
 }
 
 /*
@@ -240,5 +254,6 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 		    ph.backup_index == SHIFT_FT_NO_PORT ? "none" : ph.backup_dev_name,
 		    ph.backup_port_num);
 	if (down)
-		shiftu_failover(vq, path == SHIFT_FT_PATH_DOWN ? "path down" : "port down");
+		shiftu_failover(vq, path == SHIFT_FT_PATH_DOWN ? "path down" : "port down",
+				NULL);
 }

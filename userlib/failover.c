@@ -20,6 +20,7 @@
  * atomic raises SHIFTU_EV_ATOMIC_ERROR.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,9 @@
 
 uint64_t shiftu_twin_wcs;
 
-/* wr_id of the marker: "SHIFTMRK" */
+/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTPRB" */
 #define MARKER_WR_ID	0x5348494654de4b52ULL
+#define PROBE_WR_ID	0x5348494654505242ULL
 #define DRAIN_NS	(2ULL * 1000 * 1000 * 1000)
 
 static uint64_t now_ns(void)
@@ -80,10 +82,29 @@ static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 	return n;
 }
 
-/* The CQs of @vq's context take the slow poll while @on (cq->lock held). */
+/* The CQs of context @s take the slow poll while @on (cq->lock held). */
+static void cq_slow_ctx(struct shiftu_ctx *s, bool on)
+{
+	__atomic_fetch_add(&s->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+
 static void cq_slow(struct shiftu_vqp *vq, bool on)
 {
-	__atomic_fetch_add(&vq->sctx->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
+	cq_slow_ctx(vq->sctx, on);
+}
+
+/* A completion status as a word for the log (ibv_wc_status_str is in
+ * libibverbs, which the library does not link). */
+static const char *wc_status_word(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:	return "transport retry counter exceeded";
+	case IBV_WC_RNR_RETRY_EXC_ERR:	return "RNR retry counter exceeded";
+	case IBV_WC_WR_FLUSH_ERR:	return "work request flushed";
+	case IBV_WC_REM_ACCESS_ERR:	return "remote access error";
+	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
+	default:			return "error completion";
+	}
 }
 
 /* ---- failover --------------------------------------------------------- */
@@ -154,6 +175,11 @@ static void swqe_wr(const struct shiftu_swqe *e, struct ibv_send_wr *w)
 	w->wr.rdma.rkey = e->rkey;
 }
 
+static bool signaled(const struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
+{
+	return vq->init_attr.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+}
+
 static bool replayable(uint32_t opcode)
 {
 	return opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_READ;
@@ -164,8 +190,33 @@ static bool replayable(uint32_t opcode)
  * flushed completions (ring order).  Returns their number, or -errno.
  * Context: fo_lock and the send CQ's lock held.
  */
+/*
+ * Move @qp's error completions out of the stash into @flushed (after the
+ * @n already there), keeping everything else in order.  Returns the new n,
+ * or -EOVERFLOW.
+ */
+static int unstash_errors(struct shiftu_cq *c, uint32_t qp_num, struct ibv_wc *flushed,
+			  unsigned int n, unsigned int max)
+{
+	unsigned int i, kept = 0, total = c->stash_n;
+	struct ibv_wc w;
+
+	for (i = 0; i < total; i++) {
+		w = c->stash[(c->stash_head + i) % c->stash_cap];
+		if (w.qp_num == qp_num && w.status != IBV_WC_SUCCESS) {
+			if (n == max)
+				return -EOVERFLOW;
+			flushed[n++] = w;
+		} else {
+			c->stash[(c->stash_head + kept++) % c->stash_cap] = w;
+		}
+	}
+	c->stash_n = kept;
+	return n;
+}
+
 static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flushed,
-		 unsigned int max)
+		 unsigned int max, const struct ibv_wc *first)
 {
 	struct ibv_qp *qp = vq->reg.app_qp;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
@@ -176,6 +227,18 @@ static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flus
 	unsigned int n = 0;
 	int k, i, ret;
 
+	/*
+	 * On an error completion the NIC has stopped the QP already; the
+	 * modify then only confirms it.  The completions polled with the
+	 * first error (stashed by the caller) are part of the count.
+	 */
+	if (first) {
+		flushed[n++] = *first;
+		ret = unstash_errors(c, qp->qp_num, flushed, n, max);
+		if (ret < 0)
+			return ret;
+		n = ret;
+	}
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return -ret;
@@ -206,12 +269,12 @@ static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flus
 	}
 }
 
-void shiftu_failover(struct shiftu_vqp *vq, const char *why)
+void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first)
 {
 	struct shiftu_cq *c = vq->scq;
 	struct ibv_wc *flushed = NULL;
 	struct ibv_send_wr w;
-	uint64_t t0 = now_ns(), first, i;
+	uint64_t t0 = now_ns(), start, i;
 	int n, ret, atomic = 0, other = 0;
 
 	pthread_mutex_lock(&vq->fo_lock);
@@ -243,14 +306,14 @@ void shiftu_failover(struct shiftu_vqp *vq, const char *why)
 		goto out_unlock;
 	}
 	cq_slow(vq, true);
-	n = drain(vq, c, flushed, vq->sq.mask + 1);
+	n = drain(vq, c, flushed, vq->sq.mask + 1, first);
 	if (n < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-n));
 		goto out_dead;
 	}
-	first = vq->sq.head - n;
-	for (i = first; i < vq->sq.head; i++) {
+	start = vq->sq.head - n;
+	for (i = start; i < vq->sq.head; i++) {
 		uint32_t op = swqe_at(&vq->sq, i)->opcode;
 
 		atomic |= op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -260,13 +323,13 @@ void shiftu_failover(struct shiftu_vqp *vq, const char *why)
 		shiftu_warn("qp %u on %s: %s with %s outstanding: not replayed, the application gets the errors",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
 			    atomic ? "an atomic" : "a SEND or WRITE_WITH_IMM");
-		if (atomic)
-			shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
-					  vq->sctx->dev_name, vq->port_num, NULL, 0, EIO);
 		goto out_dead;
 	}
-	for (i = first; i < vq->sq.head; i++) {
+	vq->twin_signaled = vq->twin_done = 0;
+	for (i = start; i < vq->sq.head; i++) {
 		swqe_wr(swqe_at(&vq->sq, i), &w);
+		/* counted like later posts: the fence waits for these too */
+		vq->twin_signaled += signaled(vq, &w);
 		ret = post_twin(vq, &w);
 		if (ret) {
 			shiftu_warn("qp %u on %s: replay on the twin failed: %s: the application gets the errors",
@@ -274,9 +337,7 @@ void shiftu_failover(struct shiftu_vqp *vq, const char *why)
 			goto out_dead;
 		}
 	}
-	c->twins[c->n_twins][0] = vq->bak_qp->qp_num;
-	c->twins[c->n_twins][1] = vq->reg.app_qp->qp_num;
-	c->n_twins++;
+	c->twins[c->n_twins++] = vq;
 	vq->state = SHIFTU_SEND_FALLBACK;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
@@ -301,8 +362,15 @@ out_dead:
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
 	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&vq->fo_lock);
+	free(flushed);
+	/* the callback may call verbs: no library lock held */
+	if (atomic)
+		shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
+				  vq->sctx->dev_name, vq->port_num, NULL, 0, EIO);
 	shiftu_event_emit(SHIFTU_EV_UNPROTECTED, vq->reg.app_qp, vq->sctx->dev_name,
 			  vq->port_num, NULL, 0, EIO);
+	return;
 out_unlock:
 	pthread_mutex_unlock(&vq->fo_lock);
 	free(flushed);
@@ -310,31 +378,231 @@ out_unlock:
 
 /* ---- slow paths ------------------------------------------------------- */
 
+/* ---- failing back (4.3.3) -------------------------------------------- */
+
+
+/*
+ * The twin has completed everything it was given: ring the default QP's
+ * doorbell for the requests held since the fence, and go back to it.
+ * Returns true when it did (the caller emits SHIFTU_EV_FAILBACK once it has
+ * dropped fo_lock: the callback may call verbs).  Context: fo_lock held.
+ */
+static bool release_held(struct shiftu_vqp *vq)
+{
+	struct shiftu_cq *c = vq->scq;
+	struct ibv_send_wr w, *bad;
+	uint64_t i, held = vq->sq.head - vq->held_start;
+	unsigned int j;
+	int ret = 0;
+
+	for (i = vq->held_start; i < vq->sq.head && !ret; i++) {
+		swqe_wr(swqe_at(&vq->sq, i), &w);
+		ret = vq->post_send(vq->reg.app_qp, &w, &bad);
+	}
+	pthread_mutex_lock(&c->lock);
+	for (j = 0; j < c->n_twins; j++)
+		if (c->twins[j] == vq) {
+			c->twins[j] = c->twins[--c->n_twins];
+			break;
+		}
+	/* the CQ stays slow while the library still holds completions */
+	if (!c->stash_n)
+		cq_slow(vq, false);
+	else
+		c->slow_leftover++;
+	pthread_mutex_unlock(&c->lock);
+	vq->state = ret ? SHIFTU_SEND_DEAD : SHIFTU_SEND_DEFAULT;
+	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
+	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
+	if (ret) {
+		shiftu_warn("qp %u on %s: cannot post the held requests after failing back: %s",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+		return false;
+	}
+	__atomic_fetch_add(&vq->reg.failbacks, 1, __ATOMIC_RELAXED);
+	shiftu_info("qp %u on %s: failed back from %s, %" PRIu64 " held requests released",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->sctx->bak_name, held);
+	return true;
+}
+
+static void failback_event(struct shiftu_vqp *vq)
+{
+	shiftu_event_emit(SHIFTU_EV_FAILBACK, vq->reg.app_qp, vq->sctx->bak_name,
+			  vq->sctx->bak_port, vq->sctx->dev_name, vq->port_num, 0);
+}
+
+/* Release the held requests if the twin has drained.  Context: fo_lock not held. */
+static bool drain_done(struct shiftu_vqp *vq)
+{
+	return vq->state == SHIFTU_SEND_WAIT_DRAINED &&
+	       __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED) >= vq->twin_signaled;
+}
+
+void shiftu_try_drain(struct shiftu_vqp *vq)
+{
+	bool back;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	back = drain_done(vq) && release_held(vq);
+	pthread_mutex_unlock(&vq->fo_lock);
+	if (back)
+		failback_event(vq);
+}
+
+/*
+ * The default QP was reconnected: send an empty WRITE through it, and wait
+ * (1 s) for its completion, which only a working path in both directions
+ * gives.  Returns true when it came back good.  Context: the shadow thread.
+ */
+bool shiftu_probe(struct shiftu_vqp *vq)
+{
+	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct shiftu_cq *c = vq->scq;
+	uint64_t deadline = now_ns() + DRAIN_NS / 2;
+	struct ibv_wc wc[16];
+	int k, i;
+
+	vq->probe_state = 1;
+	if (vq->post_send(vq->reg.app_qp, &p, &bad))
+		return false;
+	while (vq->probe_state == 1 && now_ns() < deadline) {
+		pthread_mutex_lock(&c->lock);
+		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+		for (i = 0; i < k; i++) {
+			if (wc[i].wr_id == PROBE_WR_ID &&
+			    wc[i].qp_num == vq->reg.app_qp->qp_num)
+				vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
+			else
+				stash_push(c, &wc[i]);
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (k <= 0)
+			sched_yield();
+	}
+	if (vq->probe_state != 2)
+		return false;
+	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->state == SHIFTU_SEND_FALLBACK) {
+		vq->state = SHIFTU_SEND_WAIT_SIGNALED;
+		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_SIGNALED);
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
+	return true;
+}
+
+/*
+ * A probe completion the application's poll met: the shadow thread's, not
+ * the application's.  Returns the number of completions left in @wc.
+ */
+static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+{
+	struct shiftu_vqp *vq;
+	int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (wc[i].wr_id == PROBE_WR_ID &&
+		    (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
+			continue;
+		}
+		wc[k++] = wc[i];
+	}
+	return k;
+}
+
+/* ---- slow paths ------------------------------------------------------- */
+
 int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
+	bool back;
 	int ret = 0;
 
 	if (vq->state == SHIFTU_SEND_DEFAULT && vq->down)
-		shiftu_failover(vq, "port or path down");
-	if (vq->state != SHIFTU_SEND_FALLBACK)
+		shiftu_failover(vq, "port or path down", NULL);
+	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD)
 		return shiftu_post_send_default(vq, qp, wr, bad_wr);
 	pthread_mutex_lock(&vq->fo_lock);
 	for (; wr; wr = wr->next) {
+		if (vq->state == SHIFTU_SEND_WAIT_DRAINED) {
+			/* after the fence: recorded, doorbell withheld */
+			shiftu_record_send(vq, wr);
+			continue;
+		}
 		ret = post_twin(vq, wr);
 		if (ret) {
 			*bad_wr = wr;
 			break;
 		}
+		if (signaled(vq, wr)) {
+			vq->twin_signaled++;
+			if (vq->state == SHIFTU_SEND_WAIT_SIGNALED) {
+				/* this one is the fence */
+				vq->state = SHIFTU_SEND_WAIT_DRAINED;
+				shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_DRAINED);
+				vq->held_start = vq->sq.head;
+			}
+		}
 	}
+	back = drain_done(vq) && release_held(vq);
 	pthread_mutex_unlock(&vq->fo_lock);
+	if (back)
+		failback_event(vq);
 	return ret;
+}
+
+/*
+ * An error completion in what the provider returned.  If it is the first
+ * error of a QP the library can fail over, everything from it on is
+ * stashed, the QP fails over (which takes its other flushed completions
+ * out of the stash), and the application gets what came before it now and
+ * the rest from the slow poll.  Other errors (unprotected QPs, or a QP
+ * already on its twin) go to the application unchanged.  Context: the
+ * polling thread.  Cold.
+ */
+int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+		      struct ibv_wc *wc, int n)
+{
+	struct shiftu_vqp *vq = NULL;
+	struct shiftu_cq *c;
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		if (wc[i].status == IBV_WC_SUCCESS)
+			continue;
+		vq = shiftu_vqp_by_num(s, wc[i].qp_num);
+		/* what shiftu_failover() would refuse is left to the application */
+		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings && !vq->rq.head &&
+		    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
+		    vq->scq && vq->scq->app == cq)
+			break;
+	}
+	if (i == n)
+		return n;
+	c = vq->scq;
+	pthread_mutex_lock(&c->lock);
+	for (j = i + 1; j < n; j++)
+		if (stash_push(c, &wc[j])) {
+			/* no memory to hold them: hand everything over as it is */
+			pthread_mutex_unlock(&c->lock);
+			return n;
+		}
+	/* the stash must be served: slow until it is empty */
+	cq_slow_ctx(s, true);
+	c->slow_leftover++;
+	pthread_mutex_unlock(&c->lock);
+	shiftu_failover(vq, wc_status_word(wc[i].status), &wc[i]);
+	if (i)
+		return i;
+	return shiftu_poll_cq_slow(s, cq, num, wc);
 }
 
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			struct ibv_wc *wc)
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
+	struct shiftu_vqp *drained = NULL;
 	int n, k, i, j;
 
 	if (!c)
@@ -346,19 +614,36 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		if (k < 0 && !n)
 			n = k;
 		else if (k > 0)
-			n += k;
+			n += drop_probes(s, wc + n, k);
 	}
 	if (n >= 0 && n < num && c->bak && c->n_twins) {
 		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
 		for (i = 0; i < k; i++)
-			for (j = 0; j < (int)c->n_twins; j++)
-				if (wc[n + i].qp_num == c->twins[j][0])
-					wc[n + i].qp_num = c->twins[j][1];
+			for (j = 0; j < (int)c->n_twins; j++) {
+				struct shiftu_vqp *t = c->twins[j];
+
+				if (wc[n + i].qp_num != t->bak_qp->qp_num)
+					continue;
+				wc[n + i].qp_num = t->reg.app_qp->qp_num;
+				/* send completions are the signaled ones */
+				if (!(wc[n + i].opcode & IBV_WC_RECV))
+					t->twin_done++;
+				if (t->state == SHIFTU_SEND_WAIT_DRAINED)
+					drained = t;
+				break;
+			}
 		if (k > 0) {
 			n += k;
 			__atomic_fetch_add(&shiftu_twin_wcs, k, __ATOMIC_RELAXED);
 		}
 	}
+	if (c->slow_leftover && !c->stash_n) {
+		/* a failed-back QP left completions here: served now */
+		c->slow_leftover--;
+		cq_slow_ctx(s, false);
+	}
 	pthread_mutex_unlock(&c->lock);
+	if (drained)
+		shiftu_try_drain(drained);
 	return n;
 }

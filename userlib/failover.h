@@ -6,6 +6,8 @@
 #ifndef _SHIFTU_FAILOVER_H
 #define _SHIFTU_FAILOVER_H
 
+#include <stdbool.h>
+
 #include <infiniband/verbs.h>
 
 struct shiftu_ctx;
@@ -14,10 +16,23 @@ struct shiftu_vqp;
 /*
  * Fail @vq over to its twin (@why names the cause in the log).  Does
  * nothing unless the QP is on its default port; leaves it there, to be
- * asked again at the next post, while the twin is not ready.  Context: a
- * posting thread of @vq.  Cold.
+ * asked again at the next post, while the twin is not ready.  @first is
+ * the error completion that started it (polled by the application's
+ * thread), NULL when the health page did.  Context: a thread posting on
+ * or polling for @vq.  Cold.
  */
-void shiftu_failover(struct shiftu_vqp *vq, const char *why);
+void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first);
+
+/*
+ * Failing back: after the shadow thread reconnected the default QP with the
+ * peer, probe it (true: good, the QP now waits for its fence); and release
+ * the held requests once the twin has drained.
+ */
+bool shiftu_probe(struct shiftu_vqp *vq);
+void shiftu_try_drain(struct shiftu_vqp *vq);
+
+/* Record a send request in @vq's ring without posting it (datapath.c). */
+void shiftu_record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *wr);
 
 /* post_send while @vq->slow is set. */
 int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
@@ -26,6 +41,10 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 /* post_send on the default QP, recording each work request (datapath.c). */
 int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+
+/* poll_cq found an error completion among @n in @wc. */
+int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+		      struct ibv_wc *wc, int n);
 
 /* poll_cq while the context has CQs that need it: the library's stash,
  * then the CQ, then its twin. */

@@ -287,6 +287,37 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 	return qp;
 }
 
+struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num)
+{
+	struct shiftu_vqp *vq = NULL;
+	struct vqp_node *n;
+
+	pthread_mutex_lock(&vqp_lock);
+	for (n = vqp_list; n; n = n->next)
+		if (n->vq.sctx == s && n->vq.reg.app_qp->qp_num == qp_num) {
+			vq = &n->vq;
+			break;
+		}
+	pthread_mutex_unlock(&vqp_lock);
+	return vq;
+}
+
+void shiftu_ctx_health(struct shiftu_ctx *s)
+{
+	struct shiftu_vqp *v[64];
+	struct vqp_node *n;
+	unsigned int i, k = 0;
+
+	/* collected first: a failover takes locks this list's lock must not hold */
+	pthread_mutex_lock(&vqp_lock);
+	for (n = vqp_list; n && k < SHIFTU_ARRAY_SIZE(v); n = n->next)
+		if (n->vq.sctx == s && n->vq.rings)
+			v[k++] = &n->vq;
+	pthread_mutex_unlock(&vqp_lock);
+	for (i = 0; i < k; i++)
+		shiftu_vqp_health(v[i]);
+}
+
 static void qp_detach(struct ibv_qp *qp)
 {
 	struct shiftu_vqp *vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
@@ -532,9 +563,10 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
 		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
-		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " replayed=%" PRIu64
-		    " twin_wcs=%" PRIu64, contexts, qps, ps, pr, pc, ws, wc,
+		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
+		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr, pc, ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
+		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED));
 }

@@ -87,6 +87,12 @@ struct shiftu_ctx {
 	 * every poll_cq; written under shadow_lock.
 	 */
 	uint32_t slow_cqs;
+	/*
+	 * Page seq the context's pollers last acted on: a sender whose send
+	 * queue is full only polls, so the poll path must notice a failure
+	 * too.  Written only when the page moved (rarely), relaxed.
+	 */
+	uint32_t health_seen;
 
 	/* the backup: written by the shadow thread only (shadow.c) */
 	struct ibv_context *bak_ctx;
@@ -211,6 +217,27 @@ struct shiftu_vqp {
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
 	unsigned int n_lkeys;
 	unsigned int told_waiting;	/* "cannot fail over yet" said once */
+
+	/*
+	 * Failing back (failover.c, shadow.c).  twin_signaled counts signaled
+	 * requests posted on the twin (fo_lock), twin_done their completions
+	 * (the CQ's lock); equal means the twin has drained.  Requests posted
+	 * while waiting for that are recorded from held_start on and not
+	 * posted: the withheld doorbell.
+	 */
+	uint64_t twin_signaled;
+	uint64_t twin_done;
+	uint64_t held_start;
+	/* the side that failed over: its request to the peer (shadow thread) */
+	uint32_t fb_seq;
+	uint32_t fb_psn;
+	uint64_t fb_next_ns;		/* next attempt (backoff) */
+	uint32_t fb_backoff_ms;
+	uint8_t fb_stage;		/* 0 idle, 1 asked the peer */
+	uint8_t probe_state;		/* 0 none, 1 posted, 2 good, 3 failed */
+	/* the peer's side: the last request it answered */
+	uint32_t fb_answered;
+	uint64_t fb_poll_ns;
 };
 
 /* Internal send state beyond enum shiftu_send_state: gave up, unprotected. */
@@ -221,6 +248,13 @@ struct shiftu_rkey_map {
 	uint32_t rkey, bak_rkey;
 	struct shiftu_rkey_map *next;
 };
+
+/* The page moved: re-read it for every managed QP of context @s (which
+ * may fail some over).  Context: a polling thread.  Cold. */
+void shiftu_ctx_health(struct shiftu_ctx *s);
+
+/* The managed QP number @qp_num of context @s, or NULL.  Cold. */
+struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num);
 
 /* The context's state, NULL if the library does not manage it.  Cold. */
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx);

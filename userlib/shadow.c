@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "failover.h"
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
@@ -28,6 +29,13 @@
 #include "util.h"
 
 pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The MR and CQ lists have locks of their own, leaves of the lock order,
+ * because the data paths look them up (keys while on a twin, a CQ's
+ * record in the slow poll) and must not wait for a shadow pass.
+ */
+static pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_cond_t shadow_wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
@@ -68,6 +76,21 @@ static int gid_parse(const char *s, uint8_t *gid)
 		gid[i] = b;
 	}
 	return 0;
+}
+
+/*
+ * Forget a published key (the application destroyed what it names), so
+ * that a later process reusing the QPN or key finds no stale record.
+ * Context: an application thread; uses the posting threads' handle.
+ */
+static void kv_forget(const char *key)
+{
+	pthread_mutex_lock(&kv_fast_lock);
+	if (!kv_fast)
+		shiftu_kv_open(&shiftu_config()->store, &kv_fast);
+	if (kv_fast)
+		shiftu_kv_del(kv_fast, key);
+	pthread_mutex_unlock(&kv_fast_lock);
 }
 
 /* ---- recording (the application's threads) ------------------------------- */
@@ -177,7 +200,7 @@ void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
 {
 	struct shiftu_mr *m;
 
-	pthread_mutex_lock(&shadow_lock);
+	pthread_mutex_lock(&mr_lock);
 	for (m = mrs; m; m = m->next)
 		if (m->app == mr)	/* one reg verb called another */
 			goto out_unlock;
@@ -185,15 +208,16 @@ void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
 	if (!m)
 		goto out_unlock;
 	m->app = mr;
-	m->pd = pd_find(mr->pd);
 	m->addr = addr;
 	m->length = length;
 	m->iova = iova;
 	m->access = access;
 	m->next = mrs;
 	mrs = m;
-	kick();
 out_unlock:
+	pthread_mutex_unlock(&mr_lock);
+	pthread_mutex_lock(&shadow_lock);
+	kick();
 	pthread_mutex_unlock(&shadow_lock);
 }
 
@@ -201,16 +225,23 @@ void shiftu_shadow_mr_gone(struct ibv_mr *mr)
 {
 	struct shiftu_mr **pp, *m;
 
-	pthread_mutex_lock(&shadow_lock);
+	char key[64] = "";
+
+	pthread_mutex_lock(&mr_lock);
 	for (pp = &mrs; (m = *pp); pp = &m->next)
 		if (m->app == mr) {
 			*pp = m->next;
+			if (m->published)
+				snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u",
+					 m->pd->sctx->node_guid, m->app->rkey);
 			if (m->bak)
 				shiftu_real.dereg_mr(m->bak);
 			free(m);
 			break;
 		}
-	pthread_mutex_unlock(&shadow_lock);
+	pthread_mutex_unlock(&mr_lock);
+	if (key[0])
+		kv_forget(key);
 }
 
 void shiftu_shadow_cq(struct ibv_cq *cq)
@@ -223,9 +254,11 @@ void shiftu_shadow_cq(struct ibv_cq *cq)
 	c->app = cq;
 	c->sctx = sctx;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_mutex_lock(&shadow_lock);
+	pthread_mutex_lock(&cq_lock);
 	c->next = cqs;
 	cqs = c;
+	pthread_mutex_unlock(&cq_lock);
+	pthread_mutex_lock(&shadow_lock);
 	kick();
 	pthread_mutex_unlock(&shadow_lock);
 }
@@ -234,7 +267,7 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 {
 	struct shiftu_cq **pp, *c;
 
-	pthread_mutex_lock(&shadow_lock);
+	pthread_mutex_lock(&cq_lock);
 	for (pp = &cqs; (c = *pp); pp = &c->next)
 		if (c->app == cq) {
 			*pp = c->next;
@@ -245,17 +278,17 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 			free(c);
 			break;
 		}
-	pthread_mutex_unlock(&shadow_lock);
+	pthread_mutex_unlock(&cq_lock);
 }
 
 struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq)
 {
 	struct shiftu_cq *c;
 
-	pthread_mutex_lock(&shadow_lock);
+	pthread_mutex_lock(&cq_lock);
 	for (c = cqs; c && c->app != cq; c = c->next)
 		;
-	pthread_mutex_unlock(&shadow_lock);
+	pthread_mutex_unlock(&cq_lock);
 	return c;
 }
 
@@ -314,8 +347,14 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 {
 	struct shiftu_rkey_map *r, *next;
+	char key[96], g[33];
 	unsigned int i;
 
+	if (vq->published == 1) {
+		gid_hex(vq->sgid, g);
+		snprintf(key, sizeof(key), "qp:%s:%u", g, vq->reg.app_qp->qp_num);
+		kv_forget(key);
+	}
 	pthread_mutex_lock(&shadow_lock);
 	for (i = 0; i < n_vqps; i++)
 		if (vqps[i] == vq) {
@@ -340,7 +379,7 @@ int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 	struct shiftu_mr *m;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&shadow_lock);
+	pthread_mutex_lock(&mr_lock);
 	for (m = mrs; m; m = m->next)
 		if (m->app->lkey == lkey && m->pd && m->pd->sctx == vq->sctx &&
 		    m->bak) {
@@ -348,7 +387,7 @@ int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 			ret = 0;
 			break;
 		}
-	pthread_mutex_unlock(&shadow_lock);
+	pthread_mutex_unlock(&mr_lock);
 	return ret;
 }
 
@@ -458,7 +497,7 @@ static void mr_step(struct shiftu_mr *m)
 	char key[64], val[32];
 	int ret;
 
-	if (!m->pd || !m->pd->bak)
+	if (m->failed || !m->pd || !m->pd->bak)
 		return;
 	if (!m->bak) {
 		m->bak = shiftu_real.reg_mr_iova2(m->pd->bak, m->addr, m->length,
@@ -467,7 +506,7 @@ static void mr_step(struct shiftu_mr *m)
 			shiftu_warn("mr %#x: cannot register on %s: %s",
 				    m->app->lkey, m->pd->sctx->bak_name,
 				    strerror(errno));
-			m->pd = NULL;	/* do not try again */
+			m->failed = true;
 			return;
 		}
 	}
@@ -493,11 +532,7 @@ static void cq_step(struct shiftu_cq *c)
 
 static struct shiftu_cq *cq_rec(const struct ibv_cq *cq)
 {
-	struct shiftu_cq *c;
-
-	for (c = cqs; c && c->app != cq; c = c->next)
-		;
-	return c;
+	return shiftu_cq_find(cq);
 }
 
 /* Create @vq's twin QP on the backup context. */
@@ -554,8 +589,10 @@ static void qp_publish(struct shiftu_vqp *vq)
 	gid_hex(sgid.raw, g1);
 	gid_hex(bgid.raw, g2);
 	snprintf(key, sizeof(key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
-	snprintf(val, sizeof(val), "%s %u %u %016" PRIx64, g2, vq->bak_qp->qp_num,
-		 vq->bak_psn, s->node_guid);
+	/* our default rq_psn lets the peer tell this record from a stale one
+	 * left by an earlier process with the same GID and QPN */
+	snprintf(val, sizeof(val), "%s %u %u %016" PRIx64 " %u", g2, vq->bak_qp->qp_num,
+		 vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn);
 	if (!shiftu_kv_put(kv, key, val)) {
 		vq->published = 1;
 		shiftu_dbg("qp %u: published %s = %s", vq->reg.app_qp->qp_num, key, val);
@@ -566,7 +603,7 @@ static void qp_publish(struct shiftu_vqp *vq)
 static void qp_peer(struct shiftu_vqp *vq)
 {
 	char key[96], val[160], g[33], gs[40];
-	unsigned int qpn, psn;
+	unsigned int qpn, psn, rq_psn;
 	uint64_t guid;
 
 	if (vq->peer_known || !vq->has_dgid || !(vq->steps.rtr_mask & IBV_QP_DEST_QPN) ||
@@ -576,13 +613,16 @@ static void qp_peer(struct shiftu_vqp *vq)
 	snprintf(key, sizeof(key), "qp:%s:%u", g, vq->steps.rtr.dest_qp_num);
 	if (shiftu_kv_get(kv, key, val, sizeof(val)))
 		return;		/* not yet: the next pass asks again */
-	if (sscanf(val, "%39s %u %u %" SCNx64, gs, &qpn, &psn, &guid) != 4 ||
+	if (sscanf(val, "%39s %u %u %" SCNx64 " %u", gs, &qpn, &psn, &guid, &rq_psn) != 5 ||
 	    gid_parse(gs, vq->peer.gid.raw)) {
 		shiftu_warn("qp %u: bad peer record %s = %s", vq->reg.app_qp->qp_num,
 			    key, val);
 		vq->published = 2;
 		return;
 	}
+	/* the peer expects our default sq_psn: if we sent one, it must match */
+	if (vq->steps.rts_mask && rq_psn != vq->steps.rts.sq_psn)
+		return;		/* an earlier process's record: wait for the new one */
 	vq->peer.qpn = qpn;
 	vq->peer.psn = psn;
 	vq->peer.node_guid = guid;
@@ -652,6 +692,160 @@ fail:
 	vq->published = 2;
 }
 
+/* ---- failing back (4.3.3): the shadow threads of both sides ------------ */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/*
+ * Reset the application's QP and bring it back up with its own attributes
+ * and the PSNs the two sides agreed on.  The QP carries nothing meanwhile:
+ * its side is on the twin (the one that failed over) or passive (the peer).
+ */
+static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn)
+{
+	struct shiftu_qp_steps *st = &vq->steps;
+	struct ibv_qp *qp = vq->reg.app_qp;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	int ret;
+
+	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
+	if (ret)
+		return ret;
+	a = st->init;
+	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
+	if (ret)
+		return ret;
+	a = st->rtr;
+	a.rq_psn = rq_psn;
+	ret = shiftu_real.modify_qp(qp, &a, st->rtr_mask | IBV_QP_RQ_PSN);
+	if (ret || !st->rts_mask)
+		return ret;
+	a = st->rts;
+	a.sq_psn = sq_psn;
+	return shiftu_real.modify_qp(qp, &a, st->rts_mask | IBV_QP_SQ_PSN);
+}
+
+/* The table shows @vq's port up and its path not down. */
+static bool primary_ok(struct shiftu_vqp *vq)
+{
+	struct shiftu_port_health ph;
+	uint8_t path = SHIFT_FT_PATH_UNKNOWN;
+
+	if (shiftu_health_port(vq->sctx->node_guid, vq->port_num, &ph) ||
+	    ph.state != SHIFT_FT_PORT_ACTIVE)
+		return false;
+	if (vq->has_dgid && !shiftu_health_path(ph.port_index, vq->dgid, &path) &&
+	    path == SHIFT_FT_PATH_DOWN)
+		return false;
+	return true;
+}
+
+static void fb_backoff(struct shiftu_vqp *vq)
+{
+	uint32_t ms = vq->fb_backoff_ms ? 2 * vq->fb_backoff_ms :
+					  shiftu_config()->probe_ms;
+
+	/* backs off, never gives up */
+	vq->fb_backoff_ms = ms > 5000 ? 5000 : ms;
+	vq->fb_next_ns = mono_ns() + vq->fb_backoff_ms * 1000000ULL;
+	vq->fb_stage = 0;
+}
+
+/*
+ * The side that failed over, once the table shows its primary good again:
+ * ask the peer (through the store) to reset its QP for a new PSN, reset
+ * ours with the peer's, probe, and hand over to the posting path (fence).
+ */
+static void failback_step(struct shiftu_vqp *vq)
+{
+	char key[96], val[96], g[33];
+	unsigned int seq, psn, tq, tp;
+	char word[16];
+
+	if (mono_ns() < vq->fb_next_ns || !primary_ok(vq) || !kv_ready())
+		return;
+	if (vq->fb_stage == 0) {
+		vq->fb_seq++;
+		vq->fb_psn = (uint32_t)random() & 0xffffff;
+		gid_hex(vq->dgid, g);
+		snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->steps.rtr.dest_qp_num);
+		/* the peer's twin names the peer process this is meant for */
+		snprintf(val, sizeof(val), "%u %u %u %u", vq->fb_seq, vq->fb_psn,
+			 vq->peer.qpn, vq->peer.psn);
+		if (shiftu_kv_put(kv, key, val))
+			return fb_backoff(vq);
+		vq->fb_stage = 1;
+		vq->fb_next_ns = mono_ns() + 2000000000ULL;	/* answer within 2 s */
+		return;
+	}
+	gid_hex(vq->sgid, g);
+	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->reg.app_qp->qp_num);
+	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
+	    sscanf(val, "%u %15s %u %u", &seq, word, &tq, &tp) != 4 || seq != vq->fb_seq ||
+	    tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
+		if (mono_ns() >= vq->fb_next_ns)
+			fb_backoff(vq);		/* no answer: ask again later */
+		return;
+	}
+	if (sscanf(word, "%u", &psn) != 1) {
+		shiftu_dbg("qp %u: the peer cannot fail back yet (%s)",
+			   vq->reg.app_qp->qp_num, word);
+		return fb_backoff(vq);
+	}
+	if (qp_reconnect(vq, psn, vq->fb_psn) || !shiftu_probe(vq)) {
+		shiftu_dbg("qp %u: probe of %s failed: trying again later",
+			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		return fb_backoff(vq);
+	}
+	shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+	vq->fb_stage = 0;
+	vq->fb_backoff_ms = 0;
+}
+
+/*
+ * The peer's side: a request to reset our QP for a new PSN.  Granted when
+ * our QP carries no sends of its own (a passive side, or one on its twin).
+ */
+static void failback_answer(struct shiftu_vqp *vq)
+{
+	char key[96], val[96], g[33];
+	unsigned int seq, psn, tq, tp;
+	uint32_t ours;
+
+	if (mono_ns() < vq->fb_poll_ns || !vq->published || vq->published == 2 ||
+	    !kv_ready())
+		return;
+	vq->fb_poll_ns = mono_ns() + 500000000ULL;
+	gid_hex(vq->sgid, g);
+	snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
+	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
+	    sscanf(val, "%u %u %u %u", &seq, &psn, &tq, &tp) != 4 ||
+	    seq == vq->fb_answered || !vq->bak_qp || tq != vq->bak_qp->qp_num ||
+	    tp != vq->bak_psn)
+		return;		/* none, answered, or meant for an earlier process */
+	vq->fb_answered = seq;
+	gid_hex(vq->dgid, g);
+	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->steps.rtr.dest_qp_num);
+	ours = (uint32_t)random() & 0xffffff;
+	if (vq->sq.head || vq->state != SHIFTU_SEND_DEFAULT ||
+	    qp_reconnect(vq, psn, ours)) {
+		snprintf(val, sizeof(val), "%u busy %u %u", seq, vq->peer.qpn, vq->peer.psn);
+	} else {
+		snprintf(val, sizeof(val), "%u %u %u %u", seq, ours, vq->peer.qpn,
+			 vq->peer.psn);
+		shiftu_info("qp %u on %s: reset for the peer's failback",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+	}
+	shiftu_kv_put(kv, key, val);
+}
+
 /* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
@@ -671,15 +865,21 @@ static bool shadow_pass(void)
 				shiftu_warn("pd on %s: cannot allocate its twin: %s",
 					    p->sctx->dev_name, strerror(errno));
 		}
+	/* mr_lock is held across store calls here: a key lookup on a twin
+	 * may wait for one (1 s at most) */
+	pthread_mutex_lock(&mr_lock);
 	for (m = mrs; m; m = m->next) {
 		if (!m->pd)
 			m->pd = pd_find(m->app->pd);
 		mr_step(m);
-		if (m->pd && m->pd->bak && !m->published)
+		if (m->pd && m->pd->bak && !m->published && !m->failed)
 			pending = true;
 	}
+	pthread_mutex_unlock(&mr_lock);
+	pthread_mutex_lock(&cq_lock);
 	for (c = cqs; c; c = c->next)
 		cq_step(c);
+	pthread_mutex_unlock(&cq_lock);
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
 
@@ -690,6 +890,13 @@ static bool shadow_pass(void)
 			qp_publish(vq);
 			qp_peer(vq);
 			qp_connect(vq);
+		}
+		if (vq->state == SHIFTU_SEND_FALLBACK) {
+			failback_step(vq);
+			pending = true;
+		} else if (vq->bak_rtr) {
+			failback_answer(vq);
+			pending = true;		/* keep listening for requests */
 		}
 		/* a passive QP (no RTS step) is done once its twin is in RTR */
 		if (!vq->bak_ready && vq->published != 2 &&

@@ -40,7 +40,7 @@ struct shiftu_pd {
 	struct shiftu_pd *next;
 };
 
-/* An MR and its twin.  Under shadow_lock; lkey lookups copy out. */
+/* An MR and its twin.  Under mr_lock (shadow.c); lookups copy out. */
 struct shiftu_mr {
 	struct ibv_mr *app;
 	struct ibv_mr *bak;
@@ -50,6 +50,7 @@ struct shiftu_mr {
 	uint64_t iova;
 	unsigned int access;
 	bool published;
+	bool failed;			/* no twin possible: not tried again */
 	struct shiftu_mr *next;
 };
 
@@ -67,13 +68,15 @@ struct shiftu_cq {
 	pthread_mutex_t lock;
 	struct ibv_wc *stash;		/* completions polled by the library */
 	unsigned int stash_n, stash_head, stash_cap;
-	/* twins of this CQ's failed-over QPs: backup QPN -> application QPN */
-	uint32_t twins[64][2];
+	/* this CQ's QPs that post on their twins: matched by the twin's QPN */
+	struct shiftu_vqp *twins[64];
 	unsigned int n_twins;
+	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
 	struct shiftu_cq *next;
 };
 
-/* The records, for failover.c; all under shadow_lock. */
+/* PDs and QPs are under shadow_lock, MRs and CQs under leaf locks of their
+ * own (shadow.c). */
 extern pthread_mutex_t shadow_lock;
 
 void shiftu_shadow_ctx(struct shiftu_ctx *sctx);
@@ -91,7 +94,7 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 			       int mask);
 void shiftu_shadow_qp_gone(struct shiftu_vqp *vq);
 
-/* The CQ record of @cq, NULL if none.  Takes shadow_lock. */
+/* The CQ record of @cq, NULL if none.  Takes the CQ list's lock. */
 struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq);
 
 /*
