@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # demo: shift_ft and shiftmon on two hosts; cables pulled and plugged back,
-# the health table and its live events changing on screen, and a failure on
-# host 2 reaching host 1's table through the agents (`make demo`, or
-# `lab.sh scenario demo`).  Runs on host 1; host 2 is driven with lab-peer.
+# the health table and its live events changing on screen, a failure on
+# host 2 reaching host 1's table through the agents, and unmodified
+# ib_write_bw under libshiftu riding through a cable pull on its backup NIC
+# (`make demo`, or `lab.sh scenario demo`).  Runs on host 1; host 2 is
+# driven with lab-peer.
 #
 #           host 1                              host 2
 #     rxe0 ─ eth0 ─────────── rail 0 ─────────── eth0 ─ rxe0
@@ -81,6 +83,33 @@ if [ -n "$two" ]; then
 	lab-peer "lab-link eth0 on"
 	sleep 2
 	"$sm" show paths
+
+	step "libshiftu: unmodified ib_write_bw, preloaded on both hosts; host 1's rail 0 pulled 3 s in"
+	. lab-lib.sh
+	lib=$SHIFT_TOP/userlib/libshiftu.so.0
+	env="SHIFTU_LOG=info SHIFTU_STORE=$store"
+	g1=$(lab_gid_index rxe0)
+	g2=$(lab-peer ". lab-lib.sh; lab_gid_index rxe0")
+	lab-peer --bg "env LD_PRELOAD=$lib $env SHIFTU_LOG_FILE=/tmp/demo-srv.shiftu \
+		ib_write_bw -d rxe0 -x $g2 -p 18800 -s 65536 -D 8 -F > /tmp/demo-srv.out 2>&1" > /dev/null
+	sleep 1.5
+	env LD_PRELOAD="$lib" $env ib_write_bw -d rxe0 -x "$g1" -p 18800 -s 65536 -D 8 -F \
+		10.0.0.2 > /tmp/demo-cli.out 2> >(sed -u 's/^/  [client] /') &
+	bw=$!
+	pk() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
+	a0=$(pk rxe0) a1=$(pk rxe1)
+	for t in $(seq 10); do
+		sleep 1
+		b0=$(pk rxe0) b1=$(pk rxe1)
+		printf '  t=%2ds  packets sent/s  rail 0 (rxe0): %6d   rail 1 (rxe1): %6d\n' \
+			"$t" $((b0 - a0)) $((b1 - a1))
+		a0=$b0 a1=$b1
+		[ "$t" = 3 ] && { echo "  -- pulling host 1's rail 0 --"; lab-link eth0 off; }
+		[ "$t" = 7 ] && { echo "  -- plugging it back --"; lab-link eth0 on; }
+	done
+	wait "$bw" && echo "  ib_write_bw exited 0:" || echo "  ib_write_bw failed:"
+	grep -E '^ *65536 ' /tmp/demo-cli.out | sed 's/^/  /'
+	"$sm" show pairs
 fi
 
 kill "$mon"
