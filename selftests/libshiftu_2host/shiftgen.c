@@ -1002,7 +1002,8 @@ static int poll_send(struct sg *g)
 		}
 		sq_completed(&g->sq);
 	}
-	if (n > 0 && g->msg_end)
+	/* the atomic loop counts its own completions, one at a time */
+	if (n > 0 && !g->is_server && g->run.mode != MODE_ATOMIC)
 		update_completed(g);
 	return n;
 }
@@ -1098,26 +1099,42 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 }
 
 /*
- * After the last post, or an error: wait for every WR to complete, or for
- * the CQ to stay quiet for 1 s (after an error a flushed WR may never come
- * back on some providers, and retry_cnt 7 on rxe retries forever).
+ * After the last post: wait for every WR to complete, however long a
+ * failover takes (up to the watchdog).  After an error or the peer's ABORT:
+ * only until the CQ stays quiet for 1 s, since what was in flight may never
+ * come back (retry_cnt 7 on rxe retries forever).
  */
 static void drain(struct sg *g)
 {
-	uint64_t quiet = now_ns();
+	uint64_t quiet = now_ns(), now;
+	unsigned int idle = 0;
+	struct wire w;
 	int n;
 
 	while (g->sq.done < g->sq.posted || g->stop) {
 		n = poll_send(g);
 		if (n < 0)
 			return;
-		if (n > 0)
-			quiet = now_ns();
-		else if (now_ns() - quiet > NS || now_ns() >= g->deadline)
-			break;
+		now = now_ns();
+		if (n > 0) {
+			quiet = now;
+			continue;
+		}
+		if (g->stop && now - quiet > NS)
+			return;
+		if (now >= g->deadline) {
+			g->timed_out = true;
+			msg(g, "watchdog: %" PRIu64 " send WRs still incomplete after %u s",
+			    g->sq.posted - g->sq.done, g->run.watchdog);
+			return;
+		}
+		/* the server may have given up: its ABORT (or its going away) stops us */
+		if (!g->is_server && !g->stop && (++idle & 255) == 0 && tcp_peek(g, &w)) {
+			msg(g, "the server aborted the run");
+			g->stop = true;
+			quiet = now;
+		}
 	}
-	if (g->sq.done < g->sq.posted && !g->stop)
-		msg(g, "%" PRIu64 " send WRs did not complete", g->sq.posted - g->sq.done);
 }
 
 static double elapsed(const struct sg *g)
@@ -1240,7 +1257,7 @@ out:
 static void client_atomic(struct sg *g)
 {
 	const struct opts *o = g->o;
-	uint64_t k, end = o->duration ? g->t0 + o->duration * NS : 0;
+	uint64_t k, v, end = o->duration ? g->t0 + o->duration * NS : 0;
 	unsigned int idle = 0;
 
 	for (k = 0; !g->stop; k++) {
@@ -1272,10 +1289,11 @@ static void client_atomic(struct sg *g)
 		if (g->atomic_pending || !g->atomic_ok)
 			break;
 		/* the counter starts at 0 and only this client adds to it */
-		if (g->aux[1] != g->st.completed) {
+		v = __atomic_load_n(&g->aux[1], __ATOMIC_ACQUIRE);
+		if (v != g->st.completed) {
 			g->st.corrupt++;
 			msg(g, "corrupt: fetch-and-add %" PRIu64 " returned %" PRIu64 ", expected %" PRIu64,
-			    k, g->aux[1], g->st.completed);
+			    k, v, g->st.completed);
 			g->stop = true;
 			break;
 		}
@@ -1362,6 +1380,7 @@ static void consume(struct sg *g, const struct ibv_wc *wc)
 	uint64_t words = r->slot / 8, k;
 	uint32_t s = WRID_C(wc->wr_id);
 	const uint64_t *slot;
+	int64_t d;
 
 	if (r->mode == MODE_WRITE_IMM) {
 		if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM)) {
@@ -1372,7 +1391,10 @@ static void consume(struct sg *g, const struct ibv_wc *wc)
 			return;
 		}
 		/* the immediate holds k's low 32 bits: k is the nearest to next */
-		k = g->next + (int64_t)(int32_t)(be32toh(wc->imm_data) - (uint32_t)g->next);
+		d = (int32_t)(be32toh(wc->imm_data) - (uint32_t)g->next);
+		k = g->next + d;
+		if (d < 0 && (uint64_t)-d > g->next)
+			k = UINT64_MAX;		/* before message 0: caught below */
 		slot = g->buf + (k % r->depth) * words;
 	} else {
 		slot = g->buf + s * words;
@@ -1384,6 +1406,14 @@ static void consume(struct sg *g, const struct ibv_wc *wc)
 			return;
 		}
 		k = slot[0];
+	}
+	/* credits let the client run at most DEPTH messages ahead of next */
+	if (k >= g->next + r->depth) {
+		g->st.corrupt++;
+		msg(g, "corrupt: message %" PRIu64 " cannot be in flight (expected %" PRIu64
+		    ", depth %u)", k, g->next, r->depth);
+		post_recv(g, s);
+		return;
 	}
 	if (seq_account(g, k)) {
 		if (!check(g, slot, words, k))
@@ -1419,7 +1449,8 @@ static int post_credit(struct sg *g, bool force)
 /*
  * write_imm and send: consume receives and return credits until the
  * client's DONE, then until every message it sent is in, or nothing came
- * for 1 s (what is missing then is lost).
+ * for 3 s (what is missing then is lost; a completion the client saw has
+ * its receive completion already made on this side).
  */
 static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 {
@@ -1455,7 +1486,7 @@ static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 			break;
 		if (n > 0)
 			continue;
-		if (*got_done && now_ns() - last_rx > NS)
+		if (*got_done && now_ns() - last_rx > 3 * NS)
 			break;
 		if (idle_check(g, &idle, &w, &got))
 			break;
