@@ -1,0 +1,484 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench: what libshiftu costs an unmodified verbs program, and how fast it
+# fails over, measured in one two-host lab run so that plain and preloaded
+# runs see the same conditions (`make bench`, or `lab.sh scenario bench
+# two`).  Runs on host 1; host 2 serves with lab-peer.  Writes
+# $LAB_OUT/report.txt (one line per figure: value, unit, target, met or
+# not, the command) and the raw outputs under $LAB_OUT/bench/.  A figure
+# that was not measured is printed as "not measured: <reason>", never
+# guessed.  Under TCG the figures are for ratios, not absolute claims.
+#
+#     host 1 (clients)                                  host 2 (servers)
+#     rxe0 ─ eth0 10.0.0.1 ══ rail 0 (pulled in d) ══ eth0 10.0.0.2 ─ rxe0
+#     rxe1 ─ eth1 10.0.1.1 ── rail 1 (the twins) ──── eth1 10.0.1.2 ─ rxe1
+#            eth2 10.0.2.1 ── mgmt ────────────────── eth2 10.0.2.2
+#     redis-server 10.0.2.1 (the library's store on both hosts)
+#
+# Steps: a. ib_write_lat, b. ib_write_bw, plain and preloaded alternating
+# BENCH_ROUNDS times; c. callgrind of a preloaded ib_write_bw client
+# (instructions per data verb; both send APIs) and strace -c of plain and preloaded clients
+# at two iteration counts (syscalls per iteration); d. failover time by
+# cause: health page (host 1's rail 0 pulled) and error completion
+# (shiftgen -r 3, host 2's rail 0 pulled, so host 1's page sees nothing);
+# e. bandwidth on rail 1 during the outage against rail 0 before it.
+
+set -e
+# shellcheck source-path=SCRIPTDIR source=../../libshiftu_2host/lib.sh
+. "$SHIFT_TOP/selftests/libshiftu_2host/lib.sh"
+
+ROUNDS=${BENCH_ROUNDS:-3}
+LAT_N=${BENCH_LAT_ITERS:-1000}
+BW_SECS=${BENCH_BW_SECS:-5}
+CG_N=${BENCH_CG_ITERS:-2000}
+ST_N1=${BENCH_STRACE_ITERS1:-1000}
+ST_N2=${BENCH_STRACE_ITERS2:-2000}
+SHIFTGEN=${SHIFTGEN:-$SHIFT_TOP/selftests/libshiftu_2host/shiftgen}
+OUT=${LAB_OUT:-/tmp}/bench
+RES=$OUT/results
+REPORT=${LAB_OUT:-/tmp}/report.txt
+IB=/sys/class/infiniband
+LU_PORT=18700
+
+mkdir -p "$OUT"
+: > "$RES"
+
+# ---- results: key=value lines in $RES, written by steps in subshells ----
+
+put() { echo "$1=$2" >> "$RES"; }
+get() { sed -n "s/^$1=//p" "$RES" | tail -n 1; }
+
+# median of the numbers on stdin; nothing if there are none
+median()
+{
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ---- a client here, its server on host 2, over rail 0 ----
+
+# bp TAG PRE TIMEOUT PROG ARGS...: PROG's server on host 2 and its client
+# here, over rail 0, the library preloaded on both (PRE=1) or neither;
+# BP_SRV_PRE overrides the server's.  The client's command is
+# ${BP_OUTER[@]} (strace) lu_env ${BP_INNER[@]} (valgrind) PROG ...;
+# BP_DURING TAG runs while the client does.  Leaves $OUT/TAG.cli.out,
+# .cli.rc, .srv.out, .cmd and the libshiftu logs .cli.shiftu, .srv.shiftu.
+# Returns the client's exit status.
+bp()
+{
+	local tag=$1 pre=$2 tmo=$3 prog=$4 port=$LU_PORT rc=0 spid
+	local spre=${BP_SRV_PRE:-$2} rrc=$LU_RDIR/$1.srv.rc scmd
+	local -a cmd envw
+	shift 4
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$OUT/$tag".*
+	scmd="$(lu_env "$spre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -x $LU_RGIDX -p $port $*"
+	spid=$(lab-peer --bg "timeout --foreground $((tmo + 30)) $scmd > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $rrc") ||
+		fail "$tag: could not start the server on host 2"
+	peer_listening "$port" || { lab-peer "kill -- -$spid"; fail "$tag: the server did not listen"; }
+	read -ra envw <<< "$(lu_env "$pre" "$OUT/$tag.cli.shiftu")"
+	cmd=(timeout "$tmo" "${BP_OUTER[@]}" "${envw[@]}" "${BP_INNER[@]}" "$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2)
+	printf 'client (host 1): %s; server (host 2): %s\n' "${cmd[*]}" "$scmd" > "$OUT/$tag.cmd"
+	"${cmd[@]}" > "$OUT/$tag.cli.out" 2>&1 &
+	BP_CLI=$!
+	[ -z "${BP_DURING:-}" ] || $BP_DURING "$tag"
+	wait "$BP_CLI" || rc=$?
+	echo "$rc" > "$OUT/$tag.cli.rc"
+	lab-peer "for i in \$(seq 400); do [ -s $rrc ] && exit 0; sleep 0.05; done;
+		  kill -- -$spid" > /dev/null 2>&1 || true
+	lab-peer "cat $LU_RDIR/$tag.srv.out" > "$OUT/$tag.srv.out" 2>&1 || true
+	if [ "$spre" = 1 ]; then
+		lab-peer "cat $LU_RDIR/$tag.srv.shiftu" > "$OUT/$tag.srv.shiftu" 2> /dev/null || true
+	fi
+	return "$rc"
+}
+
+# check_preloaded TAG: the client's library interposed rxe0 and exited once.
+check_preloaded()
+{
+	grep -q 'context rxe0: interposed' "$OUT/$1.cli.shiftu" 2> /dev/null ||
+		fail "$1: the library did not interpose rxe0 in the client"
+	[ -n "$(lu_exit_lines "$OUT/$1.cli.shiftu")" ] || fail "$1: no exit line from the client's library"
+}
+
+# ---- a, b: latency and bandwidth, plain and preloaded alternating ----
+
+step_lat()
+{
+	local r pre tag v
+	for r in $(seq "$ROUNDS"); do
+		for pre in 0 1; do
+			tag=lat.$pre.$r
+			bp "$tag" "$pre" 120 ib_write_lat -n "$LAT_N" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+			v=$(lu_result "$OUT/$tag.cli.out" 2 "$LAT_N" | awk '{ print $5 }')
+			[ -n "$v" ] || fail "$tag: no result line"
+			[ "$pre" = 0 ] || check_preloaded "$tag"
+			put "lat.$pre.$r" "$v"
+			log "$tag: t_typical $v us"
+		done
+	done
+	put lat.cmd.0 "$(cat "$OUT/lat.0.1.cmd")"
+	put lat.cmd.1 "$(cat "$OUT/lat.1.1.cmd")"
+}
+
+step_bw()
+{
+	local r pre tag v
+	for r in $(seq "$ROUNDS"); do
+		for pre in 0 1; do
+			tag=bw.$pre.$r
+			bp "$tag" "$pre" 120 ib_write_bw -s 65536 -D "$BW_SECS" -F ||
+				fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+			v=$(awk '$1 == 65536 && NF >= 5 { print $4; exit }' "$OUT/$tag.cli.out")
+			[ -n "$v" ] || fail "$tag: no result line"
+			[ "$pre" = 0 ] || check_preloaded "$tag"
+			put "bw.$pre.$r" "$v"
+			log "$tag: BW average $v MB/s"
+		done
+	done
+	put bw.cmd.0 "$(cat "$OUT/bw.0.1.cmd")"
+	put bw.cmd.1 "$(cat "$OUT/bw.1.1.cmd")"
+}
+
+# ---- c: instructions per data verb (callgrind), syscalls (strace) ----
+
+# cg_run MODE ARGS...: a preloaded ib_write_bw client under callgrind
+# against a plain server; MODE "old" (ibv_post_send) or "ex" (ibv_wr_*).
+cg_run()
+{
+	local mode=$1 tag=cg.$1 f
+	shift
+	BP_SRV_PRE=0 BP_INNER=(valgrind --tool=callgrind "--callgrind-out-file=$OUT/$tag.out")
+	bp "$tag" 1 900 ib_write_bw -s 4096 -n "$CG_N" "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	BP_SRV_PRE='' BP_INNER=()
+	check_preloaded "$tag"
+	grep -q '^ob=.*libshiftu' "$OUT/$tag.out" || fail "$tag: libshiftu is not in the callgrind profile"
+	awk -v obj=libshiftu \
+	    -v fns=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete \
+	    -f "$SHIFT_TOP/bench/cg-cost.awk" "$OUT/$tag.out" > "$OUT/$tag.cost"
+	cat "$OUT/$tag.cost"
+	while read -r f rest; do
+		put "cg.$mode.$f" "${rest##*added_per_call=}"
+		put "cg.$mode.$f.detail" "$rest"
+	done < "$OUT/$tag.cost"
+	put "cg.$mode.exit" "$(lu_exit_lines "$OUT/$tag.cli.shiftu" | sed 's/^[^:]*: info: exit: //')"
+	put "cg.$mode.cmd" "$(cat "$OUT/$tag.cmd"); awk -v obj=libshiftu -f bench/cg-cost.awk $OUT/$tag.out"
+}
+
+step_cg()
+{
+	command -v valgrind > /dev/null || skip "valgrind is not installed (apt-get install -y valgrind on the host)"
+	cg_run old --use_old_post_send
+	cg_run ex
+}
+
+# strace -c's total of calls (main thread only: the data path's thread)
+st_total() { awk '$NF == "total" { print $4 }' "$1"; }
+
+step_strace()
+{
+	local pre n tag
+	command -v strace > /dev/null || skip "strace is not installed (apt-get install -y strace on the host)"
+	for pre in 0 1; do
+		for n in "$ST_N1" "$ST_N2"; do
+			tag=st.$pre.$n
+			BP_OUTER=(strace -c -o "$OUT/$tag.strace")
+			bp "$tag" "$pre" 300 ib_write_bw -s 4096 -n "$n" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+			BP_OUTER=()
+			[ "$pre" = 0 ] || check_preloaded "$tag"
+			put "st.$pre.$n" "$(st_total "$OUT/$tag.strace")"
+			log "$tag: $(get "st.$pre.$n") syscalls"
+		done
+	done
+	put st.cmd.1 "$(cat "$OUT/st.1.$ST_N2.cmd")"
+}
+
+# ---- d, e: failover by cause, and throughput on the backup ----
+
+rd() { local v; read -r v < "$1"; echo "$v"; }
+sent_pkts() { rd "$IB/$1/ports/1/hw_counters/sent_pkts"; }
+tx_bytes() { rd "/sys/class/net/$1/statistics/tx_bytes"; }
+
+# rail_poll FILE: every ~2 ms until all are seen (10 s at most), the
+# wall-clock times of rxe0 leaving ACTIVE and of rxe1's first packet sent
+# and received after the start (builtins only: no exec per sample).
+rail_poll()
+{
+	local fd t st s r s0 r0 down='' sent='' rcvd='' end=$((SECONDS + 10))
+	local c=$IB/rxe1/ports/1/hw_counters
+
+	exec {fd}<> /dev/ptmx
+	read -r s0 < "$c/sent_pkts"
+	read -r r0 < "$c/rcvd_pkts"
+	while [ $SECONDS -lt $end ] && { [ -z "$down" ] || [ -z "$sent" ] || [ -z "$rcvd" ]; }; do
+		t=$EPOCHREALTIME
+		if [ -z "$down" ]; then
+			read -r st < "$IB/rxe0/ports/1/state"
+			[[ $st == *ACTIVE* ]] || down=$t
+		fi
+		read -r s < "$c/sent_pkts"
+		read -r r < "$c/rcvd_pkts"
+		[ -n "$sent" ] || [ "$s" = "$s0" ] || sent=$t
+		[ -n "$rcvd" ] || [ "$r" = "$r0" ] || rcvd=$t
+		read -r -t 0.002 -u "$fd" _ || true
+	done
+	echo "${down:--} ${sent:--} ${rcvd:--}" > "$1"
+}
+
+# log_stamp TAG: stamp each line of the client's libshiftu log with the
+# wall-clock time it was seen (TAG.cli.shiftu.ts), until the client ends.
+log_stamp()
+{
+	tail -n +1 -F -s 0.01 --pid="$BP_CLI" "$OUT/$1.cli.shiftu" 2> /dev/null |
+		while IFS= read -r l; do echo "$EPOCHREALTIME $l"; done > "$OUT/$1.cli.shiftu.ts" &
+}
+
+# ts_of TAG REGEX: the time the first log line matching REGEX was seen
+ts_of() { awk -v re="$2" '$0 ~ re { print $1; exit }' "$OUT/$1.cli.shiftu.ts" 2> /dev/null; }
+
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && a != "-" && b != "" && b != "-") printf "%.1f\n", (b - a) * 1000 }'; }
+
+# wait_traffic DEV: until DEV sends (20 s at most), then 1 s more
+wait_traffic()
+{
+	local p
+	p=$(sent_pkts "$1")
+	for _ in $(seq 200); do
+		[ "$(sent_pkts "$1")" = "$p" ] || break
+		sleep 0.1
+	done
+	sleep 1
+}
+
+# during the health-path run: rail 0's rate before the pull, rail 1's
+# during the outage, and the times around the pull
+health_during()
+{
+	local tag=$1 p0 b0 p1 b1 q0 c0 q1 c1 t0 t1
+	log_stamp "$tag"
+	wait_traffic rxe0
+	p0=$(sent_pkts rxe0) b0=$(tx_bytes eth0)
+	sleep 2
+	p1=$(sent_pkts rxe0) b1=$(tx_bytes eth0)
+	rail_poll "$OUT/$tag.poll" &
+	sleep 0.1
+	t0=$EPOCHREALTIME
+	lab_link eth0 off
+	t1=$EPOCHREALTIME
+	sleep 1
+	q0=$(sent_pkts rxe1) c0=$(tx_bytes eth1)
+	sleep 2
+	q1=$(sent_pkts rxe1) c1=$(tx_bytes eth1)
+	lab_link eth0 on
+	wait $!
+	echo "$t0 $t1 $((p1 - p0)) $((b1 - b0)) $((q1 - q0)) $((c1 - c0))" > "$OUT/$tag.times"
+}
+
+step_health()
+{
+	local tag=fo.health line t_fo t_pull t_linked r0_pkts r0_bytes r1_pkts r1_bytes down sent rcvd
+	BP_DURING=health_during
+	bp "$tag" 1 120 ib_write_bw -s 65536 -D 15 -F || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	BP_DURING=''
+	check_preloaded "$tag"
+	read -r t_pull t_linked r0_pkts r0_bytes r1_pkts r1_bytes < "$OUT/$tag.times"
+	read -r down sent rcvd < "$OUT/$tag.poll"
+	put fo.cmd "$(cat "$OUT/$tag.cmd"); lab_link eth0 off 3 s after rail 0 starts sending"
+	# e: the rates, from the rail NICs' byte counters and rxe's packets
+	put tp.r0_bytes "$r0_bytes" && put tp.r1_bytes "$r1_bytes"
+	put tp.r0_pkts "$r0_pkts" && put tp.r1_pkts "$r1_pkts"
+	put tp.bw "$(awk '$1 == 65536 && NF >= 5 { print $4; exit }' "$OUT/$tag.cli.out")"
+	line=$(grep -m1 'failed over to qp' "$OUT/$tag.cli.shiftu") ||
+		fail "$tag: no failover line in the client's libshiftu log"
+	log "$line"
+	[[ $line == *": port down: "* || $line == *": path down: "* || $line == *"port or path down: "* ]] ||
+		fail "$tag: the failover was not caused by the health page: $line"
+	put fo.h.lib_ms "$(sed -n 's/.* \([0-9.]*\) ms$/\1/p' <<< "$line")"
+	t_fo=$(ts_of "$tag" 'failed over to qp')
+	put fo.h.linked_ms "$(ms "$t_pull" "$t_linked")"
+	put fo.h.down_ms "$(ms "$t_pull" "$down")"
+	put fo.h.line_ms "$(ms "$t_pull" "$t_fo")"
+	put fo.h.sent_ms "$(ms "$t_pull" "$sent")"
+	put fo.h.rcvd_ms "$(ms "$t_pull" "$rcvd")"
+}
+
+# during the error-completion run: pull host 2's rail 0 (host 1's page
+# stays ACTIVE: no agents run), wait for the failover line, plug it back
+err_during()
+{
+	local tag=$1 t0 t1
+	log_stamp "$tag"
+	wait_traffic rxe0
+	sleep 1
+	t0=$EPOCHREALTIME
+	lab-peer "lab-link eth0 off"
+	t1=$EPOCHREALTIME
+	for _ in $(seq 300); do
+		grep -q 'failed over to qp' "$OUT/$tag.cli.shiftu" 2> /dev/null && break
+		sleep 0.1
+	done
+	lab-peer "lab-link eth0 on"
+	echo "$t0 $t1" > "$OUT/$tag.times"
+}
+
+step_errcqe()
+{
+	local tag=fo.err line t_fo t_pull t_linked
+	[ -x "$SHIFTGEN" ] || skip "shiftgen missing ($SHIFTGEN)"
+	BP_DURING=err_during
+	bp "$tag" 1 120 "$SHIFTGEN" -m write -r 3 -D 30 || log "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	BP_DURING=''
+	read -r t_pull t_linked < "$OUT/$tag.times"
+	put fo.e.cmd "$(cat "$OUT/$tag.cmd"); lab-peer 'lab-link eth0 off' 2 s after rail 0 starts sending"
+	line=$(grep -m1 'failed over to qp' "$OUT/$tag.cli.shiftu") ||
+		fail "$tag: no failover line in the client's libshiftu log"
+	log "$line"
+	[[ $line == *"transport retry counter exceeded: failed over"* ]] ||
+		fail "$tag: the failover was not caused by a retry-exceeded completion: $line"
+	put fo.e.lib_ms "$(sed -n 's/.* \([0-9.]*\) ms$/\1/p' <<< "$line")"
+	t_fo=$(ts_of "$tag" 'failed over to qp')
+	put fo.e.linked_ms "$(ms "$t_pull" "$t_linked")"
+	put fo.e.line_ms "$(ms "$t_pull" "$t_fo")"
+}
+
+# step NAME: run step_NAME in a subshell (a failure ends only that step);
+# its output goes to the console and $OUT/NAME.log, and the reason of a
+# failure or skip to the results as NAME.why
+step()
+{
+	local rc=0 why
+	echo "== bench: $1 ($(date +%T))"
+	(step_"$1") 2>&1 | tee "$OUT/$1.log"
+	rc=${PIPESTATUS[0]}
+	[ "$rc" = 0 ] && return 0
+	why=$(sed -n 's/^# \(FAIL\|SKIP\): //p' "$OUT/$1.log" | head -n 1)
+	put "$1.why" "${why:-step exited $rc, see bench/$1.log}"
+}
+
+# ---- the report ----
+
+# line FIGURE VALUE UNIT TARGET VERDICT CMD [WHY]: one report line; an
+# empty VALUE means not measured, for the reason WHY (or else VERDICT)
+line()
+{
+	if [ -z "$2" ]; then
+		printf '%-52s not measured: %s\n' "$1" "${7:-$5}"
+	else
+		printf '%-52s %12s %-10s target %-8s %-8s cmd: %s\n' "$1" "$2" "$3" "$4" "${5:-info}" "$6"
+	fi
+}
+
+verdict() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+	ok = (op == "<=") ? v <= t : v >= t; print ok ? "met" : "not met" }'; }
+
+# judge VALUE OP TARGET STEP DEFAULT: met/not met, or why it is missing
+judge()
+{
+	if [ -n "$1" ]; then
+		verdict "$1" "$2" "$3"
+	else
+		why "$4" "$5"
+	fi
+}
+
+why() { local w; w=$(get "$1.why"); echo "${w:-$2}"; }
+
+# rounds KEY: the values KEY.1 .. KEY.ROUNDS that were measured
+rounds() { local r; for r in $(seq "$ROUNDS"); do get "$1.$r"; done; }
+
+report()
+{
+	local pre med0 med1 v f mode s0 s1 slope0 slope1 add cmd h e
+	echo "shift bench: $(git -C "$SHIFT_TOP" describe --always --dirty 2>/dev/null || echo unknown)," \
+	     "$(date -u '+%F %T UTC'), two lab hosts, $ROUNDS rounds"
+	echo "Soft-RoCE in QEMU (see Documentation/lab.md): absolute figures are emulation-bound, ratios are the result"
+	echo
+
+	med0=$(rounds lat.0 | median) med1=$(rounds lat.1 | median)
+	echo "# a. ib_write_lat, 2 B, -n $LAT_N, t_typical (median over the rounds; rounds: plain $(rounds lat.0 | paste -sd,), preloaded $(rounds lat.1 | paste -sd,))"
+	line "latency, plain" "$med0" us - "" "$(get lat.cmd.0)" "$(why lat 'no result')"
+	line "latency, preloaded" "$med1" us - "" "$(get lat.cmd.1)" "$(why lat 'no result')"
+	v=$(awk -v a="$med0" -v b="$med1" 'BEGIN { if (a > 0 && b != "") printf "%.4f", b / a }')
+	line "latency ratio preloaded/plain" "$v" "" "<= 1.01" "$(judge "$v" '<=' 1.01 lat 'no result')" "the two above"
+
+	med0=$(rounds bw.0 | median) med1=$(rounds bw.1 | median)
+	echo
+	echo "# b. ib_write_bw, 64 KiB, -D $BW_SECS, BW average (median over the rounds; rounds: plain $(rounds bw.0 | paste -sd,), preloaded $(rounds bw.1 | paste -sd,))"
+	line "bandwidth, plain" "$med0" MB/s - "" "$(get bw.cmd.0)" "$(why bw 'no result')"
+	line "bandwidth, preloaded" "$med1" MB/s - "" "$(get bw.cmd.1)" "$(why bw 'no result')"
+	v=$(awk -v a="$med0" -v b="$med1" 'BEGIN { if (a > 0 && b != "") printf "%.4f", b / a }')
+	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
+
+	echo
+	echo "# c. instructions the library adds per data verb (callgrind, ib_write_bw -s 4096 -n $CG_N client preloaded, server plain; (self + library helpers) / calls)"
+	for mode in old ex; do
+		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start shiftu_wr_complete shiftu_poll_cq; do
+			v=$(get "cg.$mode.$f")
+			case $mode:$f in
+			old:shiftu_post_send|ex:shiftu_wr_start|ex:shiftu_wr_complete|*:shiftu_poll_cq) ;;
+			*) [ -n "$v" ] || continue ;;
+			esac
+			line "instructions per ${f#shiftu_} ($mode API)" "$v" instr/call "<= 25" \
+			     "$(judge "$v" '<=' 25 cg "not called in the $mode run")" \
+			     "$(get "cg.$mode.cmd") [$(get "cg.$mode.$f.detail")]"
+		done
+	done
+	echo
+	echo "# c. syscalls per iteration of the client's main thread (strace -c, ib_write_bw -s 4096 -n $ST_N1 and -n $ST_N2: slope)"
+	for pre in 0 1; do
+		s0=$(get "st.$pre.$ST_N1") s1=$(get "st.$pre.$ST_N2")
+		v=$(awk -v a="$s0" -v b="$s1" -v d=$((ST_N2 - ST_N1)) \
+			'BEGIN { if (a != "" && b != "") printf "%.4f", (b - a) / d }')
+		[ "$pre" = 0 ] && slope0=$v || slope1=$v
+		line "syscalls, $([ "$pre" = 1 ] && echo preloaded || echo plain) (-n $ST_N1 / -n $ST_N2)" \
+		     "${s0:+$s0/$s1}" calls - "" "$(get st.cmd.1 | sed "s/-n $ST_N2/-n N/g")" "$(why strace 'no result')"
+	done
+	add=$(awk -v a="$slope0" -v b="$slope1" 'BEGIN { if (a != "" && b != "") printf "%.4f", b - a }')
+	line "syscalls added per iteration (slope difference)" "$add" calls/iter "<= 0.01" \
+	     "$(judge "$add" '<=' 0.01 strace 'no result')" \
+	     "plain slope $slope0, preloaded slope $slope1"
+
+	echo
+	echo "# d. failover time by cause (times from the pull request, wall clock on host 1)"
+	line "health page: library's own time (detect->twin posted)" "$(get fo.h.lib_ms)" ms - "" "$(get fo.cmd)" "$(why health 'no failover line')"
+	line "health page: pull -> lab_link returned" "$(get fo.h.linked_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen')"
+	line "health page: pull -> rxe0 not ACTIVE" "$(get fo.h.down_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen within 10 s')"
+	line "health page: pull -> failover line seen" "$(get fo.h.line_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen')"
+	line "health page: pull -> first packet sent on rail 1" "$(get fo.h.sent_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen within 10 s')"
+	line "health page: pull -> first packet rcvd on rail 1" "$(get fo.h.rcvd_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen within 10 s')"
+	line "error completion: library's own time" "$(get fo.e.lib_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'no failover line')"
+	line "error completion: pull request -> lab-peer returned" "$(get fo.e.linked_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'not seen')"
+	line "error completion: pull -> failover line seen" "$(get fo.e.line_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'not seen')"
+	h=$(get fo.h.line_ms) e=$(get fo.e.line_ms)
+	v=$(awk -v h="$h" -v e="$e" 'BEGIN { if (h > 0 && e != "") printf "%.0f", e / h }')
+	line "failover speed-up, error completion / health page" "$v" x ">= 100" \
+	     "$(if [ -n "$h" ]; then judge "$v" '>=' 100 errcqe 'error path not measured'; else why health 'health path not measured'; fi)" \
+	     "pull -> failover line seen, the two lines above"
+
+	echo
+	echo "# e. throughput on the backup (health-page run: rail 0 for 2 s from 1 s after it started sending, rail 1 from 1 s to 3 s after the pull)"
+	v=$(get tp.r0_bytes)
+	line "rail 0 before the pull (eth0 tx)" "$(awk -v b="$v" 'BEGIN { if (b != "") printf "%.1f", b * 8 / 2 / 1e6 }')" Mb/s - "" "$(get fo.cmd)" "$(why health 'not measured')"
+	line "rail 1 during the outage (eth1 tx)" "$(awk -v b="$(get tp.r1_bytes)" 'BEGIN { if (b != "") printf "%.1f", b * 8 / 2 / 1e6 }')" Mb/s - "" "$(get fo.cmd)" "$(why health 'not measured')"
+	v=$(awk -v a="$(get tp.r0_bytes)" -v b="$(get tp.r1_bytes)" 'BEGIN { if (a > 0 && b != "") printf "%.3f", b / a }')
+	line "backup/primary throughput ratio (bytes)" "$v" "" - "" "the two above; packets: rail 0 $(get tp.r0_pkts), rail 1 $(get tp.r1_pkts) in 2 s" "$(why health 'not measured')"
+	line "ib_write_bw over the whole run (with the outage)" "$(get tp.bw)" MB/s - "" "$(get fo.cmd)" "$(why health 'not measured')"
+}
+
+# ---- main ----
+
+lu_setup ib_write_bw ib_write_lat
+ft_require_cmd redis-server redis-cli
+smr_redis_start
+LU_STORE=$SMR_STORE
+BP_OUTER=() BP_INNER=()
+ft_defer "lab-link eth0 on"
+ft_defer "lab-peer 'lab-link eth0 on'"
+log "bench: rounds $ROUNDS, latency -n $LAT_N, bandwidth -D $BW_SECS, callgrind -n $CG_N"
+
+for s in lat bw cg strace health errcqe; do
+	step "$s"
+done
+report | tee "$REPORT"
