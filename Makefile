@@ -8,6 +8,10 @@
 #   make lib          libshiftu (userlib/)
 #   make check        install what is missing, build, host unit tests, the lab
 #   make demo         the two-host lab: a link pulled, the table changing
+#   make bench        all, then libshiftu's cost (latency, bandwidth,
+#                     instructions and syscalls per data verb) and its
+#                     failover times on the two-host lab; report on stdout
+#                     and in build/bench/report.txt
 #   make install      module (modules_install), libshiftu, the UAPI header
 #   make dkms-install register, build and install through DKMS
 #   make style        checkpatch on the kernel code
@@ -44,7 +48,7 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
 
 .PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test \
-	demo install dkms-install style clean version
+	demo bench install dkms-install style clean version
 
 all: module tools lib selftests
 
@@ -93,6 +97,9 @@ dkms-test:
 demo: deps
 	$(Q)$(MAKE) all
 	$(Q)$(LAB) scenario demo
+
+bench: all
+	$(Q)$(TOP)/bench/run.sh
 
 install: module tools lib
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
