@@ -466,6 +466,7 @@ bool shiftu_probe(struct shiftu_vqp *vq)
 	vq->probe_state = 1;
 	if (vq->post_send(vq->reg.app_qp, &p, &bad))
 		return false;
+	shiftu_dbg("qp %u: probe posted", vq->reg.app_qp->qp_num);
 	while (vq->probe_state == 1 && now_ns() < deadline) {
 		pthread_mutex_lock(&c->lock);
 		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
@@ -480,6 +481,8 @@ bool shiftu_probe(struct shiftu_vqp *vq)
 		if (k <= 0)
 			sched_yield();
 	}
+	shiftu_dbg("qp %u: probe %s", vq->reg.app_qp->qp_num,
+		   vq->probe_state == 2 ? "good" : vq->probe_state == 3 ? "failed" : "timed out");
 	if (vq->probe_state != 2)
 		return false;
 	pthread_mutex_lock(&vq->fo_lock);
@@ -542,6 +545,8 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 				vq->state = SHIFTU_SEND_WAIT_DRAINED;
 				shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_DRAINED);
 				vq->held_start = vq->sq.head;
+				shiftu_dbg("qp %u: fence posted on the twin (%" PRIu64 " of %" PRIu64 " signaled done)",
+					   qp->qp_num, vq->twin_done, vq->twin_signaled);
 			}
 		}
 	}

@@ -782,6 +782,8 @@ static void failback_step(struct shiftu_vqp *vq)
 			return fb_backoff(vq);
 		vq->fb_stage = 1;
 		vq->fb_next_ns = mono_ns() + 2000000000ULL;	/* answer within 2 s */
+		shiftu_dbg("qp %u: primary good again: asked the peer to reset (%s)",
+			   vq->reg.app_qp->qp_num, key);
 		return;
 	}
 	gid_hex(vq->sgid, g);
@@ -798,6 +800,8 @@ static void failback_step(struct shiftu_vqp *vq)
 			   vq->reg.app_qp->qp_num, word);
 		return fb_backoff(vq);
 	}
+	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
+		   vq->reg.app_qp->qp_num);
 	if (qp_reconnect(vq, psn, vq->fb_psn) || !shiftu_probe(vq)) {
 		shiftu_dbg("qp %u: probe of %s failed: trying again later",
 			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);

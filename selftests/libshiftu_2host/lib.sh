@@ -67,7 +67,7 @@ lu_kill_server()
 lu_env()
 {
 	if [ "$1" = 1 ]; then
-		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=info SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}"
+		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}"
 	else
 		echo "env -u LD_PRELOAD"
 	fi
