@@ -20,8 +20,10 @@
 # BENCH_ROUNDS times; c. callgrind of a preloaded ib_write_bw client
 # (instructions per data verb; both send APIs) and strace -c of plain and preloaded clients
 # at two iteration counts (syscalls per iteration); d. failover time by
-# cause: health page (host 1's rail 0 pulled) and error completion
-# (shiftgen -r 3, host 2's rail 0 pulled, so host 1's page sees nothing);
+# cause: health page (host 1's rail 0 pulled) and error completion (a
+# silent drop on host 1's rail 0, as a dead switch port makes it, so the
+# page sees nothing; shiftgen with NCCL's transport timeout, 18, and retry
+# count 6: Soft-RoCE takes 7 as "retry forever");
 # e. bandwidth on rail 1 during the outage against rail 0 before it.
 
 set -e
@@ -151,10 +153,10 @@ cg_run()
 	local mode=$1 tag=cg.$1 f
 	shift
 	BP_SRV_PRE=0 BP_INNER=(valgrind --tool=callgrind "--callgrind-out-file=$OUT/$tag.out")
-	bp "$tag" 1 900 ib_write_bw -s 4096 -n "$CG_N" "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	bp "$tag" 1 900 ib_write_bw -s 4096 -n "$CG_N" -F "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
 	BP_SRV_PRE='' BP_INNER=()
 	check_preloaded "$tag"
-	grep -q '^ob=.*libshiftu' "$OUT/$tag.out" || fail "$tag: libshiftu is not in the callgrind profile"
+	grep -qE '^c?ob=.*libshiftu' "$OUT/$tag.out" || fail "$tag: libshiftu is not in the callgrind profile"
 	awk -v obj=libshiftu \
 	    -v fns=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete \
 	    -f "$SHIFT_TOP/bench/cg-cost.awk" "$OUT/$tag.out" > "$OUT/$tag.cost"
@@ -304,8 +306,11 @@ step_health()
 	put fo.h.rcvd_ms "$(ms "$t_pull" "$rcvd")"
 }
 
-# during the error-completion run: pull host 2's rail 0 (host 1's page
-# stays ACTIVE: no agents run), wait for the failover line, plug it back
+# during the error-completion run: a silent failure on rail 0, as a dead
+# switch port makes it: host 1's eth0 drops everything it sends (netem),
+# while its carrier and rxe0 stay up, so the health page shows nothing and
+# only the transport's retry-exceeded completion can start the failover;
+# timed on host 1's own clock, like the health-page run
 err_during()
 {
 	local tag=$1 t0 t1
@@ -313,13 +318,13 @@ err_during()
 	wait_traffic rxe0
 	sleep 1
 	t0=$EPOCHREALTIME
-	lab-peer "lab-link eth0 off"
+	tc qdisc add dev eth0 root netem loss 100%
 	t1=$EPOCHREALTIME
 	for _ in $(seq 300); do
 		grep -q 'failed over to qp' "$OUT/$tag.cli.shiftu" 2> /dev/null && break
 		sleep 0.1
 	done
-	lab-peer "lab-link eth0 on"
+	tc qdisc del dev eth0 root
 	echo "$t0 $t1" > "$OUT/$tag.times"
 }
 
@@ -327,11 +332,14 @@ step_errcqe()
 {
 	local tag=fo.err line t_fo t_pull t_linked
 	[ -x "$SHIFTGEN" ] || skip "shiftgen missing ($SHIFTGEN)"
+	modprobe sch_netem 2> /dev/null
+	tc qdisc add dev lo root netem delay 0ms 2> /dev/null &&
+		tc qdisc del dev lo root || skip "no netem qdisc in the guest kernel"
 	BP_DURING=err_during
-	bp "$tag" 1 120 "$SHIFTGEN" -m write -r 3 -D 30 || log "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	bp "$tag" 1 120 "$SHIFTGEN" -m write -r 6 -t 18 -D 30 || log "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
 	BP_DURING=''
 	read -r t_pull t_linked < "$OUT/$tag.times"
-	put fo.e.cmd "$(cat "$OUT/$tag.cmd"); lab-peer 'lab-link eth0 off' 2 s after rail 0 starts sending"
+	put fo.e.cmd "$(cat "$OUT/$tag.cmd"); tc qdisc add dev eth0 root netem loss 100% 2 s after rail 0 starts sending"
 	line=$(grep -m1 'failed over to qp' "$OUT/$tag.cli.shiftu") ||
 		fail "$tag: no failover line in the client's libshiftu log"
 	log "$line"
@@ -449,7 +457,7 @@ report()
 	line "health page: pull -> first packet sent on rail 1" "$(get fo.h.sent_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen within 10 s')"
 	line "health page: pull -> first packet rcvd on rail 1" "$(get fo.h.rcvd_ms)" ms - "" "$(get fo.cmd)" "$(why health 'not seen within 10 s')"
 	line "error completion: library's own time" "$(get fo.e.lib_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'no failover line')"
-	line "error completion: pull request -> lab-peer returned" "$(get fo.e.linked_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'not seen')"
+	line "error completion: drop rule -> tc returned" "$(get fo.e.linked_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'not seen')"
 	line "error completion: pull -> failover line seen" "$(get fo.e.line_ms)" ms - "" "$(get fo.e.cmd)" "$(why errcqe 'not seen')"
 	h=$(get fo.h.line_ms) e=$(get fo.e.line_ms)
 	v=$(awk -v h="$h" -v e="$e" 'BEGIN { if (h > 0 && e != "") printf "%.0f", e / h }')
