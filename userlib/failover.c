@@ -157,6 +157,11 @@ static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 	     wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
 	    shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w.wr.rdma.rkey))
 		return EINVAL;
+	/* an atomic posted after the failover is new work, not a replay */
+	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	     wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+	    shiftu_backup_rkey(vq, wr->wr.atomic.rkey, &w.wr.atomic.rkey))
+		return EINVAL;
 	ret = vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
 	return ret;
 }

@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: with libshiftu preloaded on both hosts, shiftgen's checked traffic
+# survives a silent failure of rail 0 (every packet host 1 sends on it is
+# dropped, as by a dead switch port; carrier and port stay up, so only the
+# transport's retry-exceeded completion tells): the library fails over on
+# that error completion, replays the WRITEs, and the server finds every
+# slot and checksum right with no error seen by the application.  And an
+# atomic in flight when the client's rail 0 is pulled is never replayed: it
+# reaches the application as an error, and the server's counter shows it
+# executed at most once.
+#
+#     host 1 (shiftgen client)                       host 2 (shiftgen server)
+#     rxe0 ─ eth0 ══ rail 0: netem loss 100% / pulled ══ eth0 ─ rxe0
+#     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
+#     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GEN=$LU_DIR/shiftgen
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_setup
+ft_require_cmd redis-server redis-cli tc
+modprobe sch_netem 2> /dev/null || true
+tc qdisc add dev lo root netem delay 0ms 2> /dev/null && tc qdisc del dev lo root ||
+	skip "no netem qdisc in this kernel"
+smr_redis_start
+LU_STORE=$SMR_STORE
+ft_defer "tc qdisc del dev eth0 root 2> /dev/null"
+ft_defer "lab-link eth0 on"
+
+# summary KEY FILE: KEY's value in shiftgen's summary line
+summary() { awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"; }
+
+# drop TAG: 2 s into the run, host 1's rail 0 drops all it sends, until the
+# library has failed over (30 s at most), then it carries again
+drop()
+{
+	sleep 2
+	tc qdisc add dev eth0 root netem loss 100%
+	for _ in $(seq 300); do
+		grep -q 'failed over to qp' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
+		sleep 0.1
+	done
+	tc qdisc del dev eth0 root
+}
+
+LU_DURING=drop
+lu_pair silent 1 "$GEN" -m write -r 3 -t 14 -D 8
+for side in cli srv; do
+	[ "$(cat "$FT_TMP/silent.$side.rc")" = 0 ] ||
+		lu_fail silent "$side exited $(cat "$FT_TMP/silent.$side.rc")"
+done
+grep -q 'transport retry counter exceeded: failed over to qp [0-9]* on rxe1' "$FT_TMP/silent.cli.shiftu" ||
+	lu_fail silent "the client did not fail over on the retry-exceeded completion"
+ft_expect "client errors" "$(summary errors "$FT_TMP/silent.cli.out")" 0
+ft_expect "server result" "$(summary result "$FT_TMP/silent.srv.out")" ok
+ft_expect "server corrupt" "$(summary corrupt "$FT_TMP/silent.srv.out")" 0
+lu_check_log silent cli "failovers=1" "twin_wcs>0"
+log "silent: $(grep -o 'transport retry counter exceeded: failed over.*' "$FT_TMP/silent.cli.shiftu")"
+log "silent: $(grep '^shiftgen: role=server' "$FT_TMP/silent.srv.out")"
+
+# stall_pull TAG: 2 s in, host 1's rail 0 silently drops everything, so the
+# atomic being executed stalls in flight; 0.3 s later the cable is pulled
+# (the health page tells) and the library fails over with it outstanding;
+# all is restored 3 s later
+stall_pull()
+{
+	sleep 2
+	tc qdisc add dev eth0 root netem loss 100%
+	sleep 0.3
+	lab-link eth0 off
+	sleep 3
+	tc qdisc del dev eth0 root
+	lab-link eth0 on
+}
+
+LU_DURING=stall_pull
+lu_pair atomic 1 "$GEN" -m atomic --expect-errors -D 8
+for side in cli srv; do
+	[ "$(cat "$FT_TMP/atomic.$side.rc")" = 0 ] ||
+		lu_fail atomic "$side exited $(cat "$FT_TMP/atomic.$side.rc")"
+done
+grep -q 'an atomic outstanding: not replayed' "$FT_TMP/atomic.cli.shiftu" ||
+	lu_fail atomic "the library did not refuse to replay the atomic"
+[ "$(summary errors "$FT_TMP/atomic.cli.out")" -ge 1 ] ||
+	lu_fail atomic "the application saw no error for the atomic in flight"
+ft_expect "server result (counter within what was sent)" "$(summary result "$FT_TMP/atomic.srv.out")" ok
+log "atomic: $(grep '^shiftgen: role=client mode=' "$FT_TMP/atomic.cli.out")"
+log "atomic: $(grep '^shiftgen: role=server mode=' "$FT_TMP/atomic.srv.out")"
