@@ -304,18 +304,22 @@ struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num)
 
 void shiftu_ctx_health(struct shiftu_ctx *s)
 {
-	struct shiftu_vqp *v[64];
+	struct shiftu_vqp **v = NULL;
 	struct vqp_node *n;
-	unsigned int i, k = 0;
+	size_t i, k = 0, cap = 0;
 
 	/* collected first: a failover takes locks this list's lock must not hold */
 	pthread_mutex_lock(&vqp_lock);
-	for (n = vqp_list; n && k < SHIFTU_ARRAY_SIZE(v); n = n->next)
+	for (n = vqp_list; n; n = n->next)
+		cap++;
+	v = cap ? malloc(cap * sizeof(*v)) : NULL;
+	for (n = vqp_list; v && n; n = n->next)
 		if (n->vq.sctx == s && n->vq.rings)
 			v[k++] = &n->vq;
 	pthread_mutex_unlock(&vqp_lock);
 	for (i = 0; i < k; i++)
 		shiftu_vqp_health(v[i]);
+	free(v);
 }
 
 static void qp_detach(struct ibv_qp *qp)

@@ -20,11 +20,13 @@ set -e
 
 GEN=$LU_DIR/shiftgen
 [ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_setup
+lu_setup "$GEN"
 ft_require_cmd redis-server redis-cli tc
 modprobe sch_netem 2> /dev/null || true
-tc qdisc add dev lo root netem delay 0ms 2> /dev/null && tc qdisc del dev lo root ||
+if ! tc qdisc add dev lo root netem delay 0ms 2> /dev/null; then
 	skip "no netem qdisc in this kernel"
+fi
+tc qdisc del dev lo root
 smr_redis_start
 LU_STORE=$SMR_STORE
 ft_defer "tc qdisc del dev eth0 root 2> /dev/null"
