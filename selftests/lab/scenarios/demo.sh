@@ -84,21 +84,21 @@ if [ -n "$two" ]; then
 	sleep 2
 	"$sm" show paths
 
-	step "libshiftu: unmodified ib_write_bw, preloaded on both hosts; host 1's rail 0 pulled 3 s in"
+	step "libshiftu: unmodified ib_write_bw, preloaded on both hosts; host 1's rail 0 pulled 3 s in, plugged back 4 s later"
 	. lab-lib.sh
 	lib=$SHIFT_TOP/userlib/libshiftu.so.0
 	env="SHIFTU_LOG=info SHIFTU_STORE=$store"
 	g1=$(lab_gid_index rxe0)
 	g2=$(lab-peer ". lab-lib.sh; lab_gid_index rxe0")
 	lab-peer --bg "env LD_PRELOAD=$lib $env SHIFTU_LOG_FILE=/tmp/demo-srv.shiftu \
-		ib_write_bw -d rxe0 -x $g2 -p 18800 -s 65536 -D 8 -F > /tmp/demo-srv.out 2>&1" > /dev/null
+		ib_write_bw -d rxe0 -x $g2 -p 18800 -s 65536 -D 14 -F > /tmp/demo-srv.out 2>&1" > /dev/null
 	sleep 1.5
-	env LD_PRELOAD="$lib" $env ib_write_bw -d rxe0 -x "$g1" -p 18800 -s 65536 -D 8 -F \
+	env LD_PRELOAD="$lib" $env ib_write_bw -d rxe0 -x "$g1" -p 18800 -s 65536 -D 14 -F \
 		10.0.0.2 > /tmp/demo-cli.out 2> >(sed -u 's/^/  [client] /') &
 	bw=$!
 	pk() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 	a0=$(pk rxe0) a1=$(pk rxe1)
-	for t in $(seq 10); do
+	for t in $(seq 15); do
 		sleep 1
 		b0=$(pk rxe0) b1=$(pk rxe1)
 		printf '  t=%2ds  packets sent/s  rail 0 (rxe0): %6d   rail 1 (rxe1): %6d\n' \
