@@ -464,10 +464,24 @@ bool shiftu_probe(struct shiftu_vqp *vq)
 	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct shiftu_cq *c = vq->scq;
-	uint64_t deadline = now_ns() + DRAIN_NS / 2;
+	uint64_t deadline = now_ns() + DRAIN_NS / 2, i0;
 	struct ibv_wc wc[16];
 	int k, i;
 
+	/*
+	 * Aim the empty WRITE at memory the application writes to, with its
+	 * key, so that the responder takes its ordinary path (nothing is
+	 * written: the length is zero).
+	 */
+	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
+		const struct shiftu_swqe *e = swqe_at(&vq->sq, i0 - 1);
+
+		if (replayable(e->opcode)) {
+			p.wr.rdma.remote_addr = e->remote_addr;
+			p.wr.rdma.rkey = e->rkey;
+			break;
+		}
+	}
 	vq->probe_state = 1;
 	if (vq->post_send(vq->reg.app_qp, &p, &bad))
 		return false;
