@@ -192,7 +192,8 @@ static bool replayable(uint32_t opcode)
 
 /*
  * Stop the default QP and count its outstanding sends.  @flushed gets the
- * flushed completions (ring order).  Returns their number, or -errno.
+ * flushed completions (ring order) and *@got their number, also when the
+ * drain fails, so that none is lost.  Returns 0 or -errno.
  * Context: fo_lock and the send CQ's lock held.
  */
 /*
@@ -221,7 +222,7 @@ static int unstash_errors(struct shiftu_cq *c, uint32_t qp_num, struct ibv_wc *f
 }
 
 static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flushed,
-		 unsigned int max, const struct ibv_wc *first)
+		 unsigned int max, const struct ibv_wc *first, int *got)
 {
 	struct ibv_qp *qp = vq->reg.app_qp;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
@@ -237,12 +238,14 @@ static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flus
 	 * modify then only confirms it.  The completions polled with the
 	 * first error (stashed by the caller) are part of the count.
 	 */
+	*got = 0;
 	if (first) {
 		flushed[n++] = *first;
+		*got = n;
 		ret = unstash_errors(c, qp->qp_num, flushed, n, max);
 		if (ret < 0)
 			return ret;
-		n = ret;
+		*got = n = ret;
 	}
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
@@ -261,10 +264,11 @@ static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flus
 				continue;
 			}
 			if (wc[i].wr_id == MARKER_WR_ID)
-				return n;
+				return 0;
 			if (n == max)
 				return -EOVERFLOW;
 			flushed[n++] = wc[i];
+			*got = n;
 		}
 		if (!k) {
 			if (now_ns() > deadline)
@@ -280,7 +284,7 @@ void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc
 	struct ibv_wc *flushed = NULL;
 	struct ibv_send_wr w;
 	uint64_t t0 = now_ns(), start, i;
-	int n, ret, atomic = 0, other = 0;
+	int n = 0, ret, atomic = 0, other = 0;
 
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state != SHIFTU_SEND_DEFAULT)
@@ -311,10 +315,10 @@ void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc
 		goto out_unlock;
 	}
 	cq_slow(vq, true);
-	n = drain(vq, c, flushed, vq->sq.mask + 1, first);
-	if (n < 0) {
+	ret = drain(vq, c, flushed, vq->sq.mask + 1, first, &n);
+	if (ret < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-n));
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-ret));
 		goto out_dead;
 	}
 	start = vq->sq.head - n;
@@ -599,7 +603,8 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		/* what shiftu_failover() would refuse is left to the application */
 		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings && !vq->rq.head &&
 		    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
-		    vq->scq && vq->scq->app == cq)
+		    vq->scq && vq->scq->app == cq &&
+		    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins))
 			break;
 	}
 	if (i == n)
