@@ -222,21 +222,30 @@ int shiftu_wr_complete(struct ibv_qp_ex *qpx)
 	return vq->wr_complete(qpx);
 }
 
+int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
+		       uint8_t *path)
+{
+	*path = SHIFT_FT_PATH_UNKNOWN;
+	if (!vq->port_num ||
+	    shiftu_health_port(vq->sctx->node_guid, vq->port_num, ph))
+		return -ENOENT;
+	if (ph->state != SHIFT_FT_PORT_ACTIVE)
+		return 1;
+	if (vq->has_dgid && !shiftu_health_path(ph->port_index, vq->dgid, path))
+		return *path == SHIFT_FT_PATH_DOWN;
+	return 0;
+}
+
 void shiftu_vqp_health(struct shiftu_vqp *vq)
 {
 	struct shiftu_port_health ph;
-	uint8_t path = SHIFT_FT_PATH_UNKNOWN;
-	bool down;
+	uint8_t path;
 	uint32_t flags;
+	int down;
 
-	if (!vq->port_num)
-		return;		/* not bound to a port yet: nothing to watch */
-	if (shiftu_health_port(vq->sctx->node_guid, vq->port_num, &ph))
-		return;		/* no page, or no row for the port: unknown */
-	down = ph.state != SHIFT_FT_PORT_ACTIVE;
-	if (!down && vq->has_dgid &&
-	    !shiftu_health_path(ph.port_index, vq->dgid, &path))
-		down = path == SHIFT_FT_PATH_DOWN;
+	down = shiftu_vqp_primary(vq, &ph, &path);
+	if (down < 0)
+		return;		/* unbound, no page, or no row for the port: unknown */
 	if (down == vq->down)
 		return;
 	vq->down = down;

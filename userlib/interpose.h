@@ -279,6 +279,15 @@ void shiftu_wr_start(struct ibv_qp_ex *qpx);
 int shiftu_wr_complete(struct ibv_qp_ex *qpx);
 
 /*
+ * What the table says of @vq's primary: 1 its port or its path to the peer
+ * is down, 0 both are good, -ENOENT unknown (QP not bound to a port, no
+ * page or no row).  @ph and @path get what was read.  Cold; any thread.
+ */
+struct shiftu_port_health;
+int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
+		       uint8_t *path);
+
+/*
  * Re-read what the table says about @vq's port and path after the page
  * moved, and record it in @vq->down.  Cold; any thread posting on @vq.
  */

@@ -735,15 +735,9 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn)
 static bool primary_ok(struct shiftu_vqp *vq)
 {
 	struct shiftu_port_health ph;
-	uint8_t path = SHIFT_FT_PATH_UNKNOWN;
+	uint8_t path;
 
-	if (shiftu_health_port(vq->sctx->node_guid, vq->port_num, &ph) ||
-	    ph.state != SHIFT_FT_PORT_ACTIVE)
-		return false;
-	if (vq->has_dgid && !shiftu_health_path(ph.port_index, vq->dgid, &path) &&
-	    path == SHIFT_FT_PATH_DOWN)
-		return false;
-	return true;
+	return shiftu_vqp_primary(vq, &ph, &path) == 0;
 }
 
 static void fb_backoff(struct shiftu_vqp *vq)
