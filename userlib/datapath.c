@@ -96,6 +96,9 @@ static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *
 	e->imm_data = w->imm_data;
 	e->opcode = w->opcode;
 	e->send_flags = w->send_flags;
+	if (unlikely(SHIFTU_TWO_SIDED & (1U << (w->opcode & 31))))
+		vq->sent2++;
+	e->seq2 = vq->sent2;
 	if (unlikely(w->send_flags & IBV_SEND_INLINE)) {
 		record_inline(r, e, w, max_sge);
 	} else {
@@ -159,6 +162,48 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return post_default(vq, qp, wr, bad_wr);
 }
 
+/* Record @w in the receive ring (descriptor only), as record_send(). */
+static inline void record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *w)
+{
+	struct shiftu_ring *r = &vq->rq;
+	uint64_t h = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	struct shiftu_rwqe *e = (struct shiftu_rwqe *)((char *)r->slots +
+						       (h & r->mask) * r->stride);
+	int i, n = w->num_sge;
+
+	if (unlikely(n > (int)vq->init_attr.cap.max_recv_sge))
+		n = vq->init_attr.cap.max_recv_sge;	/* refused anyway */
+	e->wr_id = w->wr_id;
+	e->num_sge = n;
+	for (i = 0; i < n; i++)
+		e->sge[i] = w->sg_list[i];
+	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELAXED);
+}
+
+void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr)
+{
+	record_recv(vq, wr);
+}
+
+int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct ibv_recv_wr *w;
+	uint64_t n = 0;
+	int ret;
+
+	if (vq->rings)
+		for (w = wr; w; w = w->next)
+			record_recv(vq, w);
+	ret = vq->post_recv(qp, wr, bad_wr);
+	if (unlikely(ret) && vq->rings) {
+		for (w = *bad_wr; w; w = w->next)
+			n++;
+		__atomic_store_n(&vq->rq.head, vq->rq.head - n, __ATOMIC_RELAXED);
+	}
+	return ret;
+}
+
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr)
 {
@@ -169,9 +214,9 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	if (unlikely(shiftu_health_moved(&vq->health_seen)))
 		shiftu_vqp_health(vq);
 	shiftu_bump(&vq->post_recvs);
-	/* two-sided failover is not implemented: receives are only counted */
-	__atomic_store_n(&vq->rq.head, vq->rq.head + 1, __ATOMIC_RELAXED);
-	return vq->post_recv(qp, wr, bad_wr);
+	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)))
+		return shiftu_post_recv_slow(vq, qp, wr, bad_wr);
+	return shiftu_post_recv_default(vq, qp, wr, bad_wr);
 }
 
 /*
@@ -191,10 +236,13 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	if (unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return shiftu_poll_cq_slow(s, cq, num, wc);
 	n = s->poll_cq(cq, num, wc);
-	/* an error completion may start a failover (the transport's verdict) */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		/* an error completion may start a failover (the transport's verdict) */
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS))
 			return shiftu_poll_error(s, cq, num, wc, n);
+		if (wc[i].opcode & IBV_WC_RECV)
+			shiftu_count_recv(s, wc[i].qp_num);
+	}
 	return n;
 }
 

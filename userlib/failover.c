@@ -19,6 +19,7 @@
  * requests then go back to the application as the errors they are, and an
  * atomic raises SHIFTU_EV_ATOMIC_ERROR.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -28,6 +29,7 @@
 
 #include "event.h"
 #include "failover.h"
+#include "handshake.h"
 #include "interpose.h"
 #include "log.h"
 #include "shadow.h"
@@ -35,8 +37,9 @@
 
 uint64_t shiftu_twin_wcs;
 
-/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTPRB" */
+/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTRMK", "SHIFTPRB" */
 #define MARKER_WR_ID	0x5348494654de4b52ULL
+#define RMARKER_WR_ID	0x53484946545d4b52ULL
 #define PROBE_WR_ID	0x5348494654505242ULL
 #define DRAIN_NS	(2ULL * 1000 * 1000 * 1000)
 
@@ -46,6 +49,16 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/* Count the receive completions among @k just taken from a CQ of @s. */
+static void took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++)
+		if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
+			shiftu_count_recv(s, wc[i].qp_num);
 }
 
 /* ---- the CQ stash (cq->lock held) ------------------------------------- */
@@ -114,6 +127,11 @@ static struct shiftu_swqe *swqe_at(struct shiftu_ring *r, uint64_t i)
 	return (struct shiftu_swqe *)((char *)r->slots + (i & r->mask) * r->stride);
 }
 
+static struct shiftu_rwqe *rwqe_at(struct shiftu_ring *r, uint64_t i)
+{
+	return (struct shiftu_rwqe *)((char *)r->slots + (i & r->mask) * r->stride);
+}
+
 static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 {
 	unsigned int i;
@@ -166,6 +184,28 @@ static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 	return ret;
 }
 
+/* Post the recorded receive @e on the twin, keys translated.  fo_lock. */
+static int post_twin_recv(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
+{
+	struct ibv_recv_wr w = { .wr_id = e->wr_id, .num_sge = e->num_sge }, *bad;
+	struct ibv_sge sge[16];
+	unsigned int i;
+	int ret;
+
+	if (e->num_sge > SHIFTU_ARRAY_SIZE(sge))
+		return EINVAL;
+	for (i = 0; i < e->num_sge; i++) {
+		sge[i] = e->sge[i];
+		if (lkey_of(vq, sge[i].lkey, &sge[i].lkey))
+			return EINVAL;
+	}
+	w.sg_list = sge;
+	ret = vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad);
+	if (!ret)
+		vq->twin_recvs++;
+	return ret;
+}
+
 /* The recorded work request @e as a send_wr on the stack. */
 static void swqe_wr(const struct shiftu_swqe *e, struct ibv_send_wr *w)
 {
@@ -185,17 +225,44 @@ static bool signaled(const struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 	return vq->init_attr.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 }
 
-static bool replayable(uint32_t opcode)
+static bool two_sided(uint32_t opcode)
 {
-	return opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_READ;
+	return opcode < 32 && (SHIFTU_TWO_SIDED & (1U << opcode));
 }
 
-/*
- * Stop the default QP and count its outstanding sends.  @flushed gets the
- * flushed completions (ring order) and *@got their number, also when the
- * drain fails, so that none is lost.  Returns 0 or -errno.
- * Context: fo_lock and the send CQ's lock held.
- */
+static bool is_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* The good completion a recorded request would have had. */
+static void swqe_wc(const struct shiftu_vqp *vq, const struct shiftu_swqe *e,
+		    struct ibv_wc *wc)
+{
+	unsigned int i;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = e->wr_id;
+	wc->status = IBV_WC_SUCCESS;
+	wc->qp_num = vq->reg.app_qp->qp_num;
+	switch (e->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		wc->opcode = IBV_WC_RDMA_WRITE;
+		break;
+	case IBV_WR_RDMA_READ:
+		wc->opcode = IBV_WC_RDMA_READ;
+		break;
+	default:
+		wc->opcode = IBV_WC_SEND;
+		break;
+	}
+	if (e->opcode == IBV_WR_RDMA_WRITE_WITH_IMM || e->opcode == IBV_WR_SEND_WITH_IMM)
+		wc->wc_flags = IBV_WC_WITH_IMM;
+	for (i = 0; i < e->num_sge; i++)
+		wc->byte_len += e->sge[i].length;
+}
+
 /*
  * Move @qp's error completions out of the stash into @flushed (after the
  * @n already there), keeping everything else in order.  Returns the new n,
@@ -221,16 +288,51 @@ static int unstash_errors(struct shiftu_cq *c, uint32_t qp_num, struct ibv_wc *f
 	return n;
 }
 
-static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flushed,
-		 unsigned int max, const struct ibv_wc *first, int *got)
+/* Both CQs of a QP, locked in address order (one lock if they are one). */
+static void lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
+{
+	if (a == b) {
+		pthread_mutex_lock(&a->lock);
+	} else if (a < b) {
+		pthread_mutex_lock(&a->lock);
+		pthread_mutex_lock(&b->lock);
+	} else {
+		pthread_mutex_lock(&b->lock);
+		pthread_mutex_lock(&a->lock);
+	}
+}
+
+static void unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
+{
+	pthread_mutex_unlock(&a->lock);
+	if (b != a)
+		pthread_mutex_unlock(&b->lock);
+}
+
+/*
+ * Stop the default QP and collect its error completions: every send and
+ * receive work request it still held is flushed, in order, each queue up
+ * to a marker the library posts behind them.  The flushed completions of
+ * the two queues cannot be told apart (their opcode is undefined), but
+ * their numbers can: the receives outstanding are those posted and not
+ * completed, which the library counts (@vq->consumed); the rest were
+ * sends.  @flushed gets the error completions and *@got their number,
+ * also when the drain fails, so that none is lost.  Returns 0 or -errno.
+ * Context: fo_lock and both CQs' locks held.
+ */
+static int drain(struct shiftu_vqp *vq, struct ibv_wc *flushed, unsigned int max,
+		 const struct ibv_wc *first, int *got)
 {
 	struct ibv_qp *qp = vq->reg.app_qp;
+	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
-	uint64_t deadline = now_ns() + DRAIN_NS;
+	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
+	uint64_t deadline = now_ns() + DRAIN_NS, kick;
+	bool smark = false, rmark = !vq->init_attr.cap.max_recv_wr;
 	struct ibv_wc wc[16];
-	unsigned int n = 0;
+	unsigned int n = 0, j;
 	int k, i, ret;
 
 	/*
@@ -242,10 +344,14 @@ static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flus
 	if (first) {
 		flushed[n++] = *first;
 		*got = n;
-		ret = unstash_errors(c, qp->qp_num, flushed, n, max);
-		if (ret < 0)
-			return ret;
-		*got = n = ret;
+		for (j = 0; j < 2; j++) {
+			if (j && cqs[1] == cqs[0])
+				break;
+			ret = unstash_errors(cqs[j], qp->qp_num, flushed, n, max);
+			if (ret < 0)
+				return ret;
+			*got = n = ret;
+		}
 	}
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
@@ -253,139 +359,371 @@ static int drain(struct shiftu_vqp *vq, struct shiftu_cq *c, struct ibv_wc *flus
 	ret = vq->post_send(qp, &m, &bad);
 	if (ret)
 		return -ret;
-	for (;;) {
-		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
-		if (k < 0)
-			return -EIO;
-		for (i = 0; i < k; i++) {
-			if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
-				if (stash_push(c, &wc[i]))
-					return -ENOMEM;
-				continue;
-			}
-			if (wc[i].wr_id == MARKER_WR_ID)
-				return 0;
-			if (n == max)
-				return -EOVERFLOW;
-			flushed[n++] = wc[i];
-			*got = n;
+	if (!rmark) {
+		ret = vq->post_recv(qp, &rm, &rbad);
+		if (ret)
+			return -ret;
+	}
+	kick = now_ns();
+	while (!smark || !rmark) {
+		bool none = true;
+
+		/*
+		 * A receive posted to a QP in error is only flushed when the
+		 * responder runs, and a userspace post does not wake it
+		 * (Soft-RoCE): the move to ERR, again, does.
+		 */
+		if (!rmark && now_ns() >= kick) {
+			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
+			kick = now_ns() + DRAIN_NS / 20;
 		}
-		if (!k) {
+
+		for (j = 0; j < 2; j++) {
+			struct shiftu_cq *c = cqs[j];
+
+			if (j && cqs[1] == cqs[0])
+				break;
+			k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+			if (k < 0)
+				return -EIO;
+			none &= !k;
+			took(vq->sctx, wc, k);
+			for (i = 0; i < k; i++) {
+				if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
+					if (stash_push(c, &wc[i]))
+						return -ENOMEM;
+					continue;
+				}
+				if (wc[i].wr_id == MARKER_WR_ID) {
+					smark = true;
+					continue;
+				}
+				if (wc[i].wr_id == RMARKER_WR_ID) {
+					rmark = true;
+					continue;
+				}
+				if (n == max)
+					return -EOVERFLOW;
+				flushed[n++] = wc[i];
+				*got = n;
+			}
+		}
+		if (none) {
 			if (now_ns() > deadline)
 				return -ETIMEDOUT;
 			sched_yield();
 		}
 	}
+	return 0;
 }
 
-void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first)
+/*
+ * The outstanding sends from @from on go to the twin, but for those the
+ * peer's receive count shows it had already received (RC executes in
+ * order: a request before a message the peer received has executed too):
+ * their signaled ones complete good now, as the NIC would have reported.
+ * RDMA READs are replayed either way (their response may be what was
+ * lost).  Returns 0 or an errno; *@replayed gets the number posted.
+ * Context: fo_lock and the send CQ's lock held.
+ */
+static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 {
 	struct shiftu_cq *c = vq->scq;
-	struct ibv_wc *flushed = NULL;
+	uint64_t i, cut = from;
 	struct ibv_send_wr w;
-	uint64_t t0 = now_ns(), start, i;
-	int n = 0, ret, atomic = 0, other = 0;
+	struct ibv_wc wc;
+	int ret;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->hs_got)
+		for (i = from; i < vq->sq.head; i++) {
+			const struct shiftu_swqe *e = swqe_at(&vq->sq, i);
+
+			if (two_sided(e->opcode) &&
+			    (int32_t)((uint32_t)vq->hs_peer - (uint32_t)e->seq2) >= 0)
+				cut = i + 1;
+		}
+	*replayed = 0;
+	vq->twin_signaled = vq->twin_done = 0;
+	for (i = from; i < vq->sq.head; i++) {
+		const struct shiftu_swqe *e = swqe_at(&vq->sq, i);
+
+		swqe_wr(e, &w);
+		if (i < cut && e->opcode != IBV_WR_RDMA_READ) {
+			if (signaled(vq, &w)) {
+				swqe_wc(vq, e, &wc);
+				if (stash_push(c, &wc))
+					return ENOMEM;
+			}
+			continue;
+		}
+		/* counted like later posts: the fence waits for these too */
+		vq->twin_signaled += signaled(vq, &w);
+		ret = post_twin(vq, &w);
+		if (ret)
+			return ret;
+		(*replayed)++;
+	}
+	if (cut > from)
+		shiftu_info("qp %u: the peer had received %" PRIu64 " of the outstanding requests: not replayed",
+			    vq->reg.app_qp->qp_num, cut - from);
+	return 0;
+}
+
+static bool in_twins(struct shiftu_cq *c, struct shiftu_vqp *vq)
+{
+	unsigned int j;
+
+	for (j = 0; j < c->n_twins; j++)
+		if (c->twins[j] == vq)
+			return true;
+	return false;
+}
+
+static void twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq)
+{
+	if (!in_twins(c, vq))
+		c->twins[c->n_twins++] = vq;
+}
+
+static void twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
+{
+	unsigned int j;
+
+	for (j = 0; j < c->n_twins; j++)
+		if (c->twins[j] == vq) {
+			c->twins[j] = c->twins[--c->n_twins];
+			break;
+		}
+}
+
+/* What a failover leaves to report once its locks are dropped. */
+enum fo_result { FO_NONE, FO_DONE, FO_DEAD, FO_DEAD_ATOMIC };
+
+static void fo_report(struct shiftu_vqp *vq, enum fo_result r)
+{
+	/* the callback may call verbs: no library lock held */
+	switch (r) {
+	case FO_DONE:
+		shiftu_event_emit(SHIFTU_EV_FAILOVER, vq->reg.app_qp, vq->sctx->dev_name,
+				  vq->port_num, vq->sctx->bak_name, vq->sctx->bak_port, 0);
+		break;
+	case FO_DEAD_ATOMIC:
+		shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
+				  vq->sctx->dev_name, vq->port_num, NULL, 0, EIO);
+		/* fall through */
+	case FO_DEAD:
+		shiftu_event_emit(SHIFTU_EV_UNPROTECTED, vq->reg.app_qp, vq->sctx->dev_name,
+				  vq->port_num, NULL, 0, EIO);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Give up on @vq: the application gets the errors.  Context: fo_lock and
+ * the send CQ's lock held. */
+static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n)
+{
+	int i;
+
+	/* what the NIC flushed goes to the application, as without shift */
+	for (i = 0; i < n; i++)
+		stash_push(vq->scq, &flushed[i]);
+	vq->state = SHIFTU_SEND_DEAD;
+	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
+	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+}
+
+static void fo_done(struct shiftu_vqp *vq, uint64_t replayed)
+{
+	vq->state = SHIFTU_SEND_FALLBACK;
+	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
+	__atomic_fetch_add(&vq->reg.replayed_wrs, replayed, __ATOMIC_RELAXED);
+	shiftu_stat_add(SHIFTU_STAT_REPLAYED_WRS, replayed);
+}
+
+static enum fo_result failover_locked(struct shiftu_vqp *vq, const char *why,
+				      const struct ibv_wc *first)
+{
+	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
+	struct ibv_wc *flushed = NULL;
+	uint64_t t0 = now_ns(), start, i, n_r, replayed = 0;
+	int n = 0, n_s, ret;
+	bool atomic = false, held = false;
+
 	if (vq->state != SHIFTU_SEND_DEFAULT)
-		goto out_unlock;
-	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !c) {
+		return FO_NONE;
+	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !c || !rc) {
 		/* the next post asks again */
 		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
 		if (!vq->told_waiting++)
 			shiftu_warn("qp %u on %s: %s, but its twin is not ready: staying",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-		goto out_unlock;
+		return FO_NONE;
 	}
-	if (vq->rq.head) {
-		if (!vq->told_waiting++)
-			shiftu_warn("qp %u on %s: %s; it has receives posted, and two-sided failover is not implemented: staying",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-		goto out_unlock;
-	}
-	flushed = malloc((vq->sq.mask + 2) * sizeof(*flushed));
+	flushed = malloc((vq->sq.mask + vq->rq.mask + 3) * sizeof(*flushed));
 	if (!flushed)
-		goto out_unlock;
+		return FO_NONE;
 
-	pthread_mutex_lock(&c->lock);
-	if (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins)) {
-		pthread_mutex_unlock(&c->lock);
+	lock_cqs(c, rc);
+	if (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
+	    rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins)) {
+		unlock_cqs(c, rc);
+		free(flushed);
 		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
 			    vq->reg.app_qp->qp_num);
-		goto out_unlock;
+		return FO_NONE;
 	}
 	cq_slow(vq, true);
-	ret = drain(vq, c, flushed, vq->sq.mask + 1, first, &n);
+	ret = drain(vq, flushed, vq->sq.mask + vq->rq.mask + 2, first, &n);
 	if (ret < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-ret));
-		goto out_dead;
+		goto dead;
 	}
-	start = vq->sq.head - n;
+	n_r = vq->rq.head - __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
+	n_s = n - (int)n_r;
+	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
+	    (uint64_t)n_s > vq->sq.head) {
+		shiftu_warn("qp %u on %s: %d flushed, %" PRIu64 " receives outstanding: the count does not add up: unprotected",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n, n_r);
+		goto dead;
+	}
+	start = vq->sq.head - n_s;
 	for (i = start; i < vq->sq.head; i++) {
 		uint32_t op = swqe_at(&vq->sq, i)->opcode;
 
-		atomic |= op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-		other |= !replayable(op);
+		atomic |= is_atomic(op);
+		held |= two_sided(op);
 	}
-	if (other) {
-		shiftu_warn("qp %u on %s: %s with %s outstanding: not replayed, the application gets the errors",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
-			    atomic ? "an atomic" : "a SEND or WRITE_WITH_IMM");
-		goto out_dead;
+	if (atomic) {
+		shiftu_warn("qp %u on %s: %s with an atomic outstanding: not replayed, the application gets the errors",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		goto dead;
 	}
-	vq->twin_signaled = vq->twin_done = 0;
-	for (i = start; i < vq->sq.head; i++) {
-		swqe_wr(swqe_at(&vq->sq, i), &w);
-		/* counted like later posts: the fence waits for these too */
-		vq->twin_signaled += signaled(vq, &w);
-		ret = post_twin(vq, &w);
+	/* the receives first: the peer may send as soon as it hears from us */
+	for (i = vq->rq.head - n_r; i < vq->rq.head; i++) {
+		ret = post_twin_recv(vq, rwqe_at(&vq->rq, i));
+		if (ret) {
+			shiftu_warn("qp %u on %s: cannot repost a receive on the twin: %s: the application gets the errors",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+			goto dead;
+		}
+	}
+	vq->rx_moved = 1;
+	shiftu_qp_set_recv_state(&vq->reg, SHIFTU_RECV_FALLBACK);
+	if (!vq->hs_sent) {
+		/* an answer if the peer spoke first */
+		ret = shiftu_ctrl_send(vq, vq->hs_got);
+		if (ret) {
+			shiftu_warn("qp %u on %s: cannot tell the peer: %s: unprotected",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+			goto dead;
+		}
+	}
+	twins_add(c, vq);
+	twins_add(rc, vq);
+	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
+	if (held && !vq->hs_got) {
+		/* which of them arrived only the peer knows: wait for its count */
+		vq->state = SHIFTU_SEND_HANDSHAKE;
+		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
+		vq->replay_start = start;
+		vq->hs_since_ns = t0;
+	} else {
+		ret = replay(vq, start, &replayed);
 		if (ret) {
 			shiftu_warn("qp %u on %s: replay on the twin failed: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			goto out_dead;
+			n = 0;	/* the replayed part completes on the twin */
+			goto dead;
 		}
+		fo_done(vq, replayed);
 	}
-	c->twins[c->n_twins++] = vq;
-	vq->state = SHIFTU_SEND_FALLBACK;
-	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
-	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&vq->reg.replayed_wrs, n, __ATOMIC_RELAXED);
-	shiftu_stat_add(SHIFTU_STAT_REPLAYED_WRS, n);
-	pthread_mutex_unlock(&c->lock);
-	shiftu_info("qp %u on %s: %s: failed over to qp %u on %s port %u, %d work requests replayed, %.3f ms",
+	unlock_cqs(c, rc);
+	shiftu_info("qp %u on %s: %s: failed over to qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, vq->bak_qp->qp_num,
-		    vq->sctx->bak_name, vq->sctx->bak_port, n, (now_ns() - t0) / 1e6);
-	pthread_mutex_unlock(&vq->fo_lock);
+		    vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
+		    vq->state == SHIFTU_SEND_HANDSHAKE ? "sends held for the peer's count" :
+		    "replayed", (now_ns() - t0) / 1e6);
 	free(flushed);
-	shiftu_event_emit(SHIFTU_EV_FAILOVER, vq->reg.app_qp, vq->sctx->dev_name,
-			  vq->port_num, vq->sctx->bak_name, vq->sctx->bak_port, 0);
-	return;
+	return FO_DONE;
 
-out_dead:
-	/* what the NIC flushed goes to the application, as without shift */
-	for (i = 0; n > 0 && i < (uint64_t)n; i++)
-		stash_push(c, &flushed[i]);
-	vq->state = SHIFTU_SEND_DEAD;
-	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
-	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_unlock(&vq->fo_lock);
+dead:
+	go_dead(vq, flushed, n);
+	unlock_cqs(c, rc);
 	free(flushed);
-	/* the callback may call verbs: no library lock held */
-	if (atomic)
-		shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
-				  vq->sctx->dev_name, vq->port_num, NULL, 0, EIO);
-	shiftu_event_emit(SHIFTU_EV_UNPROTECTED, vq->reg.app_qp, vq->sctx->dev_name,
-			  vq->port_num, NULL, 0, EIO);
-	return;
-out_unlock:
-	pthread_mutex_unlock(&vq->fo_lock);
-	free(flushed);
+	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
 }
 
-/* ---- slow paths ------------------------------------------------------- */
+void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first)
+{
+	enum fo_result r;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	r = failover_locked(vq, why, first);
+	pthread_mutex_unlock(&vq->fo_lock);
+	fo_report(vq, r);
+}
+
+/*
+ * The peer's control message: its receive count, and whether it answers
+ * ours.  Context: any thread, no library lock held.
+ */
+void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm)
+{
+	bool ack = imm & SHIFTU_HS_ACK;
+	enum fo_result r = FO_NONE;
+	uint64_t replayed;
+	int ret;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->ctrl_rq)
+		vq->ctrl_rq--;
+	vq->hs_peer = imm & ~SHIFTU_HS_ACK;
+	vq->hs_got = 1;
+	shiftu_dbg("qp %u: the peer's %s: it has received %u messages",
+		   vq->reg.app_qp->qp_num, ack ? "answer" : "failover", vq->hs_peer);
+	switch (vq->state) {
+	case SHIFTU_SEND_DEFAULT:
+		if (ack) {
+			vq->hs_got = 0;		/* an earlier failover's: done */
+		} else if (vq->sq.head || vq->rq.head) {
+			/* our traffic goes the same broken way: follow */
+			r = failover_locked(vq, "the peer failed over", NULL);
+		} else {
+			/* nothing of ours to move: answer, stay */
+			ret = shiftu_ctrl_send(vq, true);
+			if (ret)
+				shiftu_warn("qp %u: cannot answer the peer: %s",
+					    vq->reg.app_qp->qp_num, strerror(ret));
+			vq->hs_got = 0;
+			vq->hs_sent = 0;
+		}
+		break;
+	case SHIFTU_SEND_HANDSHAKE:
+		pthread_mutex_lock(&vq->scq->lock);
+		ret = replay(vq, vq->replay_start, &replayed);
+		if (ret) {
+			shiftu_warn("qp %u on %s: replay on the twin failed: %s: unprotected",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+			go_dead(vq, NULL, 0);
+			r = FO_DEAD;
+		} else {
+			fo_done(vq, replayed);
+			shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    (now_ns() - vq->hs_since_ns) / 1e6, replayed);
+		}
+		pthread_mutex_unlock(&vq->scq->lock);
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
+	fo_report(vq, r);
+}
 
 /* ---- failing back (4.3.3) -------------------------------------------- */
 
@@ -401,27 +739,33 @@ static bool release_held(struct shiftu_vqp *vq)
 	struct shiftu_cq *c = vq->scq;
 	struct ibv_send_wr w, *bad;
 	uint64_t i, held = vq->sq.head - vq->held_start;
-	unsigned int j;
 	int ret = 0;
 
 	for (i = vq->held_start; i < vq->sq.head && !ret; i++) {
 		swqe_wr(swqe_at(&vq->sq, i), &w);
 		ret = vq->post_send(vq->reg.app_qp, &w, &bad);
 	}
-	pthread_mutex_lock(&c->lock);
-	for (j = 0; j < c->n_twins; j++)
-		if (c->twins[j] == vq) {
-			c->twins[j] = c->twins[--c->n_twins];
-			break;
-		}
+	lock_cqs(c, vq->rcq);
+	twins_del(c, vq);
+	twins_del(vq->rcq, vq);
 	/* the CQ stays slow while the library still holds completions */
-	if (!c->stash_n)
+	if (!c->stash_n && !vq->rcq->stash_n)
 		cq_slow(vq, false);
 	else
 		c->slow_leftover++;
-	pthread_mutex_unlock(&c->lock);
+	unlock_cqs(c, vq->rcq);
 	vq->state = ret ? SHIFTU_SEND_DEAD : SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
+	shiftu_qp_set_recv_state(&vq->reg, SHIFTU_RECV_DEFAULT);
+	/*
+	 * The next failover is a new exchange: the twin needs a control
+	 * receive at its head again (it holds no receive of the
+	 * application's: a QP with receives on its twin does not fail back).
+	 */
+	vq->rx_moved = 0;
+	vq->hs_sent = vq->hs_got = 0;
+	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq))
+		vq->ctrl_rq = 1;
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
 	if (ret) {
 		shiftu_warn("qp %u on %s: cannot post the held requests after failing back: %s",
@@ -480,7 +824,7 @@ bool shiftu_probe(struct shiftu_vqp *vq)
 	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
 		const struct shiftu_swqe *e = swqe_at(&vq->sq, i0 - 1);
 
-		if (replayable(e->opcode)) {
+		if (e->opcode == IBV_WR_RDMA_WRITE || e->opcode == IBV_WR_RDMA_READ) {
 			p.wr.rdma.remote_addr = e->remote_addr;
 			p.wr.rdma.rkey = e->rkey;
 			break;
@@ -493,6 +837,7 @@ bool shiftu_probe(struct shiftu_vqp *vq)
 	while (vq->probe_state == 1 && now_ns() < deadline) {
 		pthread_mutex_lock(&c->lock);
 		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+		took(vq->sctx, wc, k);
 		for (i = 0; i < k; i++) {
 			if (wc[i].wr_id == PROBE_WR_ID &&
 			    wc[i].qp_num == vq->reg.app_qp->qp_num)
@@ -551,8 +896,16 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 		return shiftu_post_send_default(vq, qp, wr, bad_wr);
 	pthread_mutex_lock(&vq->fo_lock);
 	for (; wr; wr = wr->next) {
-		if (vq->state == SHIFTU_SEND_WAIT_DRAINED) {
-			/* after the fence: recorded, doorbell withheld */
+		if (vq->state == SHIFTU_SEND_FALLBACK && two_sided(wr->opcode) &&
+		    !vq->hs_got) {
+			/* the peer may not have its receives on its twin yet */
+			vq->state = SHIFTU_SEND_HANDSHAKE;
+			vq->replay_start = vq->sq.head;
+			vq->hs_since_ns = now_ns();
+		}
+		if (vq->state == SHIFTU_SEND_WAIT_DRAINED ||
+		    vq->state == SHIFTU_SEND_HANDSHAKE) {
+			/* recorded, doorbell withheld */
 			shiftu_record_send(vq, wr);
 			continue;
 		}
@@ -561,6 +914,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			*bad_wr = wr;
 			break;
 		}
+		vq->sent2 += two_sided(wr->opcode);
 		if (signaled(vq, wr)) {
 			vq->twin_signaled++;
 			if (vq->state == SHIFTU_SEND_WAIT_SIGNALED) {
@@ -577,6 +931,29 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	pthread_mutex_unlock(&vq->fo_lock);
 	if (back)
 		failback_event(vq);
+	return ret;
+}
+
+int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			  struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	if (!vq->rx_moved) {
+		pthread_mutex_unlock(&vq->fo_lock);
+		return shiftu_post_recv_default(vq, qp, wr, bad_wr);
+	}
+	for (; wr; wr = wr->next) {
+		shiftu_record_recv(vq, wr);
+		ret = post_twin_recv(vq, rwqe_at(&vq->rq, vq->rq.head - 1));
+		if (ret) {
+			vq->rq.head--;
+			*bad_wr = wr;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
 	return ret;
 }
 
@@ -601,15 +978,21 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			continue;
 		vq = shiftu_vqp_by_num(s, wc[i].qp_num);
 		/* what shiftu_failover() would refuse is left to the application */
-		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings && !vq->rq.head &&
+		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings &&
 		    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
-		    vq->scq && vq->scq->app == cq &&
-		    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins))
+		    vq->scq && vq->rcq && (vq->scq->app == cq || vq->rcq->app == cq) &&
+		    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
+		    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
 			break;
 	}
+	/* the caller counted the receives before the first error, not after */
+	for (j = 0; j < n; j++)
+		if (wc[j].status != IBV_WC_SUCCESS)
+			break;
+	took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
 	if (i == n)
 		return n;
-	c = vq->scq;
+	c = vq->scq->app == cq ? vq->scq : vq->rcq;
 	pthread_mutex_lock(&c->lock);
 	for (j = i + 1; j < n; j++)
 		if (stash_push(c, &wc[j])) {
@@ -627,12 +1010,73 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	return shiftu_poll_cq_slow(s, cq, num, wc);
 }
 
+/*
+ * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
+ * taken out (a peer's control message goes to @msgs, at most
+ * SHIFTU_HS_BATCH), the application's get their QP's number.  Returns how
+ * many are left; *@drained a QP whose fence may have completed.
+ * Context: c->lock held.
+ */
+int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained)
+{
+	struct shiftu_vqp *t;
+	int i, j, kept = 0;
+
+	for (i = 0; i < k; i++) {
+		t = NULL;
+		for (j = 0; j < (int)c->n_twins; j++)
+			if (c->twins[j]->bak_qp->qp_num == wc[i].qp_num) {
+				t = c->twins[j];
+				break;
+			}
+		if (wc[i].wr_id == SHIFTU_CTRL_SEND_ID)
+			continue;	/* our control message (sq_sig_all) */
+		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV)) {
+			if (!t)
+				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
+			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
+				msgs[*n_msgs].vq = t;
+				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
+				(*n_msgs)++;
+			}
+			continue;
+		}
+		if (wc[i].status != IBV_WC_SUCCESS && !t && wc[i].wr_id == SHIFTU_CTRL_RECV_ID)
+			continue;	/* a control receive flushed */
+		if (t) {
+			wc[i].qp_num = t->reg.app_qp->qp_num;
+			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
+				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
+			else if (!(wc[i].opcode & IBV_WC_RECV))
+				t->twin_done++;	/* send completions are the signaled ones */
+			if (t->state == SHIFTU_SEND_WAIT_DRAINED)
+				*drained = t;
+		}
+		wc[kept++] = wc[i];
+	}
+	if (kept)
+		__atomic_fetch_add(&shiftu_twin_wcs, kept, __ATOMIC_RELAXED);
+	return kept;
+}
+
+static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		shiftu_hs_message(msgs[i].vq, msgs[i].imm);
+	if (drained)
+		shiftu_try_drain(drained);
+}
+
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			struct ibv_wc *wc)
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_vqp *drained = NULL;
-	int n, k, i, j;
+	int n, k, n_msgs = 0;
 
 	if (!c)
 		return s->poll_cq(cq, num, wc);
@@ -640,31 +1084,17 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	n = stash_pop(c, wc, num);
 	if (n < num) {
 		k = s->poll_cq(cq, num - n, wc + n);
-		if (k < 0 && !n)
+		if (k < 0 && !n) {
 			n = k;
-		else if (k > 0)
+		} else if (k > 0) {
+			took(s, wc + n, k);
 			n += drop_probes(s, wc + n, k);
+		}
 	}
 	if (n >= 0 && n < num && c->bak && c->n_twins) {
 		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
-		for (i = 0; i < k; i++)
-			for (j = 0; j < (int)c->n_twins; j++) {
-				struct shiftu_vqp *t = c->twins[j];
-
-				if (wc[n + i].qp_num != t->bak_qp->qp_num)
-					continue;
-				wc[n + i].qp_num = t->reg.app_qp->qp_num;
-				/* send completions are the signaled ones */
-				if (!(wc[n + i].opcode & IBV_WC_RECV))
-					t->twin_done++;
-				if (t->state == SHIFTU_SEND_WAIT_DRAINED)
-					drained = t;
-				break;
-			}
-		if (k > 0) {
-			n += k;
-			__atomic_fetch_add(&shiftu_twin_wcs, k, __ATOMIC_RELAXED);
-		}
+		if (k > 0)
+			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs, &drained);
 	}
 	if (c->slow_leftover && !c->stash_n) {
 		/* a failed-back QP left completions here: served now */
@@ -672,7 +1102,41 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		cq_slow_ctx(s, false);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (drained)
-		shiftu_try_drain(drained);
+	hs_deliver(msgs, n_msgs, drained);
 	return n;
+}
+
+/*
+ * The watcher's turn (handshake.c): @c's twin CQ had an event.  What it
+ * holds goes to the stash, for the application's next poll; the CQ is
+ * armed again.  Context: the watcher thread, no lock held.
+ */
+void shiftu_twin_serve(struct shiftu_cq *c)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct shiftu_vqp *drained = NULL;
+	struct ibv_wc wc[16];
+	int k, i, kept, n_msgs = 0, pass;
+	bool any = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (pass = 0; pass < 2; pass++) {
+		/* poll, arm, poll: nothing that came in between is missed */
+		do {
+			k = c->bak->context->ops.poll_cq(c->bak, SHIFTU_ARRAY_SIZE(wc), wc);
+			kept = k > 0 ? shiftu_twin_take(c, wc, k, msgs, &n_msgs, &drained) : 0;
+			for (i = 0; i < kept; i++)
+				stash_push(c, &wc[i]);
+			any |= kept > 0;
+		} while (k == (int)SHIFTU_ARRAY_SIZE(wc) && n_msgs < SHIFTU_HS_BATCH);
+		if (!pass)
+			c->bak->context->ops.req_notify_cq(c->bak, 0);
+	}
+	if (any) {
+		/* the stash must be served: slow until it is empty */
+		cq_slow_ctx(c->sctx, true);
+		c->slow_leftover++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	hs_deliver(msgs, n_msgs, drained);
 }

@@ -7,6 +7,7 @@
 #define _SHIFTU_FAILOVER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <infiniband/verbs.h>
 
@@ -41,6 +42,27 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 /* post_send on the default QP, recording each work request (datapath.c). */
 int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+
+/* post_recv while @vq->slow is set, and on the default QP (datapath.c). */
+int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			  struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
+
+/* The peer's control message @imm arrived (handshake.h).  No lock held. */
+void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm);
+
+/*
+ * Completions taken from the twin CQ of @c: the library's own taken out
+ * (control messages to @msgs), the others renamed (c->lock held); and the
+ * watcher's call when that CQ had an event (no lock held).
+ */
+struct shiftu_cq;
+struct shiftu_hs_msg;
+int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained);
+void shiftu_twin_serve(struct shiftu_cq *c);
 
 /* poll_cq found an error completion among @n in @wc. */
 int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,

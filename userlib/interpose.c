@@ -82,7 +82,10 @@ static void real_resolve(void)
 		  RESOLVE(query_gid, "ibv_query_gid", IBVERBS_VERSION) &
 		  RESOLVE(get_device_name, "ibv_get_device_name", IBVERBS_VERSION) &
 		  RESOLVE(get_device_guid, "ibv_get_device_guid", IBVERBS_VERSION) &
-		  RESOLVE(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6");
+		  RESOLVE(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6") &
+		  RESOLVE(create_comp_channel, "ibv_create_comp_channel", "IBVERBS_1.0") &
+		  RESOLVE(get_cq_event, "ibv_get_cq_event", IBVERBS_VERSION) &
+		  RESOLVE(ack_cq_events, "ibv_ack_cq_events", IBVERBS_VERSION);
 }
 
 /* The real verbs, or false with errno set when libibverbs is not there. */
@@ -183,23 +186,58 @@ static void ctx_detach(struct ibv_context *ctx)
  * the application has the QP.  A QP the library cannot manage (no memory)
  * still works: the data verbs pass it through.
  */
-/* The send ring of @vq, sized for every entry the provider granted. */
-static int ring_init(struct shiftu_vqp *vq)
+static int ring_alloc(struct shiftu_ring *r, uint32_t entries, uint32_t stride)
 {
-	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
-	struct shiftu_ring *r = &vq->sq;
 	uint32_t slots = 1;
 
-	while (slots < cap->max_send_wr)
+	while (slots < entries)
 		slots <<= 1;
-	r->stride = (sizeof(struct shiftu_swqe) +
-		     cap->max_send_sge * sizeof(struct ibv_sge) +
-		     cap->max_inline_data + 7) & ~7U;
+	r->stride = (stride + 7) & ~7U;
 	r->slots = calloc(slots, r->stride);
 	if (!r->slots)
 		return -ENOMEM;
 	r->mask = slots - 1;
 	return 0;
+}
+
+/* The send and receive rings of @vq, sized for every entry the provider
+ * granted. */
+static int ring_init(struct shiftu_vqp *vq)
+{
+	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
+
+	if (ring_alloc(&vq->sq, cap->max_send_wr, sizeof(struct shiftu_swqe) +
+		       cap->max_send_sge * sizeof(struct ibv_sge) + cap->max_inline_data))
+		return -ENOMEM;
+	if (ring_alloc(&vq->rq, cap->max_recv_wr, sizeof(struct shiftu_rwqe) +
+		       cap->max_recv_sge * sizeof(struct ibv_sge))) {
+		free(vq->sq.slots);
+		vq->sq.slots = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * A failover posts a marker behind the outstanding work on each queue
+ * (failover.c): an RC QP gets one entry more on each than the application
+ * asks for.  What the application reads back is what it asked for.
+ */
+static void caps_ask(struct ibv_qp_init_attr *attr, bool *grown)
+{
+	*grown = attr->qp_type == IBV_QPT_RC && !attr->srq;
+	if (*grown) {
+		attr->cap.max_send_wr++;
+		attr->cap.max_recv_wr++;
+	}
+}
+
+static void caps_tell(struct ibv_qp_init_attr *attr, bool grown)
+{
+	if (grown) {
+		attr->cap.max_send_wr--;
+		attr->cap.max_recv_wr--;
+	}
 }
 
 static void qp_attach(struct ibv_qp *qp, bool extended,
@@ -240,6 +278,7 @@ static void qp_attach(struct ibv_qp *qp, bool extended,
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
 		free(vq->sq.slots);
+		free(vq->rq.slots);
 		free(n);
 		return;
 	}
@@ -268,22 +307,26 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 				   struct ibv_qp_init_attr_ex *attr)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(ctx);
+	struct ibv_qp_init_attr a = {
+		.send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
+		.srq = attr->srq, .cap = attr->cap,
+		.qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+	};
 	struct ibv_qp *qp;
+	bool grown;
 
 	if (!s || !s->create_qp_ex) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	caps_ask(&a, &grown);
+	attr->cap = a.cap;
 	qp = s->create_qp_ex(ctx, attr);
-	if (qp) {
-		struct ibv_qp_init_attr a = {
-			.send_cq = attr->send_cq, .recv_cq = attr->recv_cq,
-			.srq = attr->srq, .cap = attr->cap,
-			.qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
-		};
-
+	a.cap = attr->cap;
+	if (qp)
 		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, &a);
-	}
+	caps_tell(&a, grown);
+	attr->cap = a.cap;
 	return qp;
 }
 
@@ -299,6 +342,30 @@ struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num)
 			break;
 		}
 	pthread_mutex_unlock(&vqp_lock);
+	return vq;
+}
+
+struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num)
+{
+	struct shiftu_vqp *vq = NULL;
+	struct vqp_node *n;
+
+	pthread_mutex_lock(&vqp_lock);
+	for (n = vqp_list; n; n = n->next)
+		if (n->vq.sctx == s && n->vq.bak_qp && n->vq.bak_qp->qp_num == qp_num) {
+			vq = &n->vq;
+			break;
+		}
+	pthread_mutex_unlock(&vqp_lock);
+	return vq;
+}
+
+struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
+{
+	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, qp_num);
+
+	if (vq)
+		__atomic_store_n(&s->rcache[qp_num & 63], vq, __ATOMIC_RELAXED);
 	return vq;
 }
 
@@ -331,6 +398,8 @@ static void qp_detach(struct ibv_qp *qp)
 		return;
 	shiftu_qp_unregister(&vq->reg);
 	shiftu_shadow_qp_gone(vq);
+	__atomic_compare_exchange_n(&vq->sctx->rcache[qp->qp_num & 63], &(struct shiftu_vqp *){ vq },
+				    NULL, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
 	if (n->prev)
@@ -348,6 +417,7 @@ static void qp_detach(struct ibv_qp *qp)
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
 	free(vq->sq.slots);
+	free(vq->rq.slots);
 	free(n);
 }
 
@@ -383,12 +453,15 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 					   struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp *qp;
+	bool grown;
 
 	if (!real_verbs())
 		return NULL;
+	caps_ask(attr, &grown);
 	qp = shiftu_real.create_qp(pd, attr);
 	if (qp)
 		qp_attach(qp, false, attr);
+	caps_tell(attr, grown);
 	return qp;
 }
 

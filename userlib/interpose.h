@@ -57,6 +57,10 @@ struct shiftu_real {
 	const char *(*get_device_name)(struct ibv_device *dev);
 	__be64 (*get_device_guid)(struct ibv_device *dev);
 	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
+	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
+	int (*get_cq_event)(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+			    void **cq_context);
+	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);
 };
 
 extern struct shiftu_real shiftu_real;
@@ -94,8 +98,16 @@ struct shiftu_ctx {
 	 */
 	uint32_t health_seen;
 
+	/*
+	 * Receive completions are counted per QP (the two-way handshake,
+	 * handshake.c): a direct-mapped cache from QP number to QP saves the
+	 * registry walk.  Filled by pollers, cleared when a QP goes.
+	 */
+	struct shiftu_vqp *rcache[64];
+
 	/* the backup: written by the shadow thread only (shadow.c) */
 	struct ibv_context *bak_ctx;
+	struct ibv_comp_channel *bak_channel;	/* its twin CQs' events */
 	uint8_t bak_port;
 	char bak_name[IBV_SYSFS_NAME_MAX];
 
@@ -118,6 +130,8 @@ struct shiftu_swqe {
 	uint32_t send_flags;
 	uint32_t num_sge;		/* IBV_SEND_INLINE: 1, sge[0] -> inl */
 	uint32_t inline_len;
+	/* two-sided requests (SEND, WRITE_WITH_IMM) posted up to this one */
+	uint64_t seq2;
 	struct ibv_sge sge[];		/* max_sge of them, then inline bytes */
 };
 
@@ -192,6 +206,13 @@ struct shiftu_vqp {
 	uint64_t post_recvs;
 	uint64_t wr_starts;
 	uint64_t wr_completes;
+	/*
+	 * The two-way handshake's counters (handshake.c): two-sided requests
+	 * posted (posting thread), and receives the NIC completed, whether
+	 * the application polled them yet or not (pollers, atomic add).
+	 */
+	uint64_t sent2;
+	uint64_t consumed;
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the
@@ -217,6 +238,25 @@ struct shiftu_vqp {
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
 	unsigned int n_lkeys;
 	unsigned int told_waiting;	/* "cannot fail over yet" said once */
+	unsigned int told_twin_stays;	/* "staying on the twin" said once */
+
+	/*
+	 * The two-way handshake (handshake.c; fo_lock).  Each side sends
+	 * its peer one control message per failover, on the twin, before any
+	 * of its own traffic there; it consumes the control receive at the
+	 * head of the peer's twin.  @ctrl_rq: control receives on our twin
+	 * not yet consumed.  @hs_peer: the peer's receive count, valid once
+	 * @hs_got.  While @state is SHIFTU_SEND_HANDSHAKE the sends from
+	 * @replay_start on are held until it arrives.
+	 */
+	uint8_t hs_sent;
+	uint8_t hs_got;
+	uint8_t ctrl_rq;
+	uint8_t rx_moved;		/* our receives live on the twin */
+	uint64_t twin_recvs;		/* the application's receives posted there */
+	uint32_t hs_peer;
+	uint64_t replay_start;
+	uint64_t hs_since_ns;
 
 	/*
 	 * Failing back (failover.c, shadow.c).  twin_signaled counts signaled
@@ -240,7 +280,11 @@ struct shiftu_vqp {
 	uint64_t fb_poll_ns;
 };
 
-/* Internal send state beyond enum shiftu_send_state: gave up, unprotected. */
+/*
+ * Internal send states beyond enum shiftu_send_state: waiting for the peer's
+ * receive count before replaying (reported as FALLBACK); gave up, unprotected.
+ */
+#define SHIFTU_SEND_HANDSHAKE	0x40
 #define SHIFTU_SEND_DEAD	0x80
 
 struct shiftu_cq;
@@ -256,6 +300,9 @@ void shiftu_ctx_health(struct shiftu_ctx *s);
 /* The managed QP number @qp_num of context @s, or NULL.  Cold. */
 struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num);
 
+/* The managed QP whose twin is QP number @qp_num of @s's backup, or NULL. */
+struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num);
+
 /* The context's state, NULL if the library does not manage it.  Cold. */
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx);
 
@@ -264,6 +311,27 @@ static inline void shiftu_bump(uint64_t *c)
 {
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
+}
+
+/* Send opcodes that consume a receive at the peer, as a mask of 1 << opcode. */
+#define SHIFTU_TWO_SIDED	((1U << IBV_WR_SEND) | (1U << IBV_WR_SEND_WITH_IMM) | \
+				 (1U << IBV_WR_RDMA_WRITE_WITH_IMM) | \
+				 (1U << IBV_WR_SEND_WITH_INV))
+
+struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num);
+
+/*
+ * A receive completion of QP @qp_num came out of a CQ of context @s: count
+ * it for the handshake.  An atomic add: two threads may poll one CQ.
+ */
+static inline void shiftu_count_recv(struct shiftu_ctx *s, uint32_t qp_num)
+{
+	struct shiftu_vqp *vq = __atomic_load_n(&s->rcache[qp_num & 63], __ATOMIC_RELAXED);
+
+	if (__builtin_expect(!vq || vq->reg.app_qp->qp_num != qp_num, 0))
+		vq = shiftu_count_recv_slow(s, qp_num);
+	if (vq)
+		__atomic_fetch_add(&vq->consumed, 1, __ATOMIC_RELAXED);
 }
 
 /* Completions the library took from twin CQs (relaxed; statistics). */

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "event.h"
 #include "failover.h"
+#include "handshake.h"
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
@@ -524,10 +525,14 @@ static void cq_step(struct shiftu_cq *c)
 {
 	if (c->bak || !c->sctx->bak_ctx)
 		return;
-	c->bak = shiftu_real.create_cq(c->sctx->bak_ctx, c->app->cqe, NULL, NULL, 0);
+	/* its events wake the watcher (handshake.c), which finds @c by them */
+	c->bak = shiftu_real.create_cq(c->sctx->bak_ctx, c->app->cqe, c,
+				       shiftu_hs_channel(c->sctx), 0);
 	if (!c->bak)
 		shiftu_warn("cq on %s: cannot create its twin on %s: %s",
 			    c->sctx->dev_name, c->sctx->bak_name, strerror(errno));
+	else if (c->sctx->bak_channel)
+		c->bak->context->ops.req_notify_cq(c->bak, 0);
 }
 
 static struct shiftu_cq *cq_rec(const struct ibv_cq *cq)
@@ -554,6 +559,7 @@ static bool qp_create(struct shiftu_vqp *vq)
 		return false;
 	}
 	a.qp_context = NULL;
+	a.cap.max_recv_wr++;		/* the control receive (handshake.h) */
 	a.send_cq = vq->scq->bak;
 	a.recv_cq = vq->rcq->bak;
 	vq->bak_qp = shiftu_real.create_qp(p->bak, &a);
@@ -652,6 +658,11 @@ static void qp_connect(struct shiftu_vqp *vq)
 	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->init_mask | IBV_QP_PORT);
 	if (ret)
 		goto fail;
+	/* at the head of the receive queue before the peer can reach it */
+	ret = shiftu_ctrl_recv(vq);
+	if (ret)
+		goto fail;
+	vq->ctrl_rq = 1;
 
 	a = st->rtr;
 	a.dest_qp_num = vq->peer.qpn;
@@ -676,11 +687,27 @@ static void qp_connect(struct shiftu_vqp *vq)
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
 		    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn);
 rts:
-	if (!st->rts_mask)
-		return;		/* asked again when the application moves on */
-	a = st->rts;
+	if (st->rts_mask) {
+		a = st->rts;
+		ret = st->rts_mask;
+	} else {
+		/*
+		 * A passive side (perftest's server) never asks for RTS; its
+		 * twin still answers a peer's failover, with the usual RC
+		 * values (the application's own, when it moves on, are not
+		 * needed: the twin is in RTS already).
+		 */
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		ret = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
 	a.sq_psn = vq->bak_psn;
-	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->rts_mask | IBV_QP_SQ_PSN);
+	ret = shiftu_real.modify_qp(vq->bak_qp, &a, ret | IBV_QP_SQ_PSN);
 	if (ret)
 		goto fail;
 	__atomic_store_n(&vq->bak_ready, 1, __ATOMIC_RELEASE);
@@ -840,6 +867,11 @@ static void failback_answer(struct shiftu_vqp *vq)
 			 vq->peer.psn);
 		shiftu_info("qp %u on %s: reset for the peer's failback",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		/* the peer's next failover finds a control receive again */
+		pthread_mutex_lock(&vq->fo_lock);
+		if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq))
+			vq->ctrl_rq = 1;
+		pthread_mutex_unlock(&vq->fo_lock);
 	}
 	shiftu_kv_put(kv, key, val);
 }
@@ -889,7 +921,12 @@ static bool shadow_pass(void)
 			qp_peer(vq);
 			qp_connect(vq);
 		}
-		if (vq->state == SHIFTU_SEND_FALLBACK) {
+		if (vq->state == SHIFTU_SEND_FALLBACK && vq->twin_recvs) {
+			/* two-sided failback is not implemented: stay */
+			if (!vq->told_twin_stays++)
+				shiftu_info("qp %u on %s: its receives are on the twin: staying there (failing back two-sided traffic is not implemented)",
+					    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		} else if (vq->state == SHIFTU_SEND_FALLBACK) {
 			failback_step(vq);
 			pending = true;
 		} else if (vq->bak_rtr) {

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: two-sided traffic rides through a pull of rail 0 with libshiftu
+# preloaded on both hosts.  shiftgen sends NCCL-style messages (chunks of
+# WRITEs closed by a WRITE_WITH_IMM notification; SENDs into posted
+# receives) with sequence numbers and checksums, and the server checks every
+# notification: none lost, duplicated, reordered, or ahead of its data.
+# The side that sees the failure moves its receives to its twin and tells
+# the peer its receive count; the peer, woken by the completion event, does
+# the same and answers; each replays only what the other had not received.
+#
+#     host 1 (shiftgen client)                       host 2 (shiftgen server)
+#     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
+#     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
+#     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GEN=$LU_DIR/shiftgen
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_setup "$GEN"
+ft_require_cmd redis-server redis-cli
+smr_redis_start
+LU_STORE=$SMR_STORE
+ft_defer "lab-link eth0 on"
+ft_defer "lab-peer 'lab-link eth0 on'"
+
+# summary KEY FILE: KEY's value in shiftgen's summary line
+summary() { awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"; }
+
+PULL=1
+link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }
+pull()
+{
+	sleep 2
+	link eth0 off
+	sleep 3
+	link eth0 on
+}
+LU_DURING=pull
+
+# ride TAG MODE: a run of MODE through a pull on host $PULL's side; both
+# sides exit 0, the server's checks all pass, both sides failed over
+ride()
+{
+	local tag=$1 mode=$2 side k
+	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 8
+	for side in cli srv; do
+		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
+			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
+	done
+	for k in lost dup reorder corrupt errors; do
+		[ "$(summary $k "$FT_TMP/$tag.srv.out")" = 0 ] ||
+			lu_fail "$tag" "server: $k=$(summary $k "$FT_TMP/$tag.srv.out")"
+	done
+	ft_expect "$tag client errors" "$(summary errors "$FT_TMP/$tag.cli.out")" 0
+	ft_expect "$tag server result" "$(summary result "$FT_TMP/$tag.srv.out")" ok
+	for side in cli srv; do
+		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.$side.shiftu" ||
+			lu_fail "$tag" "$side: the QP did not fail over"
+		lu_check_log "$tag" "$side" "failovers=1" "twin_wcs>0"
+		log "$tag $side: $(grep -o 'failed over to qp.*' "$FT_TMP/$tag.$side.shiftu")"
+	done
+	log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"
+}
+
+PULL=1
+ride imm_cli write_imm
+PULL=2
+ride send_srv send

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * handshake.c: the control messages of the two-way handshake, and the
+ * watcher thread that waits for them (handshake.h).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "failover.h"
+#include "handshake.h"
+#include "interpose.h"
+#include "log.h"
+#include "shadow.h"
+#include "util.h"
+
+#define MAX_CHANNELS	16
+
+static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_comp_channel *channels[MAX_CHANNELS];
+static unsigned int n_channels;
+static bool watcher_started;
+
+int shiftu_ctrl_recv(struct shiftu_vqp *vq)
+{
+	struct ibv_recv_wr w = { .wr_id = SHIFTU_CTRL_RECV_ID }, *bad;
+
+	return vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad);
+}
+
+int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
+{
+	uint32_t count = (uint32_t)__atomic_load_n(&vq->consumed, __ATOMIC_RELAXED) &
+			 ~SHIFTU_HS_ACK;
+	struct ibv_send_wr w = {
+		.wr_id = SHIFTU_CTRL_SEND_ID,
+		.opcode = IBV_WR_SEND_WITH_IMM,
+		.imm_data = htobe32(count | (ack ? SHIFTU_HS_ACK : 0)),
+	}, *bad;
+	int ret;
+
+	ret = vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
+	if (!ret) {
+		vq->hs_sent = 1;
+		shiftu_dbg("qp %u: told the peer%s: %u received", vq->reg.app_qp->qp_num,
+			   ack ? " (answer)" : "", count);
+	}
+	return ret;
+}
+
+/* One channel's events: each names a twin CQ (its cq_context). */
+static void channel_events(struct ibv_comp_channel *ch)
+{
+	struct ibv_cq *cq;
+	void *cq_context;
+
+	while (!shiftu_real.get_cq_event(ch, &cq, &cq_context)) {
+		shiftu_real.ack_cq_events(cq, 1);
+		shiftu_twin_serve(cq_context);
+	}
+}
+
+static void *watcher(void *arg)
+{
+	struct pollfd fds[MAX_CHANNELS];
+	struct ibv_comp_channel *chs[MAX_CHANNELS];
+	unsigned int i, n;
+
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&ch_lock);
+		n = n_channels;
+		for (i = 0; i < n; i++) {
+			chs[i] = channels[i];
+			fds[i].fd = chs[i]->fd;
+			fds[i].events = POLLIN;
+		}
+		pthread_mutex_unlock(&ch_lock);
+		/* new channels are picked up within 200 ms */
+		if (poll(fds, n, 200) <= 0)
+			continue;
+		for (i = 0; i < n; i++)
+			if (fds[i].revents & POLLIN)
+				channel_events(chs[i]);
+	}
+	return NULL;
+}
+
+struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
+{
+	struct ibv_comp_channel *ch;
+	pthread_t t;
+	int ret;
+
+	if (s->bak_channel)
+		return s->bak_channel;
+	ch = shiftu_real.create_comp_channel(s->bak_ctx);
+	if (!ch) {
+		shiftu_warn("%s: cannot create a completion channel: %s: peers' failovers are heard late",
+			    s->bak_name, strerror(errno));
+		return NULL;
+	}
+	/* the watcher reads events until there are none */
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	pthread_mutex_lock(&ch_lock);
+	if (n_channels == MAX_CHANNELS) {
+		pthread_mutex_unlock(&ch_lock);
+		return NULL;
+	}
+	channels[n_channels++] = ch;
+	if (!watcher_started) {
+		ret = pthread_create(&t, NULL, watcher, NULL);
+		if (ret)
+			shiftu_warn("cannot start the watcher thread: %s: peers' failovers are not heard",
+				    strerror(ret));
+		else
+			pthread_detach(t);
+		watcher_started = !ret;
+	}
+	pthread_mutex_unlock(&ch_lock);
+	s->bak_channel = ch;
+	return ch;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * handshake.h: the two-way handshake of a two-sided failover (SHIFT paper
+ * 4.1 and 4.3.2), and the watcher thread that hears it.
+ *
+ * Each side of a connection counts the receives its NIC completed
+ * (@consumed) and numbers its two-sided sends (SEND, WRITE_WITH_IMM:
+ * @seq2).  When a side fails over, it reposts its outstanding receives on
+ * its twin first, then sends the peer one control message on the twin: a
+ * zero-length SEND_WITH_IMM whose immediate is its receive count (a SEND
+ * rather than the paper's WRITE_WITH_IMM: it needs no memory key).  It
+ * lands in the control receive the library keeps at the head of every
+ * twin's receive queue, ahead of any receive of the application's.  The
+ * peer, woken by the completion event, does the same if it had not failed
+ * over yet (its message is then the answer, SHIFTU_HS_ACK), and each side
+ * replays its outstanding sends from the first one the other had not
+ * received: a notification is never delivered twice, and the data before
+ * it was written before it.  Sends wait for the count only when two-sided
+ * ones are outstanding; a side with nothing to move answers and stays.
+ *
+ * The watcher thread sleeps in poll(2) on the completion channels of the
+ * twin CQs and hands what it finds to failover.c.
+ */
+#ifndef _SHIFTU_HANDSHAKE_H
+#define _SHIFTU_HANDSHAKE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+struct shiftu_cq;
+struct shiftu_ctx;
+struct shiftu_vqp;
+
+/* wr_ids of the control messages: "SHIFTCTS", "SHIFTCTR" */
+#define SHIFTU_CTRL_SEND_ID	0x5348494654435453ULL
+#define SHIFTU_CTRL_RECV_ID	0x5348494654435452ULL
+/* the immediate: bit 31 marks an answer, bits 0-30 the receive count */
+#define SHIFTU_HS_ACK		0x80000000U
+#define SHIFTU_HS_BATCH		8
+
+struct shiftu_hs_msg {
+	struct shiftu_vqp *vq;
+	uint32_t imm;
+};
+
+/* Post the control receive on @vq's twin.  Returns 0 or an errno. */
+int shiftu_ctrl_recv(struct shiftu_vqp *vq);
+
+/* Send the peer our receive count (@ack: as an answer).  Context: fo_lock. */
+int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack);
+
+/*
+ * The completion channel for the twin CQs of @s, created on first use
+ * (and the watcher thread with it); NULL if it cannot be.  Context: the
+ * shadow thread.
+ */
+struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s);
+
+#endif /* _SHIFTU_HANDSHAKE_H */
