@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "event.h"
 #include "failover.h"
@@ -42,6 +43,7 @@ uint64_t shiftu_twin_wcs;
 #define RMARKER_WR_ID	0x53484946545d4b52ULL
 #define PROBE_WR_ID	0x5348494654505242ULL
 #define DRAIN_NS	(2ULL * 1000 * 1000 * 1000)
+#define GRACE_US	1000
 
 static uint64_t now_ns(void)
 {
@@ -309,21 +311,38 @@ static void unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
 		pthread_mutex_unlock(&b->lock);
 }
 
-/*
- * Stop the default QP and collect its error completions: every send and
- * receive work request it still held is flushed, in order, each queue up
- * to a marker the library posts behind them.  The flushed completions of
- * the two queues cannot be told apart (their opcode is undefined), but
- * their numbers can: the receives outstanding are those posted and not
- * completed, which the library counts (@vq->consumed); the rest were
- * sends.  @flushed gets the error completions and *@got their number,
- * also when the drain fails, so that none is lost.  Returns 0 or -errno.
- * Context: fo_lock and both CQs' locks held.
- */
-static int drain(struct shiftu_vqp *vq, struct ibv_wc *flushed, unsigned int max,
-		 const struct ibv_wc *first, int *got)
+/* The QP a move leaves or goes to: the application's, or its twin. */
+static struct ibv_qp *side_qp(const struct shiftu_vqp *vq, bool twin)
 {
-	struct ibv_qp *qp = vq->reg.app_qp;
+	return twin ? vq->bak_qp : vq->reg.app_qp;
+}
+
+static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int n,
+		     struct ibv_wc *wc)
+{
+	return twin ? c->bak->context->ops.poll_cq(c->bak, n, wc) :
+		      vq->sctx->poll_cq(c->app, n, wc);
+}
+
+/*
+ * Stop the QP a move leaves (the default one, or the twin when going back)
+ * and collect its error completions: every send and receive work request
+ * it still held is flushed, in order, each queue up to a marker the
+ * library posts behind them.  The flushed completions of the two queues
+ * cannot be told apart (their opcode is undefined), but their numbers can:
+ * the receives outstanding are those posted and not completed, which the
+ * library counts (@vq->consumed); the rest were sends.  @flushed gets the
+ * error completions and *@got their number, also when the drain fails, so
+ * that none is lost; the library's control messages are not among them.
+ * Good completions met on the way are kept for the application (a twin's
+ * renamed); control messages of other QPs go to @msgs.  Returns 0 or
+ * -errno.  Context: fo_lock and both CQs' locks held.
+ */
+static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
+		 unsigned int max, const struct ibv_wc *first, int *got,
+		 struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct ibv_qp *qp = side_qp(vq, twin);
 	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
@@ -331,9 +350,10 @@ static int drain(struct shiftu_vqp *vq, struct ibv_wc *flushed, unsigned int max
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
 	uint64_t deadline = now_ns() + DRAIN_NS, kick;
 	bool smark = false, rmark = !vq->init_attr.cap.max_recv_wr;
+	struct shiftu_vqp *drained = NULL;
 	struct ibv_wc wc[16];
 	unsigned int n = 0, j;
-	int k, i, ret;
+	int k, i, kept, ret;
 
 	/*
 	 * On an error completion the NIC has stopped the QP already; the
@@ -356,11 +376,13 @@ static int drain(struct shiftu_vqp *vq, struct ibv_wc *flushed, unsigned int max
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return -ret;
-	ret = vq->post_send(qp, &m, &bad);
+	/* the provider's own: the application's context's ops are ours */
+	ret = twin ? qp->context->ops.post_send(qp, &m, &bad) : vq->post_send(qp, &m, &bad);
 	if (ret)
 		return -ret;
 	if (!rmark) {
-		ret = vq->post_recv(qp, &rm, &rbad);
+		ret = twin ? qp->context->ops.post_recv(qp, &rm, &rbad) :
+			     vq->post_recv(qp, &rm, &rbad);
 		if (ret)
 			return -ret;
 	}
@@ -377,36 +399,41 @@ static int drain(struct shiftu_vqp *vq, struct ibv_wc *flushed, unsigned int max
 			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 			kick = now_ns() + DRAIN_NS / 20;
 		}
-
 		for (j = 0; j < 2; j++) {
 			struct shiftu_cq *c = cqs[j];
 
 			if (j && cqs[1] == cqs[0])
 				break;
-			k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+			k = side_poll(vq, c, twin, SHIFTU_ARRAY_SIZE(wc), wc);
 			if (k < 0)
 				return -EIO;
 			none &= !k;
-			took(vq->sctx, wc, k);
-			for (i = 0; i < k; i++) {
+			if (!twin)
+				took(vq->sctx, wc, k);
+			for (i = 0, kept = 0; i < k; i++) {
 				if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
-					if (stash_push(c, &wc[i]))
-						return -ENOMEM;
+					wc[kept++] = wc[i];
 					continue;
 				}
 				if (wc[i].wr_id == MARKER_WR_ID) {
 					smark = true;
-					continue;
-				}
-				if (wc[i].wr_id == RMARKER_WR_ID) {
+				} else if (wc[i].wr_id == RMARKER_WR_ID) {
 					rmark = true;
-					continue;
+				} else if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID) {
+					if (twin)
+						vq->ctrl_rq = 0;
+				} else if (wc[i].wr_id != SHIFTU_CTRL_SEND_ID) {
+					if (n == max)
+						return -EOVERFLOW;
+					flushed[n++] = wc[i];
+					*got = n;
 				}
-				if (n == max)
-					return -EOVERFLOW;
-				flushed[n++] = wc[i];
-				*got = n;
 			}
+			if (twin)
+				kept = shiftu_twin_take(c, wc, kept, msgs, n_msgs, &drained);
+			for (i = 0; i < kept; i++)
+				if (stash_push(c, &wc[i]))
+					return -ENOMEM;
 		}
 		if (none) {
 			if (now_ns() > deadline)
@@ -417,14 +444,32 @@ static int drain(struct shiftu_vqp *vq, struct ibv_wc *flushed, unsigned int max
 	return 0;
 }
 
+/* Post a recorded send on the QP the work goes to now.  fo_lock. */
+static int post_on(struct shiftu_vqp *vq, struct ibv_send_wr *w)
+{
+	struct ibv_send_wr *bad;
+
+	w->next = NULL;
+	return vq->on_twin ? post_twin(vq, w) : vq->post_send(vq->reg.app_qp, w, &bad);
+}
+
+/* Post a recorded receive on the QP the work goes to now.  fo_lock. */
+static int post_recv_on(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
+{
+	struct ibv_recv_wr w = { .wr_id = e->wr_id, .num_sge = e->num_sge,
+				 .sg_list = (struct ibv_sge *)e->sge }, *bad;
+
+	return vq->on_twin ? post_twin_recv(vq, e) : vq->post_recv(vq->reg.app_qp, &w, &bad);
+}
+
 /*
- * The outstanding sends from @from on go to the twin, but for those the
- * peer's receive count shows it had already received (RC executes in
- * order: a request before a message the peer received has executed too):
- * their signaled ones complete good now, as the NIC would have reported.
- * RDMA READs are replayed either way (their response may be what was
- * lost).  Returns 0 or an errno; *@replayed gets the number posted.
- * Context: fo_lock and the send CQ's lock held.
+ * The outstanding sends from @from on go to the QP the work moved to, but
+ * for those the peer's receive count shows it had already received (RC
+ * executes in order: a request before a message the peer received has
+ * executed too): their signaled ones complete good now, as the NIC would
+ * have reported.  RDMA READs are replayed either way (their response may
+ * be what was lost).  Returns 0 or an errno; *@replayed gets the number
+ * posted.  Context: fo_lock and the send CQ's lock held.
  */
 static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 {
@@ -458,7 +503,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		}
 		/* counted like later posts: the fence waits for these too */
 		vq->twin_signaled += signaled(vq, &w);
-		ret = post_twin(vq, &w);
+		ret = post_on(vq, &w);
 		if (ret)
 			return ret;
 		(*replayed)++;
@@ -496,8 +541,8 @@ static void twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
 		}
 }
 
-/* What a failover leaves to report once its locks are dropped. */
-enum fo_result { FO_NONE, FO_DONE, FO_DEAD, FO_DEAD_ATOMIC };
+/* What a move leaves to report once its locks are dropped. */
+enum fo_result { FO_NONE, FO_DONE, FO_BACK, FO_DEAD, FO_DEAD_ATOMIC };
 
 static void fo_report(struct shiftu_vqp *vq, enum fo_result r)
 {
@@ -506,6 +551,10 @@ static void fo_report(struct shiftu_vqp *vq, enum fo_result r)
 	case FO_DONE:
 		shiftu_event_emit(SHIFTU_EV_FAILOVER, vq->reg.app_qp, vq->sctx->dev_name,
 				  vq->port_num, vq->sctx->bak_name, vq->sctx->bak_port, 0);
+		break;
+	case FO_BACK:
+		shiftu_event_emit(SHIFTU_EV_FAILBACK, vq->reg.app_qp, vq->sctx->bak_name,
+				  vq->sctx->bak_port, vq->sctx->dev_name, vq->port_num, 0);
 		break;
 	case FO_DEAD_ATOMIC:
 		shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
@@ -534,24 +583,64 @@ static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n)
 	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
 }
 
-static void fo_done(struct shiftu_vqp *vq, uint64_t replayed)
+/*
+ * The sends are replayed where the work went: on the twin, the QP is in
+ * Fallback; back on the default QP, it is in Default again, and the twin
+ * is reset (by the shadow thread) for the next failover.  Context: fo_lock
+ * and both CQs' locks held.
+ */
+static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 {
-	vq->state = SHIFTU_SEND_FALLBACK;
-	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
 	__atomic_fetch_add(&vq->reg.replayed_wrs, replayed, __ATOMIC_RELAXED);
 	shiftu_stat_add(SHIFTU_STAT_REPLAYED_WRS, replayed);
+	if (vq->on_twin) {
+		vq->state = SHIFTU_SEND_FALLBACK;
+		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
+		return FO_DONE;
+	}
+	twins_del(vq->scq, vq);
+	twins_del(vq->rcq, vq);
+	/* the CQs stay slow while the library still holds completions */
+	if (!vq->scq->stash_n && !vq->rcq->stash_n)
+		cq_slow(vq, false);
+	else
+		vq->scq->slow_leftover++;
+	vq->state = SHIFTU_SEND_DEFAULT;
+	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
+	vq->hs_sent = vq->hs_got = 0;
+	vq->twin_stale = 1;
+	vq->fb_wait_ns = 0;
+	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->reg.failbacks, 1, __ATOMIC_RELAXED);
+	shiftu_info("qp %u on %s: failed back from %s, %" PRIu64 " requests replayed",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->sctx->bak_name, replayed);
+	return FO_BACK;
 }
 
-static enum fo_result failover_locked(struct shiftu_vqp *vq, const char *why,
-				      const struct ibv_wc *first)
+/*
+ * Move @vq's work to its twin (@to_twin: a failover), or back to the
+ * default QP (a two-sided failback, 4.3.3 done as a failover in reverse):
+ * stop and drain the QP left, repost the receives it held on the other,
+ * tell the peer our receive count there, and replay the sends, now or,
+ * if which of them arrived matters and the peer has not told us yet, when
+ * it does (SHIFTU_SEND_HANDSHAKE).  Going back always waits for the
+ * peer's count: its receives must be on its default QP before ours go.
+ * Context: fo_lock held; the caller delivers @msgs once it is dropped.
+ */
+static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const char *why,
+				  const struct ibv_wc *first, struct shiftu_hs_msg *msgs,
+				  int *n_msgs)
 {
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct ibv_wc *flushed = NULL;
 	uint64_t t0 = now_ns(), start, i, n_r, replayed = 0;
 	int n = 0, n_s, ret;
 	bool atomic = false, held = false;
+	enum fo_result r;
 
-	if (vq->state != SHIFTU_SEND_DEFAULT)
+	if (to_twin && vq->state != SHIFTU_SEND_DEFAULT)
+		return FO_NONE;
+	if (!to_twin && (vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin))
 		return FO_NONE;
 	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !c || !rc) {
 		/* the next post asks again */
@@ -566,16 +655,31 @@ static enum fo_result failover_locked(struct shiftu_vqp *vq, const char *why,
 		return FO_NONE;
 
 	lock_cqs(c, rc);
-	if (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
-	    rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins)) {
+	if (to_twin && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
+			rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
 		unlock_cqs(c, rc);
 		free(flushed);
 		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
 			    vq->reg.app_qp->qp_num);
 		return FO_NONE;
 	}
-	cq_slow(vq, true);
-	ret = drain(vq, flushed, vq->sq.mask + vq->rq.mask + 2, first, &n);
+	if (to_twin) {
+		cq_slow(vq, true);
+		twins_add(c, vq);
+		twins_add(rc, vq);
+	}
+	/*
+	 * From here the application's posts and polls take the slow paths,
+	 * which wait for us.  One already past that check when we were
+	 * scheduled (the watcher's move, on one CPU) is let finish first:
+	 * otherwise its request could reach the QP after the drain's marker.
+	 */
+	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
+	unlock_cqs(c, rc);
+	usleep(GRACE_US);
+	lock_cqs(c, rc);
+	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, first, &n,
+		    msgs, n_msgs);
 	if (ret < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-ret));
@@ -602,16 +706,17 @@ static enum fo_result failover_locked(struct shiftu_vqp *vq, const char *why,
 		goto dead;
 	}
 	/* the receives first: the peer may send as soon as it hears from us */
+	vq->on_twin = to_twin;
 	for (i = vq->rq.head - n_r; i < vq->rq.head; i++) {
-		ret = post_twin_recv(vq, rwqe_at(&vq->rq, i));
+		ret = post_recv_on(vq, rwqe_at(&vq->rq, i));
 		if (ret) {
-			shiftu_warn("qp %u on %s: cannot repost a receive on the twin: %s: the application gets the errors",
+			shiftu_warn("qp %u on %s: cannot repost a receive: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
 			goto dead;
 		}
 	}
-	vq->rx_moved = 1;
-	shiftu_qp_set_recv_state(&vq->reg, SHIFTU_RECV_FALLBACK);
+	vq->rx_moved = to_twin;
+	shiftu_qp_set_recv_state(&vq->reg, to_twin ? SHIFTU_RECV_FALLBACK : SHIFTU_RECV_DEFAULT);
 	if (!vq->hs_sent) {
 		/* an answer if the peer spoke first */
 		ret = shiftu_ctrl_send(vq, vq->hs_got);
@@ -621,34 +726,34 @@ static enum fo_result failover_locked(struct shiftu_vqp *vq, const char *why,
 			goto dead;
 		}
 	}
-	twins_add(c, vq);
-	twins_add(rc, vq);
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
-	if (held && !vq->hs_got) {
+	if (to_twin)
+		__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
+	if ((held || !to_twin) && !vq->hs_got) {
 		/* which of them arrived only the peer knows: wait for its count */
 		vq->state = SHIFTU_SEND_HANDSHAKE;
-		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
 		vq->replay_start = start;
 		vq->hs_since_ns = t0;
+		r = to_twin ? FO_DONE : FO_NONE;
 	} else {
 		ret = replay(vq, start, &replayed);
 		if (ret) {
-			shiftu_warn("qp %u on %s: replay on the twin failed: %s: the application gets the errors",
+			shiftu_warn("qp %u on %s: replay failed: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			n = 0;	/* the replayed part completes on the twin */
+			n = 0;	/* the replayed part completes where it went */
 			goto dead;
 		}
-		fo_done(vq, replayed);
+		r = moved(vq, replayed);
 	}
 	unlock_cqs(c, rc);
-	shiftu_info("qp %u on %s: %s: failed over to qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, vq->bak_qp->qp_num,
+	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
+		    to_twin ? "failed over to" : "going back from", vq->bak_qp->qp_num,
 		    vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
 		    vq->state == SHIFTU_SEND_HANDSHAKE ? "sends held for the peer's count" :
 		    "replayed", (now_ns() - t0) / 1e6);
 	free(flushed);
-	return FO_DONE;
+	return r;
 
 dead:
 	go_dead(vq, flushed, n);
@@ -657,44 +762,78 @@ dead:
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
 }
 
+static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
+
 void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first)
 {
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	enum fo_result r;
+	int n_msgs = 0;
 
 	pthread_mutex_lock(&vq->fo_lock);
-	r = failover_locked(vq, why, first);
+	r = move_locked(vq, true, why, first, msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
+	hs_deliver(msgs, n_msgs, NULL);
+}
+
+void shiftu_switch_back(struct shiftu_vqp *vq)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	enum fo_result r;
+	int n_msgs = 0;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	vq->hs_sent = vq->hs_got = 0;		/* a new exchange */
+	r = move_locked(vq, false, "its port is back", NULL, msgs, &n_msgs);
+	pthread_mutex_unlock(&vq->fo_lock);
+	fo_report(vq, r);
+	hs_deliver(msgs, n_msgs, NULL);
 }
 
 /*
- * The peer's control message: its receive count, and whether it answers
- * ours.  Context: any thread, no library lock held.
+ * The peer's control message: its receive count, whether it answers ours,
+ * and on which QP it came (a message on the default QP is a two-sided
+ * failback's).  Context: any thread, no library lock held.
  */
-void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm)
+void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 {
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	bool ack = imm & SHIFTU_HS_ACK;
 	enum fo_result r = FO_NONE;
 	uint64_t replayed;
-	int ret;
+	int ret, n_msgs = 0;
 
 	pthread_mutex_lock(&vq->fo_lock);
-	if (vq->ctrl_rq)
+	if (!on_default && vq->ctrl_rq)
 		vq->ctrl_rq--;
+	shiftu_dbg("qp %u: the peer's %s on its %s QP: it has received %u messages",
+		   vq->reg.app_qp->qp_num, ack ? "answer" : "move",
+		   on_default ? "default" : "backup", imm & ~SHIFTU_HS_ACK);
+	if (on_default && vq->on_twin && vq->state == SHIFTU_SEND_FALLBACK && !ack) {
+		/* the peer goes back: follow */
+		vq->hs_sent = 0;
+		vq->hs_got = 1;
+		vq->hs_peer = imm & ~SHIFTU_HS_ACK;
+		r = move_locked(vq, false, "the peer fails back", NULL, msgs, &n_msgs);
+		goto out;
+	}
+	if (on_default == vq->on_twin && vq->state != SHIFTU_SEND_DEFAULT)
+		goto out;	/* stale: from before the last move */
 	vq->hs_peer = imm & ~SHIFTU_HS_ACK;
 	vq->hs_got = 1;
-	shiftu_dbg("qp %u: the peer's %s: it has received %u messages",
-		   vq->reg.app_qp->qp_num, ack ? "answer" : "failover", vq->hs_peer);
 	switch (vq->state) {
 	case SHIFTU_SEND_DEFAULT:
-		if (ack) {
-			vq->hs_got = 0;		/* an earlier failover's: done */
+		if (ack || on_default) {
+			vq->hs_got = 0;		/* an earlier exchange's: done */
 		} else if (vq->sq.head || vq->rq.head) {
 			/* our traffic goes the same broken way: follow */
-			r = failover_locked(vq, "the peer failed over", NULL);
+			r = move_locked(vq, true, "the peer failed over", NULL, msgs, &n_msgs);
 		} else {
 			/* nothing of ours to move: answer, stay */
+			vq->on_twin = 1;
 			ret = shiftu_ctrl_send(vq, true);
+			vq->on_twin = 0;
 			if (ret)
 				shiftu_warn("qp %u: cannot answer the peer: %s",
 					    vq->reg.app_qp->qp_num, strerror(ret));
@@ -703,26 +842,30 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm)
 		}
 		break;
 	case SHIFTU_SEND_HANDSHAKE:
-		pthread_mutex_lock(&vq->scq->lock);
+		lock_cqs(vq->scq, vq->rcq);
 		ret = replay(vq, vq->replay_start, &replayed);
 		if (ret) {
-			shiftu_warn("qp %u on %s: replay on the twin failed: %s: unprotected",
+			shiftu_warn("qp %u on %s: replay failed: %s: unprotected",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
 			go_dead(vq, NULL, 0);
 			r = FO_DEAD;
 		} else {
-			fo_done(vq, replayed);
 			shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
 				    (now_ns() - vq->hs_since_ns) / 1e6, replayed);
+			r = moved(vq, replayed);
+			if (r == FO_DONE)
+				r = FO_NONE;	/* reported when it started */
 		}
-		pthread_mutex_unlock(&vq->scq->lock);
+		unlock_cqs(vq->scq, vq->rcq);
 		break;
 	default:
 		break;
 	}
+out:
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
+	hs_deliver(msgs, n_msgs, NULL);
 }
 
 /* ---- failing back (4.3.3) -------------------------------------------- */
@@ -763,8 +906,9 @@ static bool release_held(struct shiftu_vqp *vq)
 	 * application's: a QP with receives on its twin does not fail back).
 	 */
 	vq->rx_moved = 0;
+	vq->on_twin = 0;
 	vq->hs_sent = vq->hs_got = 0;
-	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq))
+	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq, true))
 		vq->ctrl_rq = 1;
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
 	if (ret) {
@@ -807,7 +951,7 @@ void shiftu_try_drain(struct shiftu_vqp *vq)
  * (1 s) for its completion, which only a working path in both directions
  * gives.  Returns true when it came back good.  Context: the shadow thread.
  */
-bool shiftu_probe(struct shiftu_vqp *vq)
+bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 {
 	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
@@ -853,6 +997,8 @@ bool shiftu_probe(struct shiftu_vqp *vq)
 		   vq->probe_state == 2 ? "good" : vq->probe_state == 3 ? "failed" : "timed out");
 	if (vq->probe_state != 2)
 		return false;
+	if (!fence)
+		return true;
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state == SHIFTU_SEND_FALLBACK) {
 		vq->state = SHIFTU_SEND_WAIT_SIGNALED;
@@ -895,6 +1041,11 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD)
 		return shiftu_post_send_default(vq, qp, wr, bad_wr);
 	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD) {
+		/* it went back while we waited */
+		pthread_mutex_unlock(&vq->fo_lock);
+		return shiftu_post_send_default(vq, qp, wr, bad_wr);
+	}
 	for (; wr; wr = wr->next) {
 		if (vq->state == SHIFTU_SEND_FALLBACK && two_sided(wr->opcode) &&
 		    !vq->hs_got) {
@@ -909,12 +1060,15 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			shiftu_record_send(vq, wr);
 			continue;
 		}
+		/* recorded: a two-sided failback replays what the twin held */
+		shiftu_record_send(vq, wr);
 		ret = post_twin(vq, wr);
 		if (ret) {
+			vq->sq.head--;
+			vq->sent2 -= two_sided(wr->opcode);
 			*bad_wr = wr;
 			break;
 		}
-		vq->sent2 += two_sided(wr->opcode);
 		if (signaled(vq, wr)) {
 			vq->twin_signaled++;
 			if (vq->state == SHIFTU_SEND_WAIT_SIGNALED) {
@@ -1038,6 +1192,7 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
 				msgs[*n_msgs].vq = t;
 				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
+				msgs[*n_msgs].on_default = false;
 				(*n_msgs)++;
 			}
 			continue;
@@ -1060,12 +1215,67 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 	return kept;
 }
 
+/*
+ * A peer's control message on a default QP (a two-sided failback's)
+ * among @k completions taken from an application's CQ: taken out, to
+ * @msgs.  Returns how many are left.
+ */
+static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct shiftu_vqp *vq;
+	int i, kept = 0;
+
+	for (i = 0; i < k; i++) {
+		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV) &&
+		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			if (*n_msgs < SHIFTU_HS_BATCH) {
+				msgs[*n_msgs].vq = vq;
+				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
+				msgs[*n_msgs].on_default = true;
+				(*n_msgs)++;
+			}
+			continue;
+		}
+		wc[kept++] = wc[i];
+	}
+	return kept;
+}
+
+/*
+ * The shadow thread's turn while a two-sided failback waits for the
+ * peer's message on the default QP: the application may not poll the CQ
+ * it comes to.  What else is there is kept for the application.
+ */
+void shiftu_app_serve(struct shiftu_cq *c)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct ibv_wc wc[16];
+	int k, i, n_msgs = 0;
+
+	pthread_mutex_lock(&c->lock);
+	k = c->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+	if (k > 0) {
+		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
+		took(c->sctx, wc, k);
+		k = drop_probes(c->sctx, wc, k);
+		for (i = 0; i < k; i++)
+			stash_push(c, &wc[i]);
+		if (k) {
+			cq_slow_ctx(c->sctx, true);
+			c->slow_leftover++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	hs_deliver(msgs, n_msgs, NULL);
+}
+
 static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained)
 {
 	int i;
 
 	for (i = 0; i < n; i++)
-		shiftu_hs_message(msgs[i].vq, msgs[i].imm);
+		shiftu_hs_message(msgs[i].vq, msgs[i].imm, msgs[i].on_default);
 	if (drained)
 		shiftu_try_drain(drained);
 }
@@ -1087,6 +1297,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		if (k < 0 && !n) {
 			n = k;
 		} else if (k > 0) {
+			k = app_ctrl(s, wc + n, k, msgs, &n_msgs);
 			took(s, wc + n, k);
 			n += drop_probes(s, wc + n, k);
 		}

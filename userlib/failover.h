@@ -29,7 +29,9 @@ void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc
  * peer, probe it (true: good, the QP now waits for its fence); and release
  * the held requests once the twin has drained.
  */
-bool shiftu_probe(struct shiftu_vqp *vq);
+bool shiftu_probe(struct shiftu_vqp *vq, bool fence);
+/* A two-sided failback, once the probe was good (the shadow thread). */
+void shiftu_switch_back(struct shiftu_vqp *vq);
 void shiftu_try_drain(struct shiftu_vqp *vq);
 
 /* Record a send request in @vq's ring without posting it (datapath.c). */
@@ -51,7 +53,7 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
 
 /* The peer's control message @imm arrived (handshake.h).  No lock held. */
-void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm);
+void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default);
 
 /*
  * Completions taken from the twin CQ of @c: the library's own taken out
@@ -63,6 +65,7 @@ struct shiftu_hs_msg;
 int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained);
 void shiftu_twin_serve(struct shiftu_cq *c);
+void shiftu_app_serve(struct shiftu_cq *c);
 
 /* poll_cq found an error completion among @n in @wc. */
 int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,

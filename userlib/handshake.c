@@ -24,11 +24,13 @@ static struct ibv_comp_channel *channels[MAX_CHANNELS];
 static unsigned int n_channels;
 static bool watcher_started;
 
-int shiftu_ctrl_recv(struct shiftu_vqp *vq)
+int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 {
 	struct ibv_recv_wr w = { .wr_id = SHIFTU_CTRL_RECV_ID }, *bad;
 
-	return vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad);
+	/* the provider's own: the application's context's ops are ours */
+	return twin ? vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad) :
+		      vq->post_recv(vq->reg.app_qp, &w, &bad);
 }
 
 int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
@@ -40,9 +42,12 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 		.opcode = IBV_WR_SEND_WITH_IMM,
 		.imm_data = htobe32(count | (ack ? SHIFTU_HS_ACK : 0)),
 	}, *bad;
+	struct ibv_qp *qp;
 	int ret;
 
-	ret = vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
+	qp = vq->on_twin ? vq->bak_qp : vq->reg.app_qp;
+	ret = vq->on_twin ? qp->context->ops.post_send(qp, &w, &bad) :
+			    vq->post_send(qp, &w, &bad);
 	if (!ret) {
 		vq->hs_sent = 1;
 		shiftu_dbg("qp %u: told the peer%s: %u received", vq->reg.app_qp->qp_num,

@@ -43,12 +43,15 @@ struct shiftu_vqp;
 struct shiftu_hs_msg {
 	struct shiftu_vqp *vq;
 	uint32_t imm;
+	bool on_default;		/* came on the default QP, not the twin */
 };
 
-/* Post the control receive on @vq's twin.  Returns 0 or an errno. */
-int shiftu_ctrl_recv(struct shiftu_vqp *vq);
+/* Post a control receive on @vq's twin, or (!@twin) on its default QP being
+ * reset for a two-sided failback.  Returns 0 or an errno. */
+int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin);
 
-/* Send the peer our receive count (@ack: as an answer).  Context: fo_lock. */
+/* Send the peer our receive count (@ack: as an answer), on the QP the work
+ * is on (@vq->on_twin).  Context: fo_lock. */
 int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack);
 
 /*

@@ -238,7 +238,7 @@ struct shiftu_vqp {
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
 	unsigned int n_lkeys;
 	unsigned int told_waiting;	/* "cannot fail over yet" said once */
-	unsigned int told_twin_stays;	/* "staying on the twin" said once */
+	unsigned int reconnects;	/* twin resets after two-sided failbacks */
 
 	/*
 	 * The two-way handshake (handshake.c; fo_lock).  Each side sends
@@ -253,6 +253,9 @@ struct shiftu_vqp {
 	uint8_t hs_got;
 	uint8_t ctrl_rq;
 	uint8_t rx_moved;		/* our receives live on the twin */
+	uint8_t on_twin;		/* the work goes to the twin */
+	uint8_t twin_stale;		/* the twin was stopped: reset it (shadow) */
+	uint64_t fb_wait_ns;		/* until then, wait for the peer's move back */
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint32_t hs_peer;
 	uint64_t replay_start;

@@ -659,7 +659,7 @@ static void qp_connect(struct shiftu_vqp *vq)
 	if (ret)
 		goto fail;
 	/* at the head of the receive queue before the peer can reach it */
-	ret = shiftu_ctrl_recv(vq);
+	ret = shiftu_ctrl_recv(vq, true);
 	if (ret)
 		goto fail;
 	vq->ctrl_rq = 1;
@@ -681,11 +681,13 @@ static void qp_connect(struct shiftu_vqp *vq)
 	if (ret)
 		goto fail;
 	vq->bak_rtr = 1;
-	shiftu_qp_set_flags(&vq->reg, vq->reg.flags | SHIFTU_QP_F_PROTECTED);
-	shiftu_stat_add(SHIFTU_STAT_QPS_PROTECTED, 1);
-	shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u)",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
-		    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn);
+	if (!vq->reconnects) {
+		shiftu_qp_set_flags(&vq->reg, vq->reg.flags | SHIFTU_QP_F_PROTECTED);
+		shiftu_stat_add(SHIFTU_STAT_QPS_PROTECTED, 1);
+		shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
+			    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn);
+	}
 rts:
 	if (st->rts_mask) {
 		a = st->rts;
@@ -719,6 +721,28 @@ fail:
 	vq->published = 2;
 }
 
+/*
+ * After a two-sided failback the twin was stopped: reset it and bring it
+ * back with the PSNs both sides published, so that no exchange is needed,
+ * and a control receive at its head again.  Context: vq->lock held.
+ */
+static void twin_reset(struct shiftu_vqp *vq)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	vq->twin_stale = 0;
+	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
+	vq->bak_rtr = 0;
+	vq->ctrl_rq = 0;
+	if (shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE)) {
+		shiftu_warn("qp %u: cannot reset its twin: unprotected", vq->reg.app_qp->qp_num);
+		vq->published = 2;
+		return;
+	}
+	vq->reconnects++;
+	qp_connect(vq);
+}
+
 /* ---- failing back (4.3.3): the shadow threads of both sides ------------ */
 
 static uint64_t mono_ns(void)
@@ -734,7 +758,8 @@ static uint64_t mono_ns(void)
  * and the PSNs the two sides agreed on.  The QP carries nothing meanwhile:
  * its side is on the twin (the one that failed over) or passive (the peer).
  */
-static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn)
+static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
+			bool ctrl)
 {
 	struct shiftu_qp_steps *st = &vq->steps;
 	struct ibv_qp *qp = vq->reg.app_qp;
@@ -748,6 +773,12 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn)
 	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
 	if (ret)
 		return ret;
+	/* a two-sided failback: the peer's message comes first (handshake.h) */
+	if (ctrl) {
+		ret = shiftu_ctrl_recv(vq, false);
+		if (ret)
+			return ret;
+	}
 	a = st->rtr;
 	a.rq_psn = rq_psn;
 	ret = shiftu_real.modify_qp(qp, &a, st->rtr_mask | IBV_QP_RQ_PSN);
@@ -786,19 +817,22 @@ static void fb_backoff(struct shiftu_vqp *vq)
 static void failback_step(struct shiftu_vqp *vq)
 {
 	char key[96], val[96], g[33];
-	unsigned int seq, psn, tq, tp;
+	unsigned int seq, psn, tq, tp, mode;
 	char word[16];
 
-	if (mono_ns() < vq->fb_next_ns || !primary_ok(vq) || !kv_ready())
+	if (mono_ns() < vq->fb_wait_ns || !kv_ready())
 		return;
 	if (vq->fb_stage == 0) {
+		if (mono_ns() < vq->fb_next_ns || !primary_ok(vq))
+			return;
 		vq->fb_seq++;
 		vq->fb_psn = (uint32_t)random() & 0xffffff;
 		gid_hex(vq->dgid, g);
 		snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->steps.rtr.dest_qp_num);
-		/* the peer's twin names the peer process this is meant for */
-		snprintf(val, sizeof(val), "%u %u %u %u", vq->fb_seq, vq->fb_psn,
-			 vq->peer.qpn, vq->peer.psn);
+		/* the peer's twin names the peer process this is meant for; the
+		 * last word: our receives are on the twin */
+		snprintf(val, sizeof(val), "%u %u %u %u %u", vq->fb_seq, vq->fb_psn,
+			 vq->peer.qpn, vq->peer.psn, vq->twin_recvs ? 1 : 0);
 		if (shiftu_kv_put(kv, key, val))
 			return fb_backoff(vq);
 		vq->fb_stage = 1;
@@ -810,8 +844,8 @@ static void failback_step(struct shiftu_vqp *vq)
 	gid_hex(vq->sgid, g);
 	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->reg.app_qp->qp_num);
 	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
-	    sscanf(val, "%u %15s %u %u", &seq, word, &tq, &tp) != 4 || seq != vq->fb_seq ||
-	    tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
+	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
+	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
 		if (mono_ns() >= vq->fb_next_ns)
 			fb_backoff(vq);		/* no answer: ask again later */
 		return;
@@ -823,15 +857,30 @@ static void failback_step(struct shiftu_vqp *vq)
 	}
 	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
 		   vq->reg.app_qp->qp_num);
-	if (qp_reconnect(vq, psn, vq->fb_psn) || !shiftu_probe(vq)) {
+	if (qp_reconnect(vq, psn, vq->fb_psn, mode) || !shiftu_probe(vq, !mode)) {
 		shiftu_dbg("qp %u: probe of %s failed: trying again later",
 			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 		return fb_backoff(vq);
 	}
-	shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 	vq->fb_stage = 0;
 	vq->fb_backoff_ms = 0;
+	if (mode) {
+		shiftu_info("qp %u on %s: probe good: going back with the peer",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_switch_back(vq);
+		return;
+	}
+	shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+}
+
+/* Of two sides that both want to fail back, the one with the lower GID and
+ * QPN asks, the other answers. */
+static bool fb_leader(const struct shiftu_vqp *vq)
+{
+	int d = memcmp(vq->sgid, vq->dgid, 16);
+
+	return d < 0 || (!d && vq->reg.app_qp->qp_num < vq->steps.rtr.dest_qp_num);
 }
 
 /*
@@ -841,7 +890,8 @@ static void failback_step(struct shiftu_vqp *vq)
 static void failback_answer(struct shiftu_vqp *vq)
 {
 	char key[96], val[96], g[33];
-	unsigned int seq, psn, tq, tp;
+	unsigned int seq, psn, tq, tp, tw, mode;
+	bool busy;
 	uint32_t ours;
 
 	if (mono_ns() < vq->fb_poll_ns || !vq->published || vq->published == 2 ||
@@ -851,7 +901,7 @@ static void failback_answer(struct shiftu_vqp *vq)
 	gid_hex(vq->sgid, g);
 	snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
 	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
-	    sscanf(val, "%u %u %u %u", &seq, &psn, &tq, &tp) != 4 ||
+	    sscanf(val, "%u %u %u %u %u", &seq, &psn, &tq, &tp, &tw) != 5 ||
 	    seq == vq->fb_answered || !vq->bak_qp || tq != vq->bak_qp->qp_num ||
 	    tp != vq->bak_psn)
 		return;		/* none, answered, or meant for an earlier process */
@@ -859,17 +909,34 @@ static void failback_answer(struct shiftu_vqp *vq)
 	gid_hex(vq->dgid, g);
 	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->steps.rtr.dest_qp_num);
 	ours = (uint32_t)random() & 0xffffff;
-	if (vq->sq.head || vq->state != SHIFTU_SEND_DEFAULT ||
-	    qp_reconnect(vq, psn, ours)) {
-		snprintf(val, sizeof(val), "%u busy %u %u", seq, vq->peer.qpn, vq->peer.psn);
+	/*
+	 * One-sided (mode 0): we never left the default QP and send nothing;
+	 * the peer comes back behind its fence.  Two-sided (mode 1): we are on
+	 * the twin too, or the peer's receives are on its twin; both sides go
+	 * back by the handshake, the peer first.
+	 */
+	mode = vq->state != SHIFTU_SEND_DEFAULT || tw;
+	if (mode)
+		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin ||
+		       (vq->fb_stage == 1 && fb_leader(vq));
+	else
+		busy = vq->sq.head != 0;
+	if (busy || qp_reconnect(vq, psn, ours, mode)) {
+		snprintf(val, sizeof(val), "%u busy %u %u 0", seq, vq->peer.qpn, vq->peer.psn);
 	} else {
-		snprintf(val, sizeof(val), "%u %u %u %u", seq, ours, vq->peer.qpn,
-			 vq->peer.psn);
+		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
+			 vq->peer.psn, mode);
+		if (mode) {
+			/* our own request, if any, is dropped: the peer leads */
+			vq->fb_stage = 0;
+			vq->fb_wait_ns = mono_ns() + 10000000000ULL;
+		}
 		shiftu_info("qp %u on %s: reset for the peer's failback",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-		/* the peer's next failover finds a control receive again */
+		/* one-sided: the peer's next failover finds a control receive
+		 * on our twin again (it holds nothing else: we stayed) */
 		pthread_mutex_lock(&vq->fo_lock);
-		if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq))
+		if (!mode && !vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
 			vq->ctrl_rq = 1;
 		pthread_mutex_unlock(&vq->fo_lock);
 	}
@@ -921,17 +988,20 @@ static bool shadow_pass(void)
 			qp_peer(vq);
 			qp_connect(vq);
 		}
-		if (vq->state == SHIFTU_SEND_FALLBACK && vq->twin_recvs) {
-			/* two-sided failback is not implemented: stay */
-			if (!vq->told_twin_stays++)
-				shiftu_info("qp %u on %s: its receives are on the twin: staying there (failing back two-sided traffic is not implemented)",
-					    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-		} else if (vq->state == SHIFTU_SEND_FALLBACK) {
+		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT)
+			twin_reset(vq);
+		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq);
-			pending = true;
-		} else if (vq->bak_rtr) {
+		if (vq->bak_rtr) {
 			failback_answer(vq);
 			pending = true;		/* keep listening for requests */
+		}
+		/* a two-sided failback's message may come to a CQ the
+		 * application does not poll */
+		if (mono_ns() < vq->fb_wait_ns ||
+		    (vq->state == SHIFTU_SEND_HANDSHAKE && !vq->on_twin)) {
+			shiftu_app_serve(vq->rcq);
+			pending = true;
 		}
 		/* a passive QP (no RTS step) is done once its twin is in RTR */
 		if (!vq->bak_ready && vq->published != 2 &&

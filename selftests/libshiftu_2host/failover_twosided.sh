@@ -8,6 +8,8 @@
 # The side that sees the failure moves its receives to its twin and tells
 # the peer its receive count; the peer, woken by the completion event, does
 # the same and answers; each replays only what the other had not received.
+# When rail 0 is back, both go back to it by the same handshake, and the
+# traffic leaves rail 1.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -31,12 +33,26 @@ summary() { awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (in
 
 PULL=1
 link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }
+pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
+
+# pull TAG: rail 0 out from 2 s to 5 s; host 1's packets per rail counted
+# over 1.5 s of the outage and over 1.5 s from 11 s on (after the failback:
+# when host 2's cable returns, its port is seen up a few seconds later)
 pull()
 {
+	local a0 a1
 	sleep 2
 	link eth0 off
-	sleep 3
+	sleep 1
+	a0=$(pkts rxe0) a1=$(pkts rxe1)
+	sleep 1.5
+	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.outage"
+	sleep 0.5
 	link eth0 on
+	sleep 6
+	a0=$(pkts rxe0) a1=$(pkts rxe1)
+	sleep 1.5
+	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.after"
 }
 LU_DURING=pull
 
@@ -44,8 +60,8 @@ LU_DURING=pull
 # sides exit 0, the server's checks all pass, both sides failed over
 ride()
 {
-	local tag=$1 mode=$2 side k
-	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 8
+	local tag=$1 mode=$2 side k s0 s1 r0 r1
+	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 15
 	for side in cli srv; do
 		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
 			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
@@ -59,9 +75,18 @@ ride()
 	for side in cli srv; do
 		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.$side.shiftu" ||
 			lu_fail "$tag" "$side: the QP did not fail over"
-		lu_check_log "$tag" "$side" "failovers=1" "twin_wcs>0"
+		grep -q 'failed back from rxe1' "$FT_TMP/$tag.$side.shiftu" ||
+			lu_fail "$tag" "$side: the QP did not fail back"
+		lu_check_log "$tag" "$side" "failovers=1" "failbacks=1" "twin_wcs>0"
 		log "$tag $side: $(grep -o 'failed over to qp.*' "$FT_TMP/$tag.$side.shiftu")"
+		log "$tag $side: $(grep -o 'failed back from.*' "$FT_TMP/$tag.$side.shiftu")"
 	done
+	read -r s0 s1 < "$FT_TMP/$tag.outage"
+	read -r r0 r1 < "$FT_TMP/$tag.after"
+	log "$tag: packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
+	[ "$s1" -gt 100 ] || lu_fail "$tag" "rail 1 carried only $s1 packets during the outage"
+	[ "$r0" -gt 100 ] || lu_fail "$tag" "rail 0 carried only $r0 packets after the repair"
+	[ "$r1" -lt 100 ] || lu_fail "$tag" "rail 1 still carried $r1 packets after the repair" 
 	log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"
 }
 
