@@ -8,6 +8,8 @@
 #   make lib          libshiftu (userlib/)
 #   make check        install what is missing, build, host unit tests, the lab
 #   make demo         the two-host lab: a link pulled, the table changing
+#   make torture      libshiftu under 50 random rail-0 pulls with checked
+#                     NCCL-style traffic (the two-host lab; not in check yet)
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout
@@ -47,7 +49,7 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
 
-.PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test \
+.PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test torture \
 	demo bench install dkms-install style clean version
 
 all: module tools lib selftests
@@ -100,6 +102,9 @@ demo: deps
 
 bench: all
 	$(Q)$(TOP)/bench/run.sh
+
+torture: all
+	$(Q)$(LAB) scenario torture two
 
 install: module tools lib
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install

@@ -311,6 +311,5 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 		    ph.backup_index == SHIFT_FT_NO_PORT ? "none" : ph.backup_dev_name,
 		    ph.backup_port_num);
 	if (down)
-		shiftu_failover(vq, path == SHIFT_FT_PATH_DOWN ? "path down" : "port down",
-				NULL);
+		shiftu_failover(vq, path == SHIFT_FT_PATH_DOWN ? "path down" : "port down");
 }

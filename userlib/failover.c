@@ -3,21 +3,24 @@
  * failover.c: moving a QP's traffic to its twin on the backup port (SHIFT
  * paper 4.3.2), and the slow paths that serve a QP and its CQs meanwhile.
  *
- * A failover starts on the posting thread when the health page shows the
- * QP's port or path down.  It stops the default QP (modify to ERR), which
- * flushes every send work request the NIC still holds, in order, with an
- * error completion each, even the unsignaled ones (IBA 10.7.3.1); a marker
- * posted after the stop is flushed last.  Draining the send CQ up to the
- * marker therefore counts the outstanding work requests: they are the last
- * ones the ring recorded.  Completions of other QPs, and good ones of this
- * QP, met on the way are kept for the application's next poll.
+ * A failover starts on the thread that notices: a poster or poller that
+ * reads the health page, a poller that takes an error completion, or the
+ * watcher that hears the peer's control message (handshake.h).  It stops
+ * the default QP (modify to ERR), which flushes every work request the NIC
+ * still holds, in order, with an error completion each, even the
+ * unsignaled ones (IBA 10.7.3.1); markers posted after the stop are
+ * flushed last.  Draining the CQs up to them counts the outstanding work:
+ * the receives are those posted and not counted complete, the rest of the
+ * flushed were sends, the last ones the ring recorded.  Completions of
+ * other QPs, and good ones of this QP, met on the way are kept for the
+ * application's next poll.
  *
- * What is replayed is what is idempotent without the peer's help: RDMA
- * WRITE and READ.  If a SEND, WRITE_WITH_IMM or atomic is outstanding, or
- * the QP has receives posted, the two sides would have to agree on what
- * arrived (the two-way handshake, not implemented yet): the flushed work
- * requests then go back to the application as the errors they are, and an
- * atomic raises SHIFTU_EV_ATOMIC_ERROR.
+ * The receives are reposted on the twin, the peer is told our receive
+ * count, and the sends are replayed from the first one the peer had not
+ * received.  An atomic outstanding is never replayed: the flushed work
+ * requests go back to the application as the errors they are, and
+ * SHIFTU_EV_ATOMIC_ERROR is raised.  Going back to the default QP when the
+ * peer and we are both on our twins is the same move in reverse.
  */
 #include <endian.h>
 #include <errno.h>
@@ -42,7 +45,9 @@ uint64_t shiftu_twin_wcs;
 #define MARKER_WR_ID	0x5348494654de4b52ULL
 #define RMARKER_WR_ID	0x53484946545d4b52ULL
 #define PROBE_WR_ID	0x5348494654505242ULL
-#define DRAIN_NS	(2ULL * 1000 * 1000 * 1000)
+#define DRAIN_NS	(5ULL * 1000 * 1000 * 1000)
+#define KICK_NS		(100ULL * 1000 * 1000)
+#define PROBE_NS	(1000ULL * 1000 * 1000)
 #define GRACE_US	1000
 
 static uint64_t now_ns(void)
@@ -339,7 +344,7 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
  * -errno.  Context: fo_lock and both CQs' locks held.
  */
 static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
-		 unsigned int max, const struct ibv_wc *first, int *got,
+		 unsigned int max, int *got,
 		 struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct ibv_qp *qp = side_qp(vq, twin);
@@ -357,21 +362,19 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 
 	/*
 	 * On an error completion the NIC has stopped the QP already; the
-	 * modify then only confirms it.  The completions polled with the
-	 * first error (stashed by the caller) are part of the count.
+	 * modify then only confirms it.  Error completions of the QP that a
+	 * poller stashed (the first error and those after it, or ones a
+	 * poller met while another thread started this move) are part of
+	 * the count.
 	 */
 	*got = 0;
-	if (first) {
-		flushed[n++] = *first;
-		*got = n;
-		for (j = 0; j < 2; j++) {
-			if (j && cqs[1] == cqs[0])
-				break;
-			ret = unstash_errors(cqs[j], qp->qp_num, flushed, n, max);
-			if (ret < 0)
-				return ret;
-			*got = n = ret;
-		}
+	for (j = 0; !twin && j < 2; j++) {
+		if (j && cqs[1] == cqs[0])
+			break;
+		ret = unstash_errors(cqs[j], qp->qp_num, flushed, n, max);
+		if (ret < 0)
+			return ret;
+		*got = n = ret;
 	}
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
@@ -393,11 +396,12 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 		/*
 		 * A receive posted to a QP in error is only flushed when the
 		 * responder runs, and a userspace post does not wake it
-		 * (Soft-RoCE): the move to ERR, again, does.
+		 * (Soft-RoCE): the move to ERR, again, does, and wakes the
+		 * requester and completer too.
 		 */
-		if (!rmark && now_ns() >= kick) {
+		if (now_ns() >= kick) {
 			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
-			kick = now_ns() + DRAIN_NS / 20;
+			kick = now_ns() + KICK_NS;
 		}
 		for (j = 0; j < 2; j++) {
 			struct shiftu_cq *c = cqs[j];
@@ -628,8 +632,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
  * Context: fo_lock held; the caller delivers @msgs once it is dropped.
  */
 static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const char *why,
-				  const struct ibv_wc *first, struct shiftu_hs_msg *msgs,
-				  int *n_msgs)
+				  struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct ibv_wc *flushed = NULL;
@@ -678,7 +681,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	unlock_cqs(c, rc);
 	usleep(GRACE_US);
 	lock_cqs(c, rc);
-	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, first, &n,
+	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n,
 		    msgs, n_msgs);
 	if (ret < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
@@ -764,17 +767,18 @@ dead:
 
 static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
 
-void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first)
+bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	enum fo_result r;
 	int n_msgs = 0;
 
 	pthread_mutex_lock(&vq->fo_lock);
-	r = move_locked(vq, true, why, first, msgs, &n_msgs);
+	r = move_locked(vq, true, why, msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
 	hs_deliver(msgs, n_msgs, NULL);
+	return r != FO_NONE;
 }
 
 void shiftu_switch_back(struct shiftu_vqp *vq)
@@ -785,7 +789,7 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
 
 	pthread_mutex_lock(&vq->fo_lock);
 	vq->hs_sent = vq->hs_got = 0;		/* a new exchange */
-	r = move_locked(vq, false, "its port is back", NULL, msgs, &n_msgs);
+	r = move_locked(vq, false, "its port is back", msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
 	hs_deliver(msgs, n_msgs, NULL);
@@ -815,7 +819,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 		vq->hs_sent = 0;
 		vq->hs_got = 1;
 		vq->hs_peer = imm & ~SHIFTU_HS_ACK;
-		r = move_locked(vq, false, "the peer fails back", NULL, msgs, &n_msgs);
+		r = move_locked(vq, false, "the peer fails back", msgs, &n_msgs);
 		goto out;
 	}
 	if (on_default == vq->on_twin && vq->state != SHIFTU_SEND_DEFAULT)
@@ -828,7 +832,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 			vq->hs_got = 0;		/* an earlier exchange's: done */
 		} else if (vq->sq.head || vq->rq.head) {
 			/* our traffic goes the same broken way: follow */
-			r = move_locked(vq, true, "the peer failed over", NULL, msgs, &n_msgs);
+			r = move_locked(vq, true, "the peer failed over", msgs, &n_msgs);
 		} else {
 			/* nothing of ours to move: answer, stay */
 			vq->on_twin = 1;
@@ -956,7 +960,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct shiftu_cq *c = vq->scq;
-	uint64_t deadline = now_ns() + DRAIN_NS / 2, i0;
+	uint64_t deadline = now_ns() + PROBE_NS, i0;
 	struct ibv_wc wc[16];
 	int k, i;
 
@@ -1037,7 +1041,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	int ret = 0;
 
 	if (vq->state == SHIFTU_SEND_DEFAULT && vq->down)
-		shiftu_failover(vq, "port or path down", NULL);
+		shiftu_failover(vq, "port or path down");
 	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD)
 		return shiftu_post_send_default(vq, qp, wr, bad_wr);
 	pthread_mutex_lock(&vq->fo_lock);
@@ -1148,9 +1152,12 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		return n;
 	c = vq->scq->app == cq ? vq->scq : vq->rcq;
 	pthread_mutex_lock(&c->lock);
-	for (j = i + 1; j < n; j++)
+	/* the error and what follows it wait in the stash: the failover
+	 * counts the errors there, and what it leaves is served in order */
+	for (j = i; j < n; j++)
 		if (stash_push(c, &wc[j])) {
 			/* no memory to hold them: hand everything over as it is */
+			c->stash_n -= j - i;
 			pthread_mutex_unlock(&c->lock);
 			return n;
 		}
@@ -1158,7 +1165,7 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	cq_slow_ctx(s, true);
 	c->slow_leftover++;
 	pthread_mutex_unlock(&c->lock);
-	shiftu_failover(vq, wc_status_word(wc[i].status), &wc[i]);
+	shiftu_failover(vq, wc_status_word(wc[i].status));
 	if (i)
 		return i;
 	return shiftu_poll_cq_slow(s, cq, num, wc);

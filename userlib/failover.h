@@ -17,12 +17,12 @@ struct shiftu_vqp;
 /*
  * Fail @vq over to its twin (@why names the cause in the log).  Does
  * nothing unless the QP is on its default port; leaves it there, to be
- * asked again at the next post, while the twin is not ready.  @first is
- * the error completion that started it (polled by the application's
- * thread), NULL when the health page did.  Context: a thread posting on
- * or polling for @vq.  Cold.
+ * asked again at the next post, while the twin is not ready.  An error
+ * completion that started it is put in its CQ's stash by the poller
+ * first, where the failover counts it.  Returns true when something
+ * moved.  Context: any thread but the shadow thread's.  Cold.
  */
-void shiftu_failover(struct shiftu_vqp *vq, const char *why, const struct ibv_wc *first);
+bool shiftu_failover(struct shiftu_vqp *vq, const char *why);
 
 /*
  * Failing back: after the shadow thread reconnected the default QP with the

@@ -581,6 +581,14 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 
 	if (!real_verbs())
 		return NULL;
+	/*
+	 * A failover puts up to four completions of the library's own per QP
+	 * into its CQs (the markers behind both queues, a control message
+	 * flushed on each): room for the QPs that share this CQ, so that it
+	 * cannot overflow.  The CQ reports its larger size, as verbs allow.
+	 */
+	if (cqe > 0 && shiftu_ctx_find(ctx))
+		cqe += SHIFTU_CQ_EXTRA;
 	cq = shiftu_real.create_cq(ctx, cqe, cq_context, channel, comp_vector);
 	if (cq)
 		shiftu_shadow_cq(cq);

@@ -316,6 +316,9 @@ static inline void shiftu_bump(uint64_t *c)
 			 __ATOMIC_RELAXED);
 }
 
+/* Entries every application CQ gets beyond what it asks for (interpose.c). */
+#define SHIFTU_CQ_EXTRA		16
+
 /* Send opcodes that consume a receive at the peer, as a mask of 1 << opcode. */
 #define SHIFTU_TWO_SIDED	((1U << IBV_WR_SEND) | (1U << IBV_WR_SEND_WITH_IMM) | \
 				 (1U << IBV_WR_RDMA_WRITE_WITH_IMM) | \

@@ -636,6 +636,27 @@ static void qp_peer(struct shiftu_vqp *vq)
 }
 
 /*
+ * The RTS step to replay: the application's, or for a side that never
+ * asked for RTS the usual RC values (the library's control messages need
+ * a QP that can send).  Returns the attribute mask.
+ */
+static int rts_attr(const struct shiftu_qp_steps *st, struct ibv_qp_attr *a)
+{
+	if (st->rts_mask) {
+		*a = st->rts;
+		return st->rts_mask;
+	}
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->max_rd_atomic = 1;
+	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	       IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
+/*
  * Bring the twin as far as the application brought its QP, with the same
  * attributes re-aimed at the peer's twin: RTR (it can be written to and
  * read from), then RTS (it can post).  A passive side (perftest's server)
@@ -689,25 +710,11 @@ static void qp_connect(struct shiftu_vqp *vq)
 			    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn);
 	}
 rts:
-	if (st->rts_mask) {
-		a = st->rts;
-		ret = st->rts_mask;
-	} else {
-		/*
-		 * A passive side (perftest's server) never asks for RTS; its
-		 * twin still answers a peer's failover, with the usual RC
-		 * values (the application's own, when it moves on, are not
-		 * needed: the twin is in RTS already).
-		 */
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		ret = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-		      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	}
+	/*
+	 * A passive side (perftest's server) never asks for RTS; its twin
+	 * still answers a peer's failover.
+	 */
+	ret = rts_attr(st, &a);
 	a.sq_psn = vq->bak_psn;
 	ret = shiftu_real.modify_qp(vq->bak_qp, &a, ret | IBV_QP_SQ_PSN);
 	if (ret)
@@ -782,11 +789,12 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	a = st->rtr;
 	a.rq_psn = rq_psn;
 	ret = shiftu_real.modify_qp(qp, &a, st->rtr_mask | IBV_QP_RQ_PSN);
-	if (ret || !st->rts_mask)
+	/* a passive side stays in RTR, unless it must answer (two-sided) */
+	if (ret || (!st->rts_mask && !ctrl))
 		return ret;
-	a = st->rts;
+	ret = rts_attr(st, &a);
 	a.sq_psn = sq_psn;
-	return shiftu_real.modify_qp(qp, &a, st->rts_mask | IBV_QP_SQ_PSN);
+	return shiftu_real.modify_qp(qp, &a, ret | IBV_QP_SQ_PSN);
 }
 
 /* The table shows @vq's port up and its path not down. */

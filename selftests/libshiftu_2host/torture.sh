@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: NCCL-style traffic survives many failures in one run.  Two shiftgen
+# pairs run at once with libshiftu preloaded on both hosts, one in write_imm
+# mode (chunks of WRITEs closed by a WRITE_WITH_IMM notification, NCCL's
+# simple protocol), one in send mode (SEND/RECV messages); meanwhile rail 0
+# is pulled TORTURE_PULLS times (default 50), at random moments, on either
+# host, by QEMU set_link from outside or by `ip link set down` inside, for a
+# random 0.3-1.5 s.  Both pairs must exit 0, and their servers must count
+# zero lost, duplicated, reordered or corrupt notifications and no error.
+#
+#     host 1 (clients)                                 host 2 (servers)
+#     rxe0 ─ eth0 ═══ rail 0: pulled, either end ═══ eth0 ─ rxe0
+#     rxe1 ─ eth1 ── rail 1 (the twins) ──────────── eth1 ─ rxe1
+#     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GEN=$LU_DIR/shiftgen
+PULLS=${TORTURE_PULLS:-50}
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_setup "$GEN"
+ft_require_cmd redis-server redis-cli ip
+smr_redis_start
+LU_STORE=$SMR_STORE
+ft_defer "lab-link eth0 on; ip link set eth0 up"
+ft_defer "lab-peer 'lab-link eth0 on; ip link set eth0 up'"
+
+# summary KEY FILE: KEY's value in shiftgen's summary line
+summary() { awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"; }
+
+# rnd LO HI: a random number of milliseconds in [LO, HI], as seconds
+rnd() { local ms=$((RANDOM % ($2 - $1 + 1) + $1)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
+
+# the run must outlast the pulls: 2.5 s each at most, and some to spare
+DUR=$((PULLS * 5 / 2 + 20))
+declare -A PORT=([imm]=$LU_PORT [send]=$((LU_PORT + 1)))
+LU_PORT=$((LU_PORT + 2))
+SRV_PIDS=()
+for m in imm send; do
+	mode=$m; [ "$m" = imm ] && mode=write_imm
+	rm -f "$FT_TMP/$m".*
+	pid=$(lab-peer --bg "timeout --foreground $((DUR + 60)) $(lu_env 1 "$LU_RDIR/$m.srv.shiftu")" \
+		"$GEN -d rxe0 -x $LU_RGIDX -p ${PORT[$m]} > $LU_RDIR/$m.srv.out 2>&1; echo \$? > $LU_RDIR/$m.srv.rc") ||
+		fail "$m: could not start the shiftgen server on host 2"
+	SRV_PIDS+=("$pid")
+	ft_defer "lab-peer 'kill -- -$pid' 2> /dev/null"
+	peer_listening "${PORT[$m]}" || fail "$m: the shiftgen server did not listen"
+	# shellcheck disable=SC2046 # lu_env's words are separate arguments
+	timeout $((DUR + 40)) $(lu_env 1 "$FT_TMP/$m.cli.shiftu") \
+		"$GEN" -d rxe0 -x "$LU_GIDX" -p "${PORT[$m]}" -m "$mode" -D "$DUR" -W $((DUR + 30)) \
+		10.0.0.2 > "$FT_TMP/$m.cli.out" 2>&1 &
+	echo $! > "$FT_TMP/$m.cli.pid"
+done
+
+sleep 2
+host1=0 host2=0 ipdown=0
+for i in $(seq "$PULLS"); do
+	sleep "$(rnd 200 1000)"
+	if [ $((RANDOM % 2)) = 0 ]; then
+		on=""; host1=$((host1 + 1))
+	else
+		on="lab-peer"; host2=$((host2 + 1))
+	fi
+	if [ $((RANDOM % 3)) = 0 ]; then
+		down="ip link set eth0 down" up="ip link set eth0 up"; ipdown=$((ipdown + 1))
+	else
+		down="lab-link eth0 off" up="lab-link eth0 on"
+	fi
+	$on $down
+	sleep "$(rnd 300 1500)"
+	$on $up
+done
+log "$PULLS pulls: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"
+
+rc=0
+for m in imm send; do
+	wait "$(cat "$FT_TMP/$m.cli.pid")" || echo "$?" > "$FT_TMP/$m.cli.rc"
+	[ -f "$FT_TMP/$m.cli.rc" ] || echo 0 > "$FT_TMP/$m.cli.rc"
+	lab-peer "for i in \$(seq 600); do [ -s $LU_RDIR/$m.srv.rc ] && exec cat $LU_RDIR/$m.srv.rc; sleep 0.05; done; echo none" \
+		> "$FT_TMP/$m.srv.rc"
+	lab-peer "cat $LU_RDIR/$m.srv.out" > "$FT_TMP/$m.srv.out" 2>&1 || true
+	lab-peer "cat $LU_RDIR/$m.srv.shiftu" > "$FT_TMP/$m.srv.shiftu" 2>&1 || true
+done
+for m in imm send; do
+	for side in cli srv; do
+		[ "$(cat "$FT_TMP/$m.$side.rc")" = 0 ] ||
+			lu_fail "$m" "$side exited $(cat "$FT_TMP/$m.$side.rc")"
+	done
+	for k in lost dup reorder corrupt errors; do
+		[ "$(summary $k "$FT_TMP/$m.srv.out")" = 0 ] ||
+			lu_fail "$m" "server: $k=$(summary $k "$FT_TMP/$m.srv.out")"
+	done
+	ft_expect "$m client errors" "$(summary errors "$FT_TMP/$m.cli.out")" 0
+	ft_expect "$m server result" "$(summary result "$FT_TMP/$m.srv.out")" ok
+	lu_check_log "$m" cli "failovers>0" "failbacks>0"
+	lu_check_log "$m" srv "failovers>0" "failbacks>0"
+	log "$m: $(grep '^shiftgen: role=server' "$FT_TMP/$m.srv.out")"
+done
