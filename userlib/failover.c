@@ -127,6 +127,13 @@ static const char *wc_status_word(enum ibv_wc_status st)
 	}
 }
 
+/* A completion of the library's own work requests, never the application's. */
+static bool ours(const struct ibv_wc *wc)
+{
+	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
+	       wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID;
+}
+
 /* ---- failover --------------------------------------------------------- */
 
 static struct shiftu_swqe *swqe_at(struct shiftu_ring *r, uint64_t i)
@@ -767,6 +774,38 @@ dead:
 
 static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
 
+/*
+ * The peer's count did not come (its process or its library is gone):
+ * nothing is replayed, since what arrived is not known; the held requests
+ * complete flushed, as on a QP in error, and the QP is left unprotected.
+ * Context: the shadow thread, no library lock held.
+ */
+void shiftu_hs_timeout(struct shiftu_vqp *vq)
+{
+	struct ibv_wc wc;
+	uint64_t i, n;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->state != SHIFTU_SEND_HANDSHAKE) {
+		pthread_mutex_unlock(&vq->fo_lock);
+		return;
+	}
+	lock_cqs(vq->scq, vq->rcq);
+	n = vq->sq.head - vq->replay_start;
+	for (i = vq->replay_start; i < vq->sq.head; i++) {
+		swqe_wc(vq, swqe_at(&vq->sq, i), &wc);
+		wc.status = IBV_WC_WR_FLUSH_ERR;
+		stash_push(vq->scq, &wc);
+	}
+	go_dead(vq, NULL, 0);
+	unlock_cqs(vq->scq, vq->rcq);
+	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_warn("qp %u on %s: no word from the peer in %.1f s: %" PRIu64 " requests flushed, unprotected",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+		    (now_ns() - vq->hs_since_ns) / 1e9, n);
+	fo_report(vq, FO_DEAD);
+}
+
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -811,6 +850,8 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 	pthread_mutex_lock(&vq->fo_lock);
 	if (!on_default && vq->ctrl_rq)
 		vq->ctrl_rq--;
+	if (on_default)
+		vq->ctrl_default = 0;
 	shiftu_dbg("qp %u: the peer's %s on its %s QP: it has received %u messages",
 		   vq->reg.app_qp->qp_num, ack ? "answer" : "move",
 		   on_default ? "default" : "backup", imm & ~SHIFTU_HS_ACK);
@@ -1042,13 +1083,16 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 
 	if (vq->state == SHIFTU_SEND_DEFAULT && vq->down)
 		shiftu_failover(vq, "port or path down");
-	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD)
-		return shiftu_post_send_default(vq, qp, wr, bad_wr);
+	/*
+	 * Under fo_lock: a move another thread is making (the state still
+	 * reads Default until it is done) must not see a request reach the
+	 * QP it is draining.
+	 */
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD) {
-		/* it went back while we waited */
+		ret = shiftu_post_send_default(vq, qp, wr, bad_wr);
 		pthread_mutex_unlock(&vq->fo_lock);
-		return shiftu_post_send_default(vq, qp, wr, bad_wr);
+		return ret;
 	}
 	for (; wr; wr = wr->next) {
 		if (vq->state == SHIFTU_SEND_FALLBACK && two_sided(wr->opcode) &&
@@ -1099,8 +1143,9 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 
 	pthread_mutex_lock(&vq->fo_lock);
 	if (!vq->rx_moved) {
+		ret = shiftu_post_recv_default(vq, qp, wr, bad_wr);
 		pthread_mutex_unlock(&vq->fo_lock);
-		return shiftu_post_recv_default(vq, qp, wr, bad_wr);
+		return ret;
 	}
 	for (; wr; wr = wr->next) {
 		shiftu_record_recv(vq, wr);
@@ -1148,8 +1193,13 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		if (wc[j].status != IBV_WC_SUCCESS)
 			break;
 	took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
-	if (i == n)
-		return n;
+	if (i == n) {
+		/* the library's own requests flushed with the QP are not shown */
+		for (i = 0, j = 0; i < n; i++)
+			if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
+				wc[j++] = wc[i];
+		return j;
+	}
 	c = vq->scq->app == cq ? vq->scq : vq->rcq;
 	pthread_mutex_lock(&c->lock);
 	/* the error and what follows it wait in the stash: the failover
@@ -1244,6 +1294,8 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 			}
 			continue;
 		}
+		if (ours(&wc[i]))
+			continue;	/* the library's own, flushed */
 		wc[kept++] = wc[i];
 	}
 	return kept;

@@ -52,6 +52,9 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
 
+/* The peer's count did not come in time: give up on @vq (shadow thread). */
+void shiftu_hs_timeout(struct shiftu_vqp *vq);
+
 /* The peer's control message @imm arrived (handshake.h).  No lock held. */
 void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default);
 

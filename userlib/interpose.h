@@ -256,6 +256,7 @@ struct shiftu_vqp {
 	uint8_t on_twin;		/* the work goes to the twin */
 	uint8_t twin_stale;		/* the twin was stopped: reset it (shadow) */
 	uint64_t fb_wait_ns;		/* until then, wait for the peer's move back */
+	uint8_t ctrl_default;		/* a control receive waits on the default QP */
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint32_t hs_peer;
 	uint64_t replay_start;

@@ -752,6 +752,9 @@ static void twin_reset(struct shiftu_vqp *vq)
 
 /* ---- failing back (4.3.3): the shadow threads of both sides ------------ */
 
+/* How long a QP holds its sends for the peer's count (handshake.h). */
+#define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
+
 static uint64_t mono_ns(void)
 {
 	struct timespec t;
@@ -781,10 +784,12 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	if (ret)
 		return ret;
 	/* a two-sided failback: the peer's message comes first (handshake.h) */
+	vq->ctrl_default = 0;		/* the reset dropped it */
 	if (ctrl) {
 		ret = shiftu_ctrl_recv(vq, false);
 		if (ret)
 			return ret;
+		vq->ctrl_default = 1;
 	}
 	a = st->rtr;
 	a.rq_psn = rq_psn;
@@ -998,6 +1003,11 @@ static bool shadow_pass(void)
 		}
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT)
 			twin_reset(vq);
+		if (vq->state == SHIFTU_SEND_HANDSHAKE) {
+			if (mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
+				shiftu_hs_timeout(vq);
+			pending = true;
+		}
 		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq);
 		if (vq->bak_rtr) {
@@ -1005,9 +1015,8 @@ static bool shadow_pass(void)
 			pending = true;		/* keep listening for requests */
 		}
 		/* a two-sided failback's message may come to a CQ the
-		 * application does not poll */
-		if (mono_ns() < vq->fb_wait_ns ||
-		    (vq->state == SHIFTU_SEND_HANDSHAKE && !vq->on_twin)) {
+		 * application does not poll: listen while one can */
+		if (vq->ctrl_default && (vq->on_twin || vq->state == SHIFTU_SEND_HANDSHAKE)) {
 			shiftu_app_serve(vq->rcq);
 			pending = true;
 		}

@@ -35,9 +35,20 @@ PULL=1
 link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 
+# backed TAG: wait (12 s at most: host 2's port is seen up seconds after its
+# cable returns, and probing backs off while it is out) until host 1's
+# library logged its failback, and half a second more
+backed()
+{
+	for _ in $(seq 120); do
+		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
+		sleep 0.1
+	done
+	sleep 0.5
+}
+
 # pull TAG: rail 0 out from 2 s to 5 s; host 1's packets per rail counted
-# over 1.5 s of the outage and over 1.5 s from 11 s on (after the failback:
-# when host 2's cable returns, its port is seen up a few seconds later)
+# over 1.5 s of the outage and over 1.5 s once it failed back
 pull()
 {
 	local a0 a1
@@ -49,7 +60,7 @@ pull()
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.outage"
 	sleep 0.5
 	link eth0 on
-	sleep 6
+	backed "$1"
 	a0=$(pkts rxe0) a1=$(pkts rxe1)
 	sleep 1.5
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.after"
@@ -61,7 +72,7 @@ LU_DURING=pull
 ride()
 {
 	local tag=$1 mode=$2 side k s0 s1 r0 r1
-	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 15
+	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 20
 	for side in cli srv; do
 		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
 			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
