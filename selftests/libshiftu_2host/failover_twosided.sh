@@ -35,12 +35,12 @@ PULL=1
 link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 
-# backed TAG: wait (12 s at most: host 2's port is seen up seconds after its
+# backed TAG: wait (20 s at most: host 2's port is seen up seconds after its
 # cable returns, and probing backs off while it is out) until host 1's
 # library logged its failback, and half a second more
 backed()
 {
-	for _ in $(seq 120); do
+	for _ in $(seq 200); do
 		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
 		sleep 0.1
 	done
@@ -72,7 +72,7 @@ LU_DURING=pull
 ride()
 {
 	local tag=$1 mode=$2 side k s0 s1 r0 r1
-	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 20
+	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 30
 	for side in cli srv; do
 		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
 			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
