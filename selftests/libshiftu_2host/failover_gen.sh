@@ -32,9 +32,6 @@ LU_STORE=$SMR_STORE
 ft_defer "tc qdisc del dev eth0 root 2> /dev/null"
 ft_defer "lab-link eth0 on"
 
-# summary KEY FILE: KEY's value in shiftgen's summary line
-summary() { awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"; }
-
 # drop TAG: 2 s into the run, host 1's rail 0 drops all it sends, until the
 # library has failed over (30 s at most), then it carries again
 drop()
@@ -56,9 +53,9 @@ for side in cli srv; do
 done
 grep -q 'transport retry counter exceeded: failed over to qp [0-9]* on rxe1' "$FT_TMP/silent.cli.shiftu" ||
 	lu_fail silent "the client did not fail over on the retry-exceeded completion"
-ft_expect "client errors" "$(summary errors "$FT_TMP/silent.cli.out")" 0
-ft_expect "server result" "$(summary result "$FT_TMP/silent.srv.out")" ok
-ft_expect "server corrupt" "$(summary corrupt "$FT_TMP/silent.srv.out")" 0
+ft_expect "client errors" "$(lu_gen errors "$FT_TMP/silent.cli.out")" 0
+ft_expect "server result" "$(lu_gen result "$FT_TMP/silent.srv.out")" ok
+ft_expect "server corrupt" "$(lu_gen corrupt "$FT_TMP/silent.srv.out")" 0
 lu_check_log silent cli "failovers=1" "twin_wcs>0"
 log "silent: $(grep -o 'transport retry counter exceeded: failed over.*' "$FT_TMP/silent.cli.shiftu")"
 log "silent: $(grep '^shiftgen: role=server' "$FT_TMP/silent.srv.out")"
@@ -86,8 +83,8 @@ for side in cli srv; do
 done
 grep -q 'an atomic outstanding: not replayed' "$FT_TMP/atomic.cli.shiftu" ||
 	lu_fail atomic "the library did not refuse to replay the atomic"
-[ "$(summary errors "$FT_TMP/atomic.cli.out")" -ge 1 ] ||
+[ "$(lu_gen errors "$FT_TMP/atomic.cli.out")" -ge 1 ] ||
 	lu_fail atomic "the application saw no error for the atomic in flight"
-ft_expect "server result (counter within what was sent)" "$(summary result "$FT_TMP/atomic.srv.out")" ok
+ft_expect "server result (counter within what was sent)" "$(lu_gen result "$FT_TMP/atomic.srv.out")" ok
 log "atomic: $(grep '^shiftgen: role=client mode=' "$FT_TMP/atomic.cli.out")"
 log "atomic: $(grep '^shiftgen: role=server mode=' "$FT_TMP/atomic.srv.out")"

@@ -200,3 +200,28 @@ lu_result()
 {
 	awk -v s="$2" -v n="$3" '$1 == s && $2 == n && NF >= 5 { print; exit }' "$1"
 }
+
+# lu_gen KEY FILE: KEY's value in the shiftgen summary line of FILE
+lu_gen()
+{
+	awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"
+}
+
+# lu_gen_clean TAG: the shiftgen pair TAG ended well: both sides exited 0,
+# the server counted no lost, duplicated, reordered or corrupt message and
+# no error, the client saw no error, and the server's result is ok.
+lu_gen_clean()
+{
+	local tag=$1 side k
+
+	for side in cli srv; do
+		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
+			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
+	done
+	for k in lost dup reorder corrupt errors; do
+		[ "$(lu_gen $k "$FT_TMP/$tag.srv.out")" = 0 ] ||
+			lu_fail "$tag" "server: $k=$(lu_gen $k "$FT_TMP/$tag.srv.out")"
+	done
+	ft_expect "$tag client errors" "$(lu_gen errors "$FT_TMP/$tag.cli.out")" 0
+	ft_expect "$tag server result" "$(lu_gen result "$FT_TMP/$tag.srv.out")" ok
+}
