@@ -147,6 +147,16 @@ int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return post_default(vq, qp, wr, bad_wr);
 }
 
+static inline int post_send_vq(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	if (unlikely(shiftu_health_moved(&vq->health_seen)))
+		shiftu_vqp_health(vq);
+	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)))
+		return shiftu_post_send_slow(vq, qp, wr, bad_wr);
+	return post_default(vq, qp, wr, bad_wr);
+}
+
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
 {
@@ -154,12 +164,14 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 
 	if (unlikely(!vq))
 		return post_send_unmanaged(qp, wr, bad_wr);
-	if (unlikely(shiftu_health_moved(&vq->health_seen)))
-		shiftu_vqp_health(vq);
 	shiftu_bump(&vq->post_sends);
-	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)))
-		return shiftu_post_send_slow(vq, qp, wr, bad_wr);
-	return post_default(vq, qp, wr, bad_wr);
+	return post_send_vq(vq, qp, wr, bad_wr);
+}
+
+int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr)
+{
+	return post_send_vq(vq, vq->reg.app_qp, wr, bad_wr);
 }
 
 /* Record @w in the receive ring (descriptor only), as record_send(). */
@@ -246,30 +258,6 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	return n;
 }
 
-/*
- * The extended send API: wr_start opens a batch, wr_complete rings the
- * doorbell.  The health check runs at the start, before any of the batch's
- * work requests are built.
- */
-void shiftu_wr_start(struct ibv_qp_ex *qpx)
-{
-	struct shiftu_vqp *vq = vqp_of(&qpx->qp_base);
-
-	/* only extended QPs created through the library get this function */
-	if (unlikely(shiftu_health_moved(&vq->health_seen)))
-		shiftu_vqp_health(vq);
-	shiftu_bump(&vq->wr_starts);
-	vq->wr_start(qpx);
-}
-
-int shiftu_wr_complete(struct ibv_qp_ex *qpx)
-{
-	struct shiftu_vqp *vq = vqp_of(&qpx->qp_base);
-
-	shiftu_bump(&vq->wr_completes);
-	return vq->wr_complete(qpx);
-}
-
 int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
 		       uint8_t *path)
 {
@@ -297,10 +285,12 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 	if (down == vq->down)
 		return;
 	vq->down = down;
+	/*
+	 * Set here, cleared only by the slow paths under fo_lock: a move
+	 * another thread is making still reads Default until it is done.
+	 */
 	if (down)
 		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-	else if (vq->state == SHIFTU_SEND_DEFAULT)
-		__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
 	flags = __atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED);
 	shiftu_qp_set_flags(&vq->reg, down ? flags | SHIFTU_QP_F_PRIMARY_DOWN :
 					     flags & ~SHIFTU_QP_F_PRIMARY_DOWN);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "bell.h"
 #include "failover.h"
 #include "handshake.h"
 #include "interpose.h"
@@ -72,6 +73,10 @@ static void took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k)
 
 static int stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
 {
+	if (shiftu_bell_is(c, wc))
+		return 0;	/* the library's wake-up: never the application's */
+	/* a sleeping application must hear of it: the stash raises no event */
+	shiftu_bell_ring(c);
 	if (c->stash_n == c->stash_cap) {
 		unsigned int cap = c->stash_cap ? 2 * c->stash_cap : 64, i;
 		struct ibv_wc *s = malloc(cap * sizeof(*s));
@@ -131,7 +136,8 @@ static const char *wc_status_word(enum ibv_wc_status st)
 static bool ours(const struct ibv_wc *wc)
 {
 	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
-	       wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID;
+	       wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID ||
+	       wc->wr_id == SHIFTU_BELL_ID;
 }
 
 /* ---- failover --------------------------------------------------------- */
@@ -619,7 +625,10 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	vq->state = SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
 	vq->hs_sent = vq->hs_got = 0;
+	/* drained: no failover to it until the shadow thread has reset it */
+	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
 	vq->twin_stale = 1;
+	shiftu_shadow_poke();
 	vq->fb_wait_ns = 0;
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&vq->reg.failbacks, 1, __ATOMIC_RELAXED);
@@ -1075,6 +1084,16 @@ static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
 
 /* ---- slow paths ------------------------------------------------------- */
 
+/*
+ * A QP at rest on its default QP with its port up takes the fast paths
+ * again.  Only here, under fo_lock: no move is under way.
+ */
+static void slow_settle(struct shiftu_vqp *vq)
+{
+	if (vq->state == SHIFTU_SEND_DEFAULT && !vq->down && !vq->rx_moved)
+		__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+}
+
 int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
@@ -1090,6 +1109,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	 */
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD) {
+		slow_settle(vq);
 		ret = shiftu_post_send_default(vq, qp, wr, bad_wr);
 		pthread_mutex_unlock(&vq->fo_lock);
 		return ret;
@@ -1143,6 +1163,7 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 
 	pthread_mutex_lock(&vq->fo_lock);
 	if (!vq->rx_moved) {
+		slow_settle(vq);
 		ret = shiftu_post_recv_default(vq, qp, wr, bad_wr);
 		pthread_mutex_unlock(&vq->fo_lock);
 		return ret;
@@ -1176,6 +1197,16 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	struct shiftu_cq *c;
 	int i, j;
 
+	/* the caller counted the receives before the first error, not after */
+	for (j = 0; j < n; j++)
+		if (wc[j].status != IBV_WC_SUCCESS)
+			break;
+	took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
+	/* the library's own requests flushed (a bell's, or a QP's) are not shown */
+	for (i = 0, j = 0; i < n; i++)
+		if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
+			wc[j++] = wc[i];
+	n = j;
 	for (i = 0; i < n; i++) {
 		if (wc[i].status == IBV_WC_SUCCESS)
 			continue;
@@ -1188,18 +1219,8 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
 			break;
 	}
-	/* the caller counted the receives before the first error, not after */
-	for (j = 0; j < n; j++)
-		if (wc[j].status != IBV_WC_SUCCESS)
-			break;
-	took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
-	if (i == n) {
-		/* the library's own requests flushed with the QP are not shown */
-		for (i = 0, j = 0; i < n; i++)
-			if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
-				wc[j++] = wc[i];
-		return j;
-	}
+	if (i == n)
+		return n;
 	c = vq->scq->app == cq ? vq->scq : vq->rcq;
 	pthread_mutex_lock(&c->lock);
 	/* the error and what follows it wait in the stash: the failover

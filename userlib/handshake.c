@@ -9,9 +9,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "failover.h"
 #include "handshake.h"
+#include "health.h"
 #include "interpose.h"
 #include "log.h"
 #include "shadow.h"
@@ -68,10 +70,25 @@ static void channel_events(struct ibv_comp_channel *ch)
 	}
 }
 
+/*
+ * The page moved: re-read it for every QP, as a post or poll would, for
+ * the application that makes neither while it sleeps in its completion
+ * channel (a failover started here wakes it through the bell, bell.c).
+ */
+static void page_moved(int fd)
+{
+	uint64_t gen;
+
+	/* reading re-arms the file's POLLIN (uapi/shift_ft.h) */
+	if (read(fd, &gen, sizeof(gen)) == sizeof(gen))
+		shiftu_health_sweep();
+}
+
 static void *watcher(void *arg)
 {
-	struct pollfd fds[MAX_CHANNELS];
+	struct pollfd fds[MAX_CHANNELS + 1];
 	struct ibv_comp_channel *chs[MAX_CHANNELS];
+	int page = shiftu_health_fd();
 	unsigned int i, n;
 
 	(void)arg;
@@ -84,12 +101,16 @@ static void *watcher(void *arg)
 			fds[i].events = POLLIN;
 		}
 		pthread_mutex_unlock(&ch_lock);
+		fds[n].fd = page;	/* negative without a page: ignored */
+		fds[n].events = POLLIN;
 		/* new channels are picked up within 200 ms */
-		if (poll(fds, n, 200) <= 0)
+		if (poll(fds, n + 1, 200) <= 0)
 			continue;
 		for (i = 0; i < n; i++)
 			if (fds[i].revents & POLLIN)
 				channel_events(chs[i]);
+		if (fds[n].revents & POLLIN)
+			page_moved(page);
 	}
 	return NULL;
 }

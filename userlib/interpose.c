@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bell.h"
 #include "config.h"
 #include "health.h"
 #include "interpose.h"
@@ -25,6 +26,7 @@
 #include "log.h"
 #include "shadow.h"
 #include "util.h"
+#include "wrapi.h"
 
 #define IBVERBS_VERSION	"IBVERBS_1.1"
 
@@ -142,6 +144,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	s->post_send = ctx->ops.post_send;
 	s->post_recv = ctx->ops.post_recv;
 	s->poll_cq = ctx->ops.poll_cq;
+	s->req_notify_cq = ctx->ops.req_notify_cq;
 	s->create_qp_ex = vctx ? vctx->create_qp_ex : NULL;
 	/* the node is whole before a walker can match it */
 	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
@@ -152,6 +155,8 @@ static void ctx_attach(struct ibv_context *ctx)
 	ctx->ops.post_send = shiftu_post_send;
 	ctx->ops.post_recv = shiftu_post_recv;
 	ctx->ops.poll_cq = shiftu_poll_cq;
+	if (ctx->ops.req_notify_cq)
+		ctx->ops.req_notify_cq = shiftu_req_notify_cq;
 	if (vctx)
 		vctx->create_qp_ex = create_qp_ex;
 	shiftu_info("context %s: interposed", s->dev_name);
@@ -172,6 +177,7 @@ static void ctx_detach(struct ibv_context *ctx)
 		ctx->ops.post_send = s->post_send;
 		ctx->ops.post_recv = s->post_recv;
 		ctx->ops.poll_cq = s->poll_cq;
+		ctx->ops.req_notify_cq = s->req_notify_cq;
 		if (vctx && s->create_qp_ex)
 			vctx->create_qp_ex = s->create_qp_ex;
 		retired.contexts++;
@@ -240,11 +246,16 @@ static void caps_tell(struct ibv_qp_init_attr *attr, bool grown)
 	}
 }
 
-static void qp_attach(struct ibv_qp *qp, bool extended,
+/*
+ * @send_ops: the extended send API's operations the QP was created with
+ * (send_ops_flags), or 0 for a QP posted with ibv_post_send only.
+ */
+static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		      const struct ibv_qp_init_attr *attr)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
-	struct ibv_qp_ex *qpx = extended ? shiftu_real.qp_to_qp_ex(qp) : NULL;
+	struct ibv_qp_ex *qpx = send_ops ? shiftu_real.qp_to_qp_ex(qp) : NULL;
+	const char *why = NULL;
 	struct vqp_node *n;
 	struct shiftu_vqp *vq;
 
@@ -261,19 +272,20 @@ static void qp_attach(struct ibv_qp *qp, bool extended,
 	pthread_mutex_init(&vq->lock, NULL);
 	pthread_mutex_init(&vq->fo_lock, NULL);
 	vq->state = SHIFTU_SEND_DEFAULT;
-	/* RC only, and not the extended send API yet: others are not recorded */
-	vq->rings = attr->qp_type == IBV_QPT_RC && !extended && !attr->srq &&
-		    !ring_init(vq);
+	/* RC only, and with replayable operations: others are not recorded */
+	if (attr->qp_type != IBV_QPT_RC || attr->srq)
+		why = "not an RC QP without SRQ";
+	else if (send_ops && (!qpx || !shiftu_wr_ops_covered(send_ops)))
+		why = "its extended send operations are not all replayable";
+	else if (ring_init(vq))
+		why = "out of memory";
+	vq->rings = !why;
 	vq->reg.app_qp = qp;
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
 	vq->sctx = s;
 	vq->post_send = s->post_send;
 	vq->post_recv = s->post_recv;
-	if (qpx && qpx->wr_start && qpx->wr_complete) {
-		vq->wr_start = qpx->wr_start;
-		vq->wr_complete = qpx->wr_complete;
-	}
 	if (shiftu_qp_register(&vq->reg)) {
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
@@ -282,10 +294,10 @@ static void qp_attach(struct ibv_qp *qp, bool extended,
 		free(n);
 		return;
 	}
-	/* registered first: the replaced pointers find their entry */
-	if (vq->wr_start) {
-		qpx->wr_start = shiftu_wr_start;
-		qpx->wr_complete = shiftu_wr_complete;
+	/* registered first: the library's builders find their entry */
+	if (qpx && vq->rings && shiftu_wr_attach(vq, qpx)) {
+		why = "out of memory";
+		vq->rings = 0;
 	}
 	pthread_mutex_lock(&vqp_lock);
 	n->next = vqp_list;
@@ -294,13 +306,11 @@ static void qp_attach(struct ibv_qp *qp, bool extended,
 	vqp_list = n;
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
-		   vq->wr_start ? " (extended send API)" : "");
+		   vq->wb ? " (extended send API)" : "");
 	if (vq->rings)
 		shiftu_shadow_qp(vq, attr);
 	else
-		shiftu_info("qp %u on %s: %s: unprotected", qp->qp_num, s->dev_name,
-			    extended ? "extended send API not covered yet" :
-			    "not an RC QP without SRQ");
+		shiftu_info("qp %u on %s: %s: unprotected", qp->qp_num, s->dev_name, why);
 }
 
 static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
@@ -324,7 +334,8 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 	qp = s->create_qp_ex(ctx, attr);
 	a.cap = attr->cap;
 	if (qp)
-		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, &a);
+		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ?
+				  attr->send_ops_flags : 0, &a);
 	caps_tell(&a, grown);
 	attr->cap = a.cap;
 	return qp;
@@ -367,6 +378,16 @@ struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 	if (vq)
 		__atomic_store_n(&s->rcache[qp_num & 63], vq, __ATOMIC_RELAXED);
 	return vq;
+}
+
+void shiftu_health_sweep(void)
+{
+	/* pairs with the release in ctx_attach(); nodes are never freed */
+	struct shiftu_ctx *s = __atomic_load_n(&ctx_list, __ATOMIC_ACQUIRE);
+
+	for (; s; s = s->next)
+		if (__atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE))
+			shiftu_ctx_health(s);
 }
 
 void shiftu_ctx_health(struct shiftu_ctx *s)
@@ -416,6 +437,7 @@ static void qp_detach(struct ibv_qp *qp)
 	pthread_mutex_unlock(&vqp_lock);
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
+	shiftu_wr_detach(vq);
 	free(vq->sq.slots);
 	free(vq->rq.slots);
 	free(n);
@@ -460,7 +482,7 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	caps_ask(attr, &grown);
 	qp = shiftu_real.create_qp(pd, attr);
 	if (qp)
-		qp_attach(qp, false, attr);
+		qp_attach(qp, 0, attr);
 	caps_tell(attr, grown);
 	return qp;
 }

@@ -8,7 +8,7 @@
  * win, and it reaches the real ones with dlvsym(RTLD_NEXT).  Data verbs are
  * static inlines that jump through function pointers the provider filled in:
  * the context's ops (post_send, post_recv, poll_cq), the extended context's
- * create_qp_ex, and each extended QP's wr_* members.  When a device is
+ * create_qp_ex, and each extended QP's wr_* members (wrapi.c).  When a device is
  * opened the library keeps the provider's pointers and puts its own in their
  * place; its versions look up their object, do the cheap check, and call
  * the provider's.
@@ -82,6 +82,7 @@ struct shiftu_ctx {
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
 	int (*poll_cq)(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ctx,
 				       struct ibv_qp_init_attr_ex *attr);
 
@@ -187,8 +188,7 @@ struct shiftu_vqp {
 			 struct ibv_send_wr **bad_wr);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
-	void (*wr_start)(struct ibv_qp_ex *qpx);
-	int (*wr_complete)(struct ibv_qp_ex *qpx);
+	struct shiftu_wrbatch *wb;	/* the extended send API's batch (wrapi.c) */
 
 	/*
 	 * Set while posts need the slow path: the QP is on its backup, or
@@ -301,6 +301,13 @@ struct shiftu_rkey_map {
  * may fail some over).  Context: a polling thread.  Cold. */
 void shiftu_ctx_health(struct shiftu_ctx *s);
 
+/*
+ * shiftu_ctx_health() for every context: the page moved while the
+ * application may be asleep in its completion channel.  Context: the
+ * watcher thread (handshake.c).
+ */
+void shiftu_health_sweep(void);
+
 /* The managed QP number @qp_num of context @s, or NULL.  Cold. */
 struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num);
 
@@ -350,8 +357,10 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
-void shiftu_wr_start(struct ibv_qp_ex *qpx);
-int shiftu_wr_complete(struct ibv_qp_ex *qpx);
+
+/* post_send on @vq, the application's counters left alone (wrapi.c). */
+int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr);
 
 /*
  * What the table says of @vq's primary: 1 its port or its path to the peer

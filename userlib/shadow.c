@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "bell.h"
 #include "failover.h"
 #include "handshake.h"
 #include "health.h"
@@ -42,6 +43,7 @@ static pthread_cond_t shadow_wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
 static bool shadow_started;
 static unsigned int shadow_gen;		/* bumped by every record: wakes */
+static int shadow_poked;		/* shiftu_shadow_poke(), lock-free */
 
 static struct shiftu_ctx *ctxs[16];	/* contexts with a backup to make */
 static struct shiftu_pd *pds;
@@ -119,6 +121,17 @@ static void shadow_start(void)
 static void kick(void)
 {
 	shadow_gen++;
+	pthread_cond_signal(&shadow_wake);
+}
+
+void shiftu_shadow_poke(void)
+{
+	/*
+	 * Without shadow_lock (the caller may hold locks taken under it): a
+	 * signal that comes before the thread waits is lost, but the flag is
+	 * not, and a thread with twins to watch never waits more than 100 ms.
+	 */
+	__atomic_store_n(&shadow_poked, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&shadow_wake);
 }
 
@@ -274,6 +287,7 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 			*pp = c->next;
 			if (c->bak)
 				shiftu_real.destroy_cq(c->bak);
+			shiftu_bell_destroy(c);
 			free(c->stash);
 			pthread_mutex_destroy(&c->lock);
 			free(c);
@@ -533,6 +547,8 @@ static void cq_step(struct shiftu_cq *c)
 			    c->sctx->dev_name, c->sctx->bak_name, strerror(errno));
 	else if (c->sctx->bak_channel)
 		c->bak->context->ops.req_notify_cq(c->bak, 0);
+	if (c->bak)
+		shiftu_bell_create(c);
 }
 
 static struct shiftu_cq *cq_rec(const struct ibv_cq *cq)
@@ -670,7 +686,9 @@ static void qp_connect(struct shiftu_vqp *vq)
 	struct verbs_context *vctx;
 	int ret;
 
-	if (vq->bak_ready || !vq->peer_known || !st->init_mask || !st->rtr_mask)
+	/* a stale twin (drained by a failback) is reset first: twin_reset() */
+	if (vq->bak_ready || vq->twin_stale || !vq->peer_known || !st->init_mask ||
+	    !st->rtr_mask)
 		return;
 	if (vq->bak_rtr)
 		goto rts;
@@ -1001,8 +1019,12 @@ static bool shadow_pass(void)
 			qp_peer(vq);
 			qp_connect(vq);
 		}
-		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT)
+		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT) {
 			twin_reset(vq);
+			/* the port failed again while the twin was stale */
+			if (vq->bak_ready && vq->down)
+				shiftu_failover(vq, "port or path down");
+		}
 		if (vq->state == SHIFTU_SEND_HANDSHAKE) {
 			if (mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
 				shiftu_hs_timeout(vq);
@@ -1041,7 +1063,8 @@ static void *shadow_thread(void *arg)
 	for (;;) {
 		seen = shadow_gen;
 		pending = shadow_pass();
-		if (seen != shadow_gen)
+		if (seen != shadow_gen ||
+		    __atomic_exchange_n(&shadow_poked, 0, __ATOMIC_ACQUIRE))
 			continue;
 		if (pending) {
 			/* waiting on a peer or the store: ask again soon */

@@ -72,6 +72,10 @@ struct shiftu_cq {
 	struct shiftu_vqp *twins[64];
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
+	/* the application's channel's bell (bell.c): set once, then read-only */
+	struct ibv_qp *bell;
+	struct ibv_pd *bell_pd;
+	int armed;			/* armed since the bell last rang (atomic) */
 	struct shiftu_cq *next;
 };
 
@@ -93,6 +97,9 @@ void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr
 void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *attr,
 			       int mask);
 void shiftu_shadow_qp_gone(struct shiftu_vqp *vq);
+
+/* Ask the shadow thread for a pass soon (a twin to reset).  Any context. */
+void shiftu_shadow_poke(void);
 
 /* The CQ record of @cq, NULL if none.  Takes the CQ list's lock. */
 struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq);

@@ -3,7 +3,9 @@
 # Proves: unmodified perftest programs other than ib_write_bw ride through a
 # pull of the client's rail-0 cable with libshiftu preloaded on both hosts,
 # each with its default flags: ib_send_bw (two-sided: the server's receives
-# move to its twin by the handshake) and ib_write_lat (both sides send).
+# move to its twin by the handshake) and ib_write_lat (both sides send), and
+# ib_send_bw -e, whose both sides sleep in their completion channels: the
+# completions their twins make must wake them (the library's bell).
 # (ib_read_bw is not here yet: after its failback, Soft-RoCE 6.1's completer
 # warns at rxe_comp.c:756 and the QP fails again; under investigation.)  Each run exits 0 with its result line, rail 1 carries its
 # packets while the cable is out, and the QPs come back to rail 0 after.
@@ -50,12 +52,14 @@ pull()
 }
 LU_DURING=pull
 
-# ride PROG SIZE: PROG -D 15 through the pull; exit 0 both sides, a result
-# line for SIZE bytes, rail 1 during the outage, rail 0 after
+# ride PROG SIZE TAG ARGS...: PROG -F ARGS through the pull; exit 0 both
+# sides, a result line for SIZE bytes, rail 1 during the outage, rail 0
+# after
 ride()
 {
-	local prog=$1 size=$2 tag=${1#ib_} s0 s1 r0 r1 side
-	lu_pair "$tag" 1 "$prog" -D 15 -F
+	local prog=$1 size=$2 tag=$3 s0 s1 r0 r1 side
+	shift 3
+	lu_pair "$tag" 1 "$prog" -F "$@"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
 	log "$tag: packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
@@ -77,5 +81,7 @@ ride()
 	log "$tag: client: $(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")"
 }
 
-ride ib_send_bw 65536
-ride ib_write_lat 2
+ride ib_send_bw 65536 send_bw -D 15
+ride ib_write_lat 2 write_lat -D 15
+# perftest refuses -D with -e: about 15 s of messages at the lab's rate
+ride ib_send_bw 65536 send_bw_events -e -n 6000

@@ -9,7 +9,8 @@
 # the peer its receive count; the peer, woken by the completion event, does
 # the same and answers; each replays only what the other had not received.
 # When rail 0 is back, both go back to it by the same handshake, and the
-# traffic leaves rail 1.
+# traffic leaves rail 1.  The third run posts with the extended send API
+# (ibv_wr_*) on both sides, which the library records and replays as well.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -64,12 +65,14 @@ pull()
 }
 LU_DURING=pull
 
-# ride TAG MODE: a run of MODE through a pull on host $PULL's side; both
-# sides exit 0, the server's checks all pass, both sides failed over
+# ride TAG MODE [ARGS...]: a run of MODE through a pull on host $PULL's
+# side; both sides exit 0, the server's checks all pass, both sides failed
+# over and back
 ride()
 {
 	local tag=$1 mode=$2 side s0 s1 r0 r1
-	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 30
+	shift 2
+	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 30 "$@"
 	lu_gen_clean "$tag"
 	for side in cli srv; do
 		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.$side.shiftu" ||
@@ -93,3 +96,8 @@ PULL=1
 ride imm_cli write_imm
 PULL=2
 ride send_srv send
+PULL=1
+ride wrapi_cli send --wr-api
+for side in cli srv; do
+	lu_check_log wrapi_cli "$side" "wr_start>0" "wr_complete>0" "post_send=0"
+done

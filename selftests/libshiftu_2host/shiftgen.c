@@ -4,7 +4,8 @@
  *
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
- *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [-v] [SERVER_ADDR]
+ *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [-v]
+ *            [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
@@ -50,6 +51,11 @@
  * stale credit write replayed after a failover cannot take credit back.
  * write mode reuses a slot only once the WRITEs of its previous message have
  * completed (a signaled WR every DEPTH / 2 messages guarantees one comes).
+ *
+ * Posting: ibv_post_send, or with --wr-api (either side, its own choice) the
+ * extended send API: the QP is created with ibv_create_qp_ex and the
+ * operations it uses in send_ops_flags, and every post is one
+ * ibv_wr_start ... ibv_wr_complete batch.
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
  * and the last one; a FIFO of the signaled WRs' positions tells how much of
@@ -132,7 +138,7 @@ struct opts {
 	uint32_t duration;
 	uint32_t watchdog;
 	uint8_t retry_cnt, timeout;
-	bool verbose, expect_errors;
+	bool verbose, expect_errors, wr_api;
 	unsigned int set;
 };
 
@@ -195,6 +201,7 @@ struct sg {
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;		/* --wr-api */
 	struct ibv_mr *mr, *aux_mr;
 	uint64_t *buf;			/* DEPTH slots */
 	size_t buf_len;
@@ -305,7 +312,8 @@ static void usage(const char *fmt, ...)
 	}
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
-	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [-v] [SERVER_ADDR]\n"
+	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [-v]\n"
+	      "                [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -332,6 +340,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "expect-errors", no_argument, NULL, 'E' },
+		{ "wr-api", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -403,6 +412,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'E':
 			o->expect_errors = true;
 			o->set |= SET_EXPECT;
+			break;
+		case 'X':
+			o->wr_api = true;
 			break;
 		case 'h':
 			usage(NULL);
@@ -776,7 +788,28 @@ static int create_resources(struct sg *g, bool server)
 	qia.cap.max_recv_sge = 1;
 	/* the server's credits are 8-byte inline WRITEs: no source buffer to keep */
 	qia.cap.max_inline_data = server ? sizeof(uint64_t) : 0;
-	g->qp = ibv_create_qp(g->pd, &qia);
+	if (g->o->wr_api) {
+		struct ibv_qp_init_attr_ex qx = {
+			.send_cq = qia.send_cq, .recv_cq = qia.recv_cq,
+			.cap = qia.cap, .qp_type = qia.qp_type,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = g->pd,
+			.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
+					  IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+					  IBV_QP_EX_WITH_SEND |
+					  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+		};
+
+		g->qp = ibv_create_qp_ex(g->ctx, &qx);
+		g->qpx = g->qp ? ibv_qp_to_qp_ex(g->qp) : NULL;
+		if (g->qp && !g->qpx) {
+			ibv_destroy_qp(g->qp);
+			g->qp = NULL;
+			errno = EOPNOTSUPP;
+		}
+	} else {
+		g->qp = ibv_create_qp(g->pd, &qia);
+	}
 	if (!g->qp) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the QP: %s", strerror(-ret));
@@ -1063,6 +1096,41 @@ static int client_idle(struct sg *g, unsigned int *idle)
 	return 0;
 }
 
+/* post the chain @wr with the extended send API, as one batch */
+static int post_wr_api(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
+{
+	ibv_wr_start(x);
+	for (; wr; wr = wr->next) {
+		x->wr_id = wr->wr_id;
+		x->wr_flags = wr->send_flags & ~IBV_SEND_INLINE;
+		switch (wr->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ibv_wr_rdma_write_imm(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr,
+					      wr->imm_data);
+			break;
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
+						wr->wr.atomic.compare_add);
+			break;
+		default:
+			ibv_wr_abort(x);
+			return EINVAL;
+		}
+		if (wr->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)wr->sg_list[0].addr,
+					       wr->sg_list[0].length);
+		else if (wr->num_sge)
+			ibv_wr_set_sge_list(x, wr->num_sge, wr->sg_list);
+	}
+	return ibv_wr_complete(x);
+}
+
 /* post one send WR once the queue has room, signaled as sq_want_signal says */
 static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool client)
 {
@@ -1087,7 +1155,7 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 	}
 	sig = sq_want_signal(&g->sq, force);
 	wr->send_flags |= sig ? IBV_SEND_SIGNALED : 0;
-	ret = ibv_post_send(g->qp, wr, &bad);
+	ret = g->qpx ? post_wr_api(g->qpx, wr) : ibv_post_send(g->qp, wr, &bad);
 	if (ret) {
 		msg(g, "Unable to post a send WR (wr_id 0x%" PRIx64 "): %s", wr->wr_id, strerror(ret));
 		g->st.errors++;

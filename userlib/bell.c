@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * bell.c: waking an application that sleeps in its completion channel.
+ *
+ * An application that blocks in ibv_get_cq_event() (or poll()s its
+ * channel's fd) is woken by the kernel when a completion reaches a CQ it
+ * armed with ibv_req_notify_cq().  Completions of a QP that failed over
+ * reach the twin CQ, on another device, and come to the application's CQ
+ * only in the library's stash: no event.  So every application CQ that has
+ * a channel gets a bell: a QP of the library's on the application's
+ * context, in the error state, whose send and receive CQ is that CQ.  A
+ * request posted to a QP in the error state is flushed by the NIC with an
+ * error completion (IBA 10.7.3.1), and that completion, like any other,
+ * raises the CQ's event if it is armed: a real event on the application's
+ * own channel, read and acknowledged by the real verbs, so nothing in
+ * libibverbs' accounting changes.  The library takes the bell's completion
+ * out before the application can see it.
+ *
+ * The bell rings when the library put completions in the stash of a CQ
+ * the application has armed since it last rang (the library sees the arm
+ * go by: ibv_req_notify_cq() is one of the context's ops), at most once
+ * per arm, as a NIC raises one event per arm.  An arm for solicited
+ * completions only is not rung: the flush is not solicited.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "bell.h"
+#include "interpose.h"
+#include "log.h"
+#include "shadow.h"
+
+/* Rings in flight at once: each is flushed at once, so a few are plenty. */
+#define BELL_DEPTH	8
+
+void shiftu_bell_create(struct shiftu_cq *c)
+{
+	struct ibv_context *ctx = c->app->context;
+	struct ibv_qp_init_attr a = {
+		.send_cq = c->app, .recv_cq = c->app,
+		.cap = { .max_send_wr = BELL_DEPTH, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp *qp;
+	struct ibv_pd *pd;
+
+	if (c->bell || !c->app->channel)
+		return;
+	/* the real verbs: neither is the application's, nor protected */
+	pd = shiftu_real.alloc_pd(ctx);
+	if (!pd)
+		goto fail;
+	qp = shiftu_real.create_qp(pd, &a);
+	if (!qp)
+		goto fail_pd;
+	/* RESET to ERR is not a transition every provider takes: via INIT */
+	if (shiftu_real.modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ||
+	    shiftu_real.modify_qp(qp, &err, IBV_QP_STATE))
+		goto fail_qp;
+	c->bell_pd = pd;
+	/* pairs with the acquire in shiftu_bell_ring() */
+	__atomic_store_n(&c->bell, qp, __ATOMIC_RELEASE);
+	shiftu_dbg("cq on %s: bell qp %u", c->sctx->dev_name, qp->qp_num);
+	return;
+
+fail_qp:
+	shiftu_real.destroy_qp(qp);
+fail_pd:
+	shiftu_real.dealloc_pd(pd);
+fail:
+	shiftu_warn("cq on %s: cannot make its bell: %s: an application sleeping in its completion channel is not woken by its backup's completions",
+		    c->sctx->dev_name, strerror(errno ? errno : ENOMEM));
+}
+
+void shiftu_bell_destroy(struct shiftu_cq *c)
+{
+	if (!c->bell)
+		return;
+	shiftu_real.destroy_qp(c->bell);
+	shiftu_real.dealloc_pd(c->bell_pd);
+	c->bell = NULL;
+	c->bell_pd = NULL;
+}
+
+void shiftu_bell_ring(struct shiftu_cq *c)
+{
+	struct ibv_send_wr w = {
+		.wr_id = SHIFTU_BELL_ID, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_qp *qp = __atomic_load_n(&c->bell, __ATOMIC_ACQUIRE);
+
+	if (!qp || !__atomic_exchange_n(&c->armed, 0, __ATOMIC_ACQ_REL))
+		return;
+	/* the provider's own post: the application's context's ops are ours */
+	if (c->sctx->post_send(qp, &w, &bad))
+		__atomic_store_n(&c->armed, 1, __ATOMIC_RELAXED);	/* full: later */
+}
+
+bool shiftu_bell_is(const struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	const struct ibv_qp *qp = __atomic_load_n(&c->bell, __ATOMIC_ACQUIRE);
+
+	return wc->wr_id == SHIFTU_BELL_ID && qp && wc->qp_num == qp->qp_num;
+}
+
+int shiftu_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
+	struct shiftu_cq *c;
+	int ret;
+
+	ret = s->req_notify_cq(cq, solicited_only);
+	if (ret || solicited_only || !cq->channel)
+		return ret;
+	c = shiftu_cq_find(cq);
+	if (c && __atomic_load_n(&c->bell, __ATOMIC_RELAXED))
+		__atomic_store_n(&c->armed, 1, __ATOMIC_RELEASE);
+	return 0;
+}

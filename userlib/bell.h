@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bell.h: waking an application that sleeps in its completion channel
+ * while its completions come from a twin (bell.c).
+ */
+#ifndef _SHIFTU_BELL_H
+#define _SHIFTU_BELL_H
+
+#include <stdbool.h>
+
+#include <infiniband/verbs.h>
+
+struct shiftu_cq;
+
+/* The wr_id of a bell's request: its flushed completion is the library's. */
+#define SHIFTU_BELL_ID	0x5348494654424c4cULL	/* "SHIFTBLL" */
+
+/*
+ * Give @c a bell if the application's CQ has a completion channel.
+ * Context: the shadow thread, when it makes @c's twin.  On failure (logged)
+ * the application is not woken by twin completions, nothing else changes.
+ */
+void shiftu_bell_create(struct shiftu_cq *c);
+
+/* Before the application's CQ is destroyed (the bell's QP uses it). */
+void shiftu_bell_destroy(struct shiftu_cq *c);
+
+/*
+ * The library put completions in @c's stash: raise the application's
+ * event if it armed the CQ since the last ring.  Any thread, any lock.
+ */
+void shiftu_bell_ring(struct shiftu_cq *c);
+
+/* @wc is the completion of @c's bell (to be taken out). */
+bool shiftu_bell_is(const struct shiftu_cq *c, const struct ibv_wc *wc);
+
+/* The context's req_notify_cq: the provider's, and the arm recorded. */
+int shiftu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+#endif /* _SHIFTU_BELL_H */

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * wrapi.c: the extended send API (ibv_wr_start ... ibv_wr_complete) on a QP
+ * the library protects.
+ *
+ * The provider's wr_* builders write its send queue directly, where the
+ * library could neither record what was posted nor turn a batch to the twin.
+ * So on such a QP the builders are the library's: each request of a batch
+ * becomes an ibv_send_wr in a per-QP array (inline bytes copied at once,
+ * as the verb promises the caller may reuse its buffer on return), and
+ * wr_complete posts the chain through the library's post_send, the one
+ * path that records, fails over and replays.  The provider's builders are
+ * never called on that QP.
+ *
+ * One difference is visible: the provider posts a batch whole or not at
+ * all; a chain posted by ibv_post_send may stop part way (a full queue), and
+ * then the requests before the failed one are posted.  Programs that size
+ * their batches by the queue's free entries, as they must, never see it.
+ *
+ * Context: the thread the application posts from; the verbs forbid two
+ * threads between one QP's wr_start and its wr_complete.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interpose.h"
+#include "log.h"
+#include "wrapi.h"
+
+struct shiftu_wrbatch {
+	struct ibv_send_wr *wr;		/* cap entries, the chain of a batch */
+	struct ibv_sge *sge;		/* max_sge per entry */
+	uint8_t *inl;			/* max_inline bytes per entry */
+	struct ibv_send_wr *cur;	/* the request being built, or NULL */
+	uint32_t cap;
+	uint32_t n;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	int err;			/* the first error of the batch */
+};
+
+static inline struct shiftu_vqp *vqp_of(struct ibv_qp_ex *qpx)
+{
+	/* reg is the first member: the registry's entry is the vqp */
+	return (struct shiftu_vqp *)shiftu_qp_lookup(&qpx->qp_base);
+}
+
+static inline struct shiftu_wrbatch *batch_of(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_vqp *vq = vqp_of(qpx);
+
+	return vq ? vq->wb : NULL;
+}
+
+static void batch_fail(struct shiftu_wrbatch *b, int err)
+{
+	if (!b->err)
+		b->err = err;
+	b->cur = NULL;
+}
+
+/* A new request of @opcode, with the flags and wr_id the caller set. */
+static struct ibv_send_wr *batch_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode)
+{
+	struct shiftu_wrbatch *b = batch_of(qpx);
+	struct ibv_send_wr *w;
+
+	if (!b)
+		return NULL;
+	if (b->err)
+		return NULL;
+	if (b->n == b->cap) {
+		batch_fail(b, ENOMEM);
+		return NULL;
+	}
+	w = &b->wr[b->n];
+	memset(w, 0, sizeof(*w));
+	w->wr_id = qpx->wr_id;
+	/* inline is what wr_set_inline_data says, not a flag */
+	w->send_flags = qpx->wr_flags & ~IBV_SEND_INLINE;
+	w->opcode = opcode;
+	w->sg_list = &b->sge[(size_t)b->n * b->max_sge];
+	if (b->n)
+		b->wr[b->n - 1].next = w;
+	b->n++;
+	b->cur = w;
+	return w;
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+{
+	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_RDMA_WRITE);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = remote_addr;
+	}
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+			      uint64_t remote_addr, __be32 imm_data)
+{
+	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_RDMA_WRITE_WITH_IMM);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = remote_addr;
+		w->imm_data = imm_data;
+	}
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+{
+	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_RDMA_READ);
+
+	if (w) {
+		w->wr.rdma.rkey = rkey;
+		w->wr.rdma.remote_addr = remote_addr;
+	}
+}
+
+static void wr_send(struct ibv_qp_ex *qpx)
+{
+	batch_new(qpx, IBV_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+{
+	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_SEND_WITH_IMM);
+
+	if (w)
+		w->imm_data = imm_data;
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+			      uint64_t remote_addr, uint64_t compare, uint64_t swap)
+{
+	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_ATOMIC_CMP_AND_SWP);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = remote_addr;
+		w->wr.atomic.compare_add = compare;
+		w->wr.atomic.swap = swap;
+	}
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				uint64_t remote_addr, uint64_t add)
+{
+	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = remote_addr;
+		w->wr.atomic.compare_add = add;
+	}
+}
+
+/* The request the data setters apply to; no request open is an error. */
+static struct ibv_send_wr *batch_cur(struct shiftu_wrbatch *b)
+{
+	if (b && !b->cur && !b->err)
+		batch_fail(b, EINVAL);
+	return b ? b->cur : NULL;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
+		       uint32_t length)
+{
+	struct shiftu_wrbatch *b = batch_of(qpx);
+	struct ibv_send_wr *w = batch_cur(b);
+
+	if (!w)
+		return;
+	if (!b->max_sge) {
+		batch_fail(b, EINVAL);
+		return;
+	}
+	w->sg_list[0] = (struct ibv_sge){ .addr = addr, .length = length, .lkey = lkey };
+	w->num_sge = 1;
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+			    const struct ibv_sge *sg_list)
+{
+	struct shiftu_wrbatch *b = batch_of(qpx);
+	struct ibv_send_wr *w = batch_cur(b);
+
+	if (!w)
+		return;
+	if (num_sge > b->max_sge) {
+		batch_fail(b, EINVAL);
+		return;
+	}
+	memcpy(w->sg_list, sg_list, num_sge * sizeof(*sg_list));
+	w->num_sge = (int)num_sge;
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
+				    const struct ibv_data_buf *buf_list)
+{
+	struct shiftu_wrbatch *b = batch_of(qpx);
+	struct ibv_send_wr *w = batch_cur(b);
+	uint8_t *dst;
+	size_t i, len = 0;
+
+	if (!w)
+		return;
+	for (i = 0; i < num_buf; i++)
+		len += buf_list[i].length;
+	if (len > b->max_inline || !b->max_sge) {
+		batch_fail(b, EINVAL);
+		return;
+	}
+	/* copied now: the caller may reuse its buffers when this returns */
+	dst = &b->inl[(size_t)(w - b->wr) * b->max_inline];
+	for (i = 0, len = 0; i < num_buf; i++) {
+		memcpy(dst + len, buf_list[i].addr, buf_list[i].length);
+		len += buf_list[i].length;
+	}
+	w->sg_list[0] = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = (uint32_t)len };
+	w->num_sge = 1;
+	w->send_flags |= IBV_SEND_INLINE;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+static void wr_start(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_vqp *vq = vqp_of(qpx);
+
+	if (!vq || !vq->wb)
+		return;
+	shiftu_bump(&vq->wr_starts);
+	vq->wb->n = 0;
+	vq->wb->cur = NULL;
+	vq->wb->err = 0;
+}
+
+static int wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_vqp *vq = vqp_of(qpx);
+	struct shiftu_wrbatch *b;
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (!vq || !vq->wb)
+		return EINVAL;
+	b = vq->wb;
+	shiftu_bump(&vq->wr_completes);
+	ret = b->err;
+	if (!ret && b->n)
+		ret = shiftu_post_send_vq(vq, b->wr, &bad);
+	b->n = 0;
+	b->cur = NULL;
+	b->err = 0;
+	return ret;
+}
+
+static void wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_wrbatch *b = batch_of(qpx);
+
+	if (b) {
+		b->n = 0;
+		b->cur = NULL;
+		b->err = 0;
+	}
+}
+
+/*
+ * Builders of operations the library does not replay.  A QP asking for one
+ * in its send_ops_flags is not protected (its provider's builders stay);
+ * these stand in on a protected QP only for a caller that uses an operation
+ * it did not ask for.
+ */
+static void wr_unsupported(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_wrbatch *b = batch_of(qpx);
+
+	if (b)
+		batch_fail(b, EOPNOTSUPP);
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	(void)rkey;
+	wr_unsupported(qpx);
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	(void)mw, (void)rkey, (void)info;
+	wr_unsupported(qpx);
+}
+
+static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	(void)hdr, (void)hdr_sz, (void)mss;
+	wr_unsupported(qpx);
+}
+
+static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			    uint64_t remote_addr, const void *atomic_wr)
+{
+	(void)rkey, (void)remote_addr, (void)atomic_wr;
+	wr_unsupported(qpx);
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+			   uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	(void)ah, (void)remote_qpn, (void)remote_qkey;
+	wr_unsupported(qpx);
+}
+
+static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	(void)remote_srqn;
+	wr_unsupported(qpx);
+}
+
+bool shiftu_wr_ops_covered(uint64_t send_ops_flags)
+{
+	return !(send_ops_flags & ~(uint64_t)SHIFTU_WR_OPS);
+}
+
+int shiftu_wr_attach(struct shiftu_vqp *vq, struct ibv_qp_ex *qpx)
+{
+	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
+	struct shiftu_wrbatch *b;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->cap = cap->max_send_wr ? cap->max_send_wr : 1;
+	b->max_sge = cap->max_send_sge;
+	b->max_inline = cap->max_inline_data;
+	b->wr = calloc(b->cap, sizeof(*b->wr));
+	b->sge = calloc((size_t)b->cap * (b->max_sge ? b->max_sge : 1), sizeof(*b->sge));
+	b->inl = b->max_inline ? calloc(b->cap, b->max_inline) : NULL;
+	if (!b->wr || !b->sge || (b->max_inline && !b->inl)) {
+		free(b->wr);
+		free(b->sge);
+		free(b->inl);
+		free(b);
+		return -ENOMEM;
+	}
+	vq->wb = b;
+
+	qpx->wr_start = wr_start;
+	qpx->wr_complete = wr_complete;
+	qpx->wr_abort = wr_abort;
+	qpx->wr_rdma_write = wr_rdma_write;
+	qpx->wr_rdma_write_imm = wr_rdma_write_imm;
+	qpx->wr_rdma_read = wr_rdma_read;
+	qpx->wr_send = wr_send;
+	qpx->wr_send_imm = wr_send_imm;
+	qpx->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	qpx->wr_set_sge = wr_set_sge;
+	qpx->wr_set_sge_list = wr_set_sge_list;
+	qpx->wr_set_inline_data = wr_set_inline_data;
+	qpx->wr_set_inline_data_list = wr_set_inline_data_list;
+	qpx->wr_local_inv = wr_local_inv;
+	qpx->wr_send_inv = wr_local_inv;
+	qpx->wr_bind_mw = wr_bind_mw;
+	qpx->wr_send_tso = wr_send_tso;
+	qpx->wr_atomic_write = wr_atomic_write;
+	qpx->wr_set_ud_addr = wr_set_ud_addr;
+	qpx->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	return 0;
+}
+
+void shiftu_wr_detach(struct shiftu_vqp *vq)
+{
+	struct shiftu_wrbatch *b = vq->wb;
+
+	if (!b)
+		return;
+	vq->wb = NULL;
+	free(b->wr);
+	free(b->sge);
+	free(b->inl);
+	free(b);
+}
