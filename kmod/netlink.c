@@ -487,7 +487,8 @@ static int sft_nl_path_report_doit(struct sk_buff *skb, struct genl_info *info)
 	      sft_path_report(slot, nla_data(a[SHIFT_FT_A_REMOTE_GID]),
 			      nla_get_u8(a[SHIFT_FT_A_REPORT_STATE]),
 			      nla_get_u8(a[SHIFT_FT_A_REPORT_SOURCE]),
-			      task_tgid_nr(current), flags, info->extack);
+			      task_tgid_nr(current), info->snd_portid, flags,
+			      info->extack);
 	sft_table_unlock();
 	return err;
 }
@@ -564,14 +565,42 @@ static struct genl_family sft_family __ro_after_init = {
 	SFT_GENL_STRICT_ALL_OPS(__SHIFT_FT_CMD_MAX)
 };
 
+/*
+ * A SHIFT_FT_REPORT_F_WITHDRAW report lasts as long as the socket it came
+ * on (uapi): told of every netlink socket released, in process context.
+ */
+static int sft_nl_release(struct notifier_block *nb, unsigned long event,
+			  void *ptr)
+{
+	struct netlink_notify *n = ptr;
+
+	if (event == NETLINK_URELEASE && n->protocol == NETLINK_GENERIC &&
+	    n->portid && net_eq(n->net, &init_net))
+		sft_path_reporter_gone(n->portid);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block sft_nl_notifier = {
+	.notifier_call = sft_nl_release,
+};
+
 int __init sft_nl_init(void)
 {
-	return genl_register_family(&sft_family);
+	int err;
+
+	err = netlink_register_notifier(&sft_nl_notifier);
+	if (err)
+		return err;
+	err = genl_register_family(&sft_family);
+	if (err)
+		netlink_unregister_notifier(&sft_nl_notifier);
+	return err;
 }
 
 void sft_nl_exit(void)
 {
 	genl_unregister_family(&sft_family);
+	netlink_unregister_notifier(&sft_nl_notifier);
 }
 
 /* lets a "shift_ft" family lookup load the module */

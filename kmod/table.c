@@ -60,6 +60,14 @@ static struct {
 	 * DEL message still carries its final counts.
 	 */
 	u64 (*ev_counts)[__SHIFT_FT_EV_MAX];
+
+	/*
+	 * The netlink port a SHIFT_FT_REPORT_F_WITHDRAW report on each path
+	 * row came from (0: none), and how many are set: the report is
+	 * withdrawn when that socket goes (sft_path_reporter_gone()).
+	 */
+	u32 *report_portid;
+	u32 n_app_reports;
 } tbl;
 
 static bool row_valid(u32 flags)
@@ -501,9 +509,19 @@ int sft_path_lookup(u32 slot, const u8 *gid)
 	return -ENOENT;
 }
 
+/* Context: inside a write section.  Forget whose report row @idx holds. */
+static void path_report_owner(u32 idx, u32 portid)
+{
+	if (tbl.report_portid[idx])
+		tbl.n_app_reports--;
+	tbl.report_portid[idx] = portid;
+	if (portid)
+		tbl.n_app_reports++;
+}
+
 /* Context: process (netlink), tbl.lock held by the caller. */
 int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
-		    u32 flags, struct netlink_ext_ack *extack)
+		    u32 portid, u32 flags, struct netlink_ext_ack *extack)
 {
 	struct shift_ft_page_path *r;
 	int idx;
@@ -543,10 +561,44 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 	r->report_source = source;
 	r->report_pid = pid;
 	r->report_ns = ktime_get_ns();
+	path_report_owner(idx, flags & SHIFT_FT_REPORT_F_WITHDRAW ? portid : 0);
 	set_bit(idx, tbl.path_dirty);
 	path_set_state(idx, path_effective(r));
 	change_end();
 	return 0;
+}
+
+/*
+ * Context: process (the netlink socket's release), may sleep.  The
+ * SHIFT_FT_REPORT_F_WITHDRAW reports that came on netlink port @portid
+ * are withdrawn.
+ */
+void sft_path_reporter_gone(u32 portid)
+{
+	bool begun = false;
+	u32 i;
+
+	mutex_lock(&tbl.lock);
+	for (i = 0; tbl.n_app_reports && i < tbl.path_max; i++) {
+		struct shift_ft_page_path *r = &tbl.paths[i];
+
+		if (tbl.report_portid[i] != portid)
+			continue;
+		if (!begun) {
+			change_begin(SHIFT_FT_EV_REPORTER_GONE);
+			begun = true;
+		}
+		r->report_state = SHIFT_FT_PATH_UNKNOWN;
+		r->report_source = SHIFT_FT_SRC_NONE;
+		r->report_pid = 0;
+		r->report_ns = ktime_get_ns();
+		path_report_owner(i, 0);
+		set_bit(i, tbl.path_dirty);
+		path_set_state(i, path_effective(r));
+	}
+	if (begun)
+		change_end();
+	mutex_unlock(&tbl.lock);
 }
 
 /* Context: process (netlink), tbl.lock held by the caller. */
@@ -566,6 +618,7 @@ int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack)
 	r = &tbl.paths[idx];
 	sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, idx, r,
 			   SHIFT_FT_EV_PATH_DELETE, tbl.gen + 1);
+	path_report_owner(idx, 0);
 	memset(r, 0, sizeof(*r));
 	tbl.hdr->path_count--;
 	change_end();
@@ -672,6 +725,9 @@ int sft_table_init(u32 port_max, u32 path_max)
 	tbl.ev_counts = kcalloc(port_max, sizeof(*tbl.ev_counts), GFP_KERNEL);
 	if (!tbl.ev_counts)
 		goto err_ev_counts;
+	tbl.report_portid = kcalloc(path_max, sizeof(*tbl.report_portid), GFP_KERNEL);
+	if (!tbl.report_portid)
+		goto err_report_portid;
 
 	/* zeroed, and allowed to be remapped to userspace */
 	tbl.page = vmalloc_user(size);
@@ -701,6 +757,8 @@ int sft_table_init(u32 port_max, u32 path_max)
 	return 0;
 
 err_page:
+	kfree(tbl.report_portid);
+err_report_portid:
 	kfree(tbl.ev_counts);
 err_ev_counts:
 	bitmap_free(tbl.path_dirty);
@@ -724,6 +782,7 @@ void sft_table_exit(void)
 	list_for_each_entry_safe(c, tmp, &tbl.pair_cfg, list)
 		kfree(c);
 	vfree(tbl.page);
+	kfree(tbl.report_portid);
 	kfree(tbl.ev_counts);
 	bitmap_free(tbl.path_dirty);
 	bitmap_free(tbl.pair_dirty);

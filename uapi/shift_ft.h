@@ -34,7 +34,12 @@
  * Path rows.  Keyed by (local port index, remote GID).  Their state combines
  * the local port (a path over a port that is not ACTIVE is DOWN) with the
  * last report received for it: from an application that saw an error
- * completion, or from a host agent relaying another host's events.  The
+ * completion, or from a host agent relaying another host's events.  A
+ * report made with SHIFT_FT_REPORT_F_WITHDRAW lasts as long as the netlink
+ * socket it came on: when that socket is closed (the reporter exited), the
+ * report is withdrawn (report state UNKNOWN, source NONE, event
+ * SHIFT_FT_EV_REPORTER_GONE), so that a path is not left down by a process
+ * that can no longer say it is up again.  The
  * number of path rows is bounded by the max_paths module parameter; a report
  * that would need a row when all are used fails with -ENOSPC.
  *
@@ -321,7 +326,9 @@ enum shift_ft_report_source {
 
 /* SHIFT_FT_A_FLAGS of SHIFT_FT_CMD_PATH_REPORT */
 #define SHIFT_FT_REPORT_F_NOCREATE	(1U << 0)	/* -ENOENT if no row */
-#define SHIFT_FT_REPORT_F_ALL		(SHIFT_FT_REPORT_F_NOCREATE)
+#define SHIFT_FT_REPORT_F_WITHDRAW	(1U << 1)	/* until the socket closes */
+#define SHIFT_FT_REPORT_F_ALL		(SHIFT_FT_REPORT_F_NOCREATE |	\
+					 SHIFT_FT_REPORT_F_WITHDRAW)
 
 /*
  * What caused a change: the IB asynchronous events the module follows (mapped
@@ -344,6 +351,7 @@ enum shift_ft_event {
 	SHIFT_FT_EV_PAIR_CONFIG,	/* an administrator set or cleared a pair */
 	SHIFT_FT_EV_PATH_REPORT,	/* a path report was received */
 	SHIFT_FT_EV_PATH_DELETE,	/* a path row was deleted */
+	SHIFT_FT_EV_REPORTER_GONE,	/* a report's socket closed (F_WITHDRAW) */
 
 	__SHIFT_FT_EV_MAX,
 	SHIFT_FT_EV_MAX = __SHIFT_FT_EV_MAX - 1

@@ -267,8 +267,10 @@ int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
 		return -ENOENT;
 	if (ph->state != SHIFT_FT_PORT_ACTIVE)
 		return 1;
+	/* a path down by this QP's own report: its probe tells when it is back */
 	if (vq->has_dgid && !shiftu_health_path(ph->port_index, vq->dgid, path))
-		return *path == SHIFT_FT_PATH_DOWN;
+		return *path == SHIFT_FT_PATH_DOWN &&
+		       !__atomic_load_n(&vq->reported, __ATOMIC_RELAXED);
 	return 0;
 }
 

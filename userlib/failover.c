@@ -1236,7 +1236,12 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	cq_slow_ctx(s, true);
 	c->slow_leftover++;
 	pthread_mutex_unlock(&c->lock);
-	shiftu_failover(vq, wc_status_word(wc[i].status));
+	if (shiftu_failover(vq, wc_status_word(wc[i].status)) &&
+	    wc[i].status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
+		/* the transport's verdict on the path: for other processes too */
+		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
+		shiftu_shadow_poke();
+	}
 	if (i)
 		return i;
 	return shiftu_poll_cq_slow(s, cq, num, wc);

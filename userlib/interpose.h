@@ -255,6 +255,15 @@ struct shiftu_vqp {
 	uint8_t rx_moved;		/* our receives live on the twin */
 	uint8_t on_twin;		/* the work goes to the twin */
 	uint8_t twin_stale;		/* the twin was stopped: reset it (shadow) */
+	/*
+	 * Path reports (report.c): set by the poller that failed the QP over
+	 * on a retry-exceeded completion; the shadow thread reports the path
+	 * down (reported), and up once the QP is back on it.  A path down by
+	 * the QP's own report does not count as down for it
+	 * (shiftu_vqp_primary()): its probe tells when the path is back.
+	 */
+	uint8_t report_down;
+	uint8_t reported;
 	uint64_t fb_wait_ns;		/* until then, wait for the peer's move back */
 	uint8_t ctrl_default;		/* a control receive waits on the default QP */
 	uint64_t twin_recvs;		/* the application's receives posted there */

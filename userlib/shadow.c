@@ -22,6 +22,7 @@
 #include "event.h"
 #include "bell.h"
 #include "failover.h"
+#include "report.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -825,8 +826,43 @@ static bool primary_ok(struct shiftu_vqp *vq)
 {
 	struct shiftu_port_health ph;
 	uint8_t path;
-
 	return shiftu_vqp_primary(vq, &ph, &path) == 0;
+}
+
+/*
+ * Tell shift_ft what the transport told us (report.c): the path down after
+ * a failover on a retry-exceeded completion, up again once the QP is back
+ * on it.  A report the kernel refuses is not retried.  Context: vq->lock.
+ */
+static void report_step(struct shiftu_vqp *vq)
+{
+	bool back = vq->state == SHIFTU_SEND_DEFAULT;
+	int ret;
+
+	if (__atomic_load_n(&vq->report_down, __ATOMIC_RELAXED) && !vq->reported && !back) {
+		__atomic_store_n(&vq->report_down, 0, __ATOMIC_RELAXED);
+		/* before the page moves: our own report does not make us "down" */
+		__atomic_store_n(&vq->reported, 1, __ATOMIC_RELAXED);
+		ret = shiftu_report_path(vq->sctx->dev_name, vq->port_num, vq->dgid, true);
+		if (!ret)
+			shiftu_info("qp %u on %s port %u: reported its path down to shift_ft",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->port_num);
+		else if (ret != -EPERM && ret != -ENOENT)
+			shiftu_warn("qp %u on %s port %u: cannot report its path down: %s",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->port_num,
+				    strerror(-ret));
+		__atomic_store_n(&vq->reported, !ret, __ATOMIC_RELAXED);
+	} else if (vq->reported && back) {
+		ret = shiftu_report_path(vq->sctx->dev_name, vq->port_num, vq->dgid, false);
+		__atomic_store_n(&vq->reported, 0, __ATOMIC_RELAXED);
+		if (!ret)
+			shiftu_info("qp %u on %s port %u: reported its path up to shift_ft",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->port_num);
+		else
+			shiftu_warn("qp %u on %s port %u: cannot report its path up: %s (it stays down until this process exits)",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->port_num,
+				    strerror(-ret));
+	}
 }
 
 static void fb_backoff(struct shiftu_vqp *vq)
@@ -1032,6 +1068,7 @@ static bool shadow_pass(void)
 		}
 		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq);
+		report_step(vq);
 		if (vq->bak_rtr) {
 			failback_answer(vq);
 			pending = true;		/* keep listening for requests */

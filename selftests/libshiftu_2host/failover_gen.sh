@@ -8,7 +8,11 @@
 # slot and checksum right with no error seen by the application.  And an
 # atomic in flight when the client's rail 0 is pulled is never replayed: it
 # reaches the application as an error, and the server's counter shows it
-# executed at most once.
+# executed at most once.  The failover on the retry-exceeded completion is
+# reported to shift_ft (the path down), so a second process whose QP to the
+# same peer would never see an error (retry_cnt 7: Soft-RoCE retries
+# forever) fails over on its health page at once, and both come back once
+# the reporter's probe finds the path good and reports it up.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══ rail 0: netem loss 100% / pulled ══ eth0 ─ rxe0
@@ -33,32 +37,52 @@ ft_defer "tc qdisc del dev eth0 root 2> /dev/null"
 ft_defer "lab-link eth0 on"
 
 # drop TAG: 2 s into the run, host 1's rail 0 drops all it sends, until the
-# library has failed over (30 s at most), then it carries again
+# library has failed over and the bystander followed (30 s at most), then it
+# carries again
 drop()
 {
 	sleep 2
 	tc qdisc add dev eth0 root netem loss 100%
 	for _ in $(seq 300); do
-		grep -q 'failed over to qp' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
+		grep -q 'failed over to qp' "$FT_TMP/$1.cli.shiftu" 2> /dev/null &&
+			grep -q 'failed over to qp' "$FT_TMP/bystander.cli.shiftu" 2> /dev/null &&
+			break
 		sleep 0.1
 	done
 	tc qdisc del dev eth0 root
 }
 
+# the bystander: same rail, same peer, default retry_cnt (forever); it must
+# outlast the silent pair's failover (about 12 s) and failback
+lu_bg_start bystander 40 "$GEN" -m write -D 40
 LU_DURING=drop
-lu_pair silent 1 "$GEN" -m write -r 3 -t 14 -D 8
+lu_pair silent 1 "$GEN" -m write -r 3 -t 14 -D 25
 for side in cli srv; do
 	[ "$(cat "$FT_TMP/silent.$side.rc")" = 0 ] ||
 		lu_fail silent "$side exited $(cat "$FT_TMP/silent.$side.rc")"
 done
 grep -q 'transport retry counter exceeded: failed over to qp [0-9]* on rxe1' "$FT_TMP/silent.cli.shiftu" ||
 	lu_fail silent "the client did not fail over on the retry-exceeded completion"
+grep -q 'reported its path down to shift_ft' "$FT_TMP/silent.cli.shiftu" ||
+	lu_fail silent "the client did not report the path down"
+grep -q 'reported its path up to shift_ft' "$FT_TMP/silent.cli.shiftu" ||
+	lu_fail silent "the client did not report the path up after failing back"
 ft_expect "client errors" "$(lu_gen errors "$FT_TMP/silent.cli.out")" 0
 ft_expect "server result" "$(lu_gen result "$FT_TMP/silent.srv.out")" ok
 ft_expect "server corrupt" "$(lu_gen corrupt "$FT_TMP/silent.srv.out")" 0
-lu_check_log silent cli "failovers=1" "twin_wcs>0"
+lu_check_log silent cli "failovers=1" "failbacks=1" "twin_wcs>0"
 log "silent: $(grep -o 'transport retry counter exceeded: failed over.*' "$FT_TMP/silent.cli.shiftu")"
 log "silent: $(grep '^shiftgen: role=server' "$FT_TMP/silent.srv.out")"
+
+lu_bg_wait bystander
+lu_gen_clean bystander
+grep -q 'path down: failed over to qp [0-9]* on rxe1' "$FT_TMP/bystander.cli.shiftu" ||
+	lu_fail bystander "the bystander did not fail over on the reported path"
+grep -q 'failed back from rxe1' "$FT_TMP/bystander.cli.shiftu" ||
+	lu_fail bystander "the bystander did not fail back once the path was reported up"
+lu_check_log bystander cli "failovers=1" "failbacks=1"
+log "bystander: $(grep -o 'path down: failed over.*' "$FT_TMP/bystander.cli.shiftu")"
+log "bystander: $(grep '^shiftgen: role=server' "$FT_TMP/bystander.srv.out")"
 
 # stall_pull TAG: 2 s in, host 1's rail 0 silently drops everything, so the
 # atomic being executed stalls in flight; 0.3 s later the cable is pulled

@@ -126,6 +126,40 @@ lu_pair()
 	return 0
 }
 
+# lu_bg_start TAG SECS PROG ARGS...: a preloaded PROG pair like lu_pair's,
+# left running in the background for about SECS; the client's ARGS are the
+# server's too.  lu_bg_wait TAG collects it into the same files as lu_pair.
+lu_bg_start()
+{
+	local tag=$1 secs=$2 prog=$3 port=$LU_PORT pid
+	shift 3
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$FT_TMP/$tag".*
+	pid=$(lab-peer --bg "timeout --foreground $((secs + 60)) $(lu_env 1 "$LU_RDIR/$tag.srv.shiftu")" \
+		"$prog -d rxe0 -x $LU_RGIDX -p $port $* > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc") ||
+		fail "$tag: could not start the $prog server on host 2"
+	ft_defer "lab-peer 'kill -- -$pid' 2> /dev/null"
+	peer_listening "$port" || fail "$tag: the $prog server on host 2 did not listen on port $port"
+	# shellcheck disable=SC2046 # lu_env's words are separate arguments
+	timeout $((secs + 40)) $(lu_env 1 "$FT_TMP/$tag.cli.shiftu") \
+		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2 \
+		> "$FT_TMP/$tag.cli.out" 2>&1 &
+	echo $! > "$FT_TMP/$tag.cli.pid"
+}
+
+lu_bg_wait()
+{
+	local tag=$1 rc=0
+
+	wait "$(cat "$FT_TMP/$tag.cli.pid")" || rc=$?
+	echo "$rc" > "$FT_TMP/$tag.cli.rc"
+	lab-peer "for i in \$(seq 600); do [ -s $LU_RDIR/$tag.srv.rc ] && exec cat $LU_RDIR/$tag.srv.rc; sleep 0.05; done; echo none" \
+		> "$FT_TMP/$tag.srv.rc"
+	lab-peer "cat $LU_RDIR/$tag.srv.out" > "$FT_TMP/$tag.srv.out" 2>&1 || true
+	lab-peer "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" 2>&1 || true
+}
+
 # lu_show FILE...: files as comments, for a failure's context.
 lu_show()
 {

@@ -32,23 +32,9 @@ rnd() { local ms=$((RANDOM % ($2 - $1 + 1) + $1)); printf '%d.%03d' $((ms / 1000
 
 # the run must outlast the pulls: 2.5 s each at most, and some to spare
 DUR=$((PULLS * 5 / 2 + 20))
-declare -A PORT=([imm]=$LU_PORT [send]=$((LU_PORT + 1)))
-LU_PORT=$((LU_PORT + 2))
-SRV_PIDS=()
 for m in imm send; do
 	mode=$m; [ "$m" = imm ] && mode=write_imm
-	rm -f "$FT_TMP/$m".*
-	pid=$(lab-peer --bg "timeout --foreground $((DUR + 60)) $(lu_env 1 "$LU_RDIR/$m.srv.shiftu")" \
-		"$GEN -d rxe0 -x $LU_RGIDX -p ${PORT[$m]} > $LU_RDIR/$m.srv.out 2>&1; echo \$? > $LU_RDIR/$m.srv.rc") ||
-		fail "$m: could not start the shiftgen server on host 2"
-	SRV_PIDS+=("$pid")
-	ft_defer "lab-peer 'kill -- -$pid' 2> /dev/null"
-	peer_listening "${PORT[$m]}" || fail "$m: the shiftgen server did not listen"
-	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout $((DUR + 40)) $(lu_env 1 "$FT_TMP/$m.cli.shiftu") \
-		"$GEN" -d rxe0 -x "$LU_GIDX" -p "${PORT[$m]}" -m "$mode" -D "$DUR" -W $((DUR + 30)) \
-		10.0.0.2 > "$FT_TMP/$m.cli.out" 2>&1 &
-	echo $! > "$FT_TMP/$m.cli.pid"
+	lu_bg_start "$m" "$DUR" "$GEN" -m "$mode" -D "$DUR" -W $((DUR + 30))
 done
 
 sleep 2
@@ -72,12 +58,7 @@ done
 log "$PULLS pulls: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"
 
 for m in imm send; do
-	wait "$(cat "$FT_TMP/$m.cli.pid")" || echo "$?" > "$FT_TMP/$m.cli.rc"
-	[ -f "$FT_TMP/$m.cli.rc" ] || echo 0 > "$FT_TMP/$m.cli.rc"
-	lab-peer "for i in \$(seq 600); do [ -s $LU_RDIR/$m.srv.rc ] && exec cat $LU_RDIR/$m.srv.rc; sleep 0.05; done; echo none" \
-		> "$FT_TMP/$m.srv.rc"
-	lab-peer "cat $LU_RDIR/$m.srv.out" > "$FT_TMP/$m.srv.out" 2>&1 || true
-	lab-peer "cat $LU_RDIR/$m.srv.shiftu" > "$FT_TMP/$m.srv.shiftu" 2>&1 || true
+	lu_bg_wait "$m"
 done
 for m in imm send; do
 	lu_gen_clean "$m"

@@ -76,7 +76,7 @@ E EINVAL,ERANGE raw PATH_REPORT $PORT_ATTRS remote_gid=flag: report_state=u8:UP 
 E EINVAL,ERANGE raw PATH_DEL $PORT_ATTRS remote_gid=bin:fe800000000000000000000000000b
 
 # flags
-E EOPNOTSUPP report rxe0 1 "$G" up app --flags 2
+E EOPNOTSUPP report rxe0 1 "$G" up app --flags 4
 E EOPNOTSUPP report rxe0 1 "$G" up app --flags 0x80000000
 E EOPNOTSUPP report rxe0 1 "$G" up app --flags 0xffffffff
 E ENOENT report rxe0 1 "$G" up app --flags 1

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: PATH_REPORT creates and updates a path row with the reporter's
 # source, pid and time; the effective state follows reports while the local
-# port is ACTIVE and is DOWN while it is not; netlink, page and events agree;
-# PATH_DEL removes the row.
+# port is ACTIVE and is DOWN while it is not; a report made with
+# SHIFT_FT_REPORT_F_WITHDRAW is withdrawn when its socket closes; netlink,
+# page and events agree; PATH_DEL removes the row.
 #
 #   eth0 ── rxe0 ── path to G0 (reported up/down; eth0 flapped)
 #   eth1 ── rxe1 ── path to G1 (must not move when eth0 does)
@@ -90,6 +91,20 @@ ft_wait_port rxe0 1 ACTIVE
 ft_expect "path with port back" "$(path0 path_state)" UP
 agree "with the port back"
 log "path state: DOWN while rxe0 is down, report state again once it is up"
+
+# F_WITHDRAW: the report lasts as long as the socket it came on (ftnl's,
+# closed when it exits); one without it stays
+t0=$(ft_now)
+"$FTNL" report rxe0 1 "$G0" down app --flags 2
+ft_expect "withdrawn: report_state" "$(path0 report_state)" UNKNOWN
+ft_expect "withdrawn: report_source" "$(path0 report_source)" NONE
+ft_expect "withdrawn: path_state" "$(path0 path_state)" UNKNOWN
+ft_wait_log "$FT_TMP/mon" "\$1 >= $t0 && \$2 == \"PATH_NEW\" && \$3 == \"REPORTER_GONE\" && /\tremote_gid=$G0_TXT\t/" ||
+	fail "no PATH_NEW/REPORTER_GONE event"
+"$FTNL" report rxe1 1 "$G1" down agent
+ft_expect "not withdrawn without the flag" "$("$FTNL" path rxe1 1 "$G1" -f path_state)" "path_state=DOWN"
+agree "after a withdrawn report"
+log "F_WITHDRAW: the report went with ftnl's socket, event REPORTER_GONE"
 
 # PATH_DEL
 t0=$(ft_now)

@@ -136,6 +136,7 @@ static const char *const event_names[] = {
 	[SHIFT_FT_EV_PAIR_CONFIG]	= "PAIR_CONFIG",
 	[SHIFT_FT_EV_PATH_REPORT]	= "PATH_REPORT",
 	[SHIFT_FT_EV_PATH_DELETE]	= "PATH_DELETE",
+	[SHIFT_FT_EV_REPORTER_GONE]	= "REPORTER_GONE",
 };
 
 /* a new value in the header without a name here fails the build */
