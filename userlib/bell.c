@@ -46,20 +46,27 @@ void shiftu_bell_create(struct shiftu_cq *c)
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	struct ibv_qp *qp;
 	struct ibv_pd *pd;
+	int ret;
 
 	if (c->bell || !c->app->channel)
 		return;
 	/* the real verbs: neither is the application's, nor protected */
 	pd = shiftu_real.alloc_pd(ctx);
-	if (!pd)
+	if (!pd) {
+		ret = errno ? errno : ENOMEM;
 		goto fail;
+	}
 	qp = shiftu_real.create_qp(pd, &a);
-	if (!qp)
+	if (!qp) {
+		ret = errno ? errno : ENOMEM;
 		goto fail_pd;
+	}
 	/* RESET to ERR is not a transition every provider takes: via INIT */
-	if (shiftu_real.modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ||
-	    shiftu_real.modify_qp(qp, &err, IBV_QP_STATE))
+	ret = shiftu_real.modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (!ret)
+		ret = shiftu_real.modify_qp(qp, &err, IBV_QP_STATE);
+	if (ret)
 		goto fail_qp;
 	c->bell_pd = pd;
 	/* pairs with the acquire in shiftu_bell_ring() */
@@ -73,7 +80,7 @@ fail_pd:
 	shiftu_real.dealloc_pd(pd);
 fail:
 	shiftu_warn("cq on %s: cannot make its bell: %s: an application sleeping in its completion channel is not woken by its backup's completions",
-		    c->sctx->dev_name, strerror(errno ? errno : ENOMEM));
+		    c->sctx->dev_name, strerror(ret));
 }
 
 void shiftu_bell_destroy(struct shiftu_cq *c)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cq.h"
 #include "failover.h"
 #include "health.h"
 #include "interpose.h"

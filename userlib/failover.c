@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * failover.c: moving a QP's traffic to its twin on the backup port (SHIFT
- * paper 4.3.2), and the slow paths that serve a QP and its CQs meanwhile.
+ * paper 4.3.2), and the slow paths of its posts meanwhile (its CQs': cq.c).
  *
  * A failover starts on the thread that notices: a poster or poller that
  * reads the health page, a poller that takes an error completion, or the
@@ -22,7 +22,6 @@
  * SHIFTU_EV_ATOMIC_ERROR is raised.  Going back to the default QP when the
  * peer and we are both on our twins is the same move in reverse.
  */
-#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -31,21 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cq.h"
 #include "event.h"
-#include "bell.h"
 #include "failover.h"
 #include "handshake.h"
+#include "health.h"
 #include "interpose.h"
 #include "log.h"
 #include "shadow.h"
 #include "util.h"
 
-uint64_t shiftu_twin_wcs;
-
-/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTRMK", "SHIFTPRB" */
-#define MARKER_WR_ID	0x5348494654de4b52ULL
-#define RMARKER_WR_ID	0x53484946545d4b52ULL
-#define PROBE_WR_ID	0x5348494654505242ULL
 #define DRAIN_NS	(5ULL * 1000 * 1000 * 1000)
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define PROBE_NS	(1000ULL * 1000 * 1000)
@@ -59,86 +53,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
-/* Count the receive completions among @k just taken from a CQ of @s. */
-static void took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k)
-{
-	int i;
-
-	for (i = 0; i < k; i++)
-		if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
-			shiftu_count_recv(s, wc[i].qp_num);
-}
-
-/* ---- the CQ stash (cq->lock held) ------------------------------------- */
-
-static int stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
-{
-	if (shiftu_bell_is(c, wc))
-		return 0;	/* the library's wake-up: never the application's */
-	/* a sleeping application must hear of it: the stash raises no event */
-	shiftu_bell_ring(c);
-	if (c->stash_n == c->stash_cap) {
-		unsigned int cap = c->stash_cap ? 2 * c->stash_cap : 64, i;
-		struct ibv_wc *s = malloc(cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		for (i = 0; i < c->stash_n; i++)
-			s[i] = c->stash[(c->stash_head + i) % c->stash_cap];
-		free(c->stash);
-		c->stash = s;
-		c->stash_cap = cap;
-		c->stash_head = 0;
-	}
-	c->stash[(c->stash_head + c->stash_n) % c->stash_cap] = *wc;
-	c->stash_n++;
-	return 0;
-}
-
-static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
-{
-	int n = 0;
-
-	while (n < num && c->stash_n) {
-		wc[n++] = c->stash[c->stash_head];
-		c->stash_head = (c->stash_head + 1) % c->stash_cap;
-		c->stash_n--;
-	}
-	return n;
-}
-
-/* The CQs of context @s take the slow poll while @on (cq->lock held). */
-static void cq_slow_ctx(struct shiftu_ctx *s, bool on)
-{
-	__atomic_fetch_add(&s->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
-}
-
-static void cq_slow(struct shiftu_vqp *vq, bool on)
-{
-	cq_slow_ctx(vq->sctx, on);
-}
-
-/* A completion status as a word for the log (ibv_wc_status_str is in
- * libibverbs, which the library does not link). */
-static const char *wc_status_word(enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_RETRY_EXC_ERR:	return "transport retry counter exceeded";
-	case IBV_WC_RNR_RETRY_EXC_ERR:	return "RNR retry counter exceeded";
-	case IBV_WC_WR_FLUSH_ERR:	return "work request flushed";
-	case IBV_WC_REM_ACCESS_ERR:	return "remote access error";
-	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
-	default:			return "error completion";
-	}
-}
-
-/* A completion of the library's own work requests, never the application's. */
-static bool ours(const struct ibv_wc *wc)
-{
-	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
-	       wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID ||
-	       wc->wr_id == SHIFTU_BELL_ID;
-}
 
 /* ---- failover --------------------------------------------------------- */
 
@@ -284,50 +198,64 @@ static void swqe_wc(const struct shiftu_vqp *vq, const struct shiftu_swqe *e,
 }
 
 /*
- * Move @qp's error completions out of the stash into @flushed (after the
- * @n already there), keeping everything else in order.  Returns the new n,
+ * What a drain has collected so far (drain()): with separate send and
+ * receive CQs, @n_recv of the @n flushed came from the receive CQ.
+ */
+struct drain_state {
+	struct ibv_wc *flushed;
+	unsigned int n, max, n_recv;
+	bool smark, rmark;
+};
+
+/*
+ * An error completion of the QP being drained: one of the library's
+ * markers, a control message of its own, or a flushed request of the
+ * application's.  Returns 0 or -EOVERFLOW.
+ */
+static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
+		      const struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	if (wc->wr_id == MARKER_WR_ID) {
+		d->smark = true;
+	} else if (wc->wr_id == RMARKER_WR_ID) {
+		d->rmark = true;
+	} else if (wc->wr_id == SHIFTU_CTRL_RECV_ID) {
+		if (twin)
+			vq->ctrl_rq = 0;
+	} else if (wc->wr_id != SHIFTU_CTRL_SEND_ID) {
+		if (d->n == d->max)
+			return -EOVERFLOW;
+		d->flushed[d->n++] = *wc;
+		d->n_recv += c == vq->rcq && c != vq->scq;
+	}
+	return 0;
+}
+
+/*
+ * Move @qp_num's error completions out of the stash, where a poller put
+ * them, through drain_take(), keeping everything else in order.  Returns 0
  * or -EOVERFLOW.
  */
-static int unstash_errors(struct shiftu_cq *c, uint32_t qp_num, struct ibv_wc *flushed,
-			  unsigned int n, unsigned int max)
+static int unstash_errors(struct shiftu_vqp *vq, struct shiftu_cq *c, uint32_t qp_num,
+			  struct drain_state *d)
 {
 	unsigned int i, kept = 0, total = c->stash_n;
 	struct ibv_wc w;
+	int ret = 0;
 
 	for (i = 0; i < total; i++) {
 		w = c->stash[(c->stash_head + i) % c->stash_cap];
-		if (w.qp_num == qp_num && w.status != IBV_WC_SUCCESS) {
-			if (n == max)
-				return -EOVERFLOW;
-			flushed[n++] = w;
-		} else {
+		if (!ret && w.qp_num == qp_num && w.status != IBV_WC_SUCCESS)
+			ret = drain_take(vq, false, d, c, &w);
+		else
 			c->stash[(c->stash_head + kept++) % c->stash_cap] = w;
-		}
 	}
 	c->stash_n = kept;
-	return n;
+	return ret;
 }
 
-/* Both CQs of a QP, locked in address order (one lock if they are one). */
-static void lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
-{
-	if (a == b) {
-		pthread_mutex_lock(&a->lock);
-	} else if (a < b) {
-		pthread_mutex_lock(&a->lock);
-		pthread_mutex_lock(&b->lock);
-	} else {
-		pthread_mutex_lock(&b->lock);
-		pthread_mutex_lock(&a->lock);
-	}
-}
 
-static void unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
-{
-	pthread_mutex_unlock(&a->lock);
-	if (b != a)
-		pthread_mutex_unlock(&b->lock);
-}
+
 
 /* The QP a move leaves or goes to: the application's, or its twin. */
 static struct ibv_qp *side_qp(const struct shiftu_vqp *vq, bool twin)
@@ -354,11 +282,13 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
  * that none is lost; the library's control messages are not among them.
  * Good completions met on the way are kept for the application (a twin's
  * renamed); control messages of other QPs go to @msgs.  Returns 0 or
- * -errno.  Context: fo_lock and both CQs' locks held.
+ * -errno.  Context: fo_lock and both CQs' locks held; the CQs are marked
+ * draining (their slow polls leave the application's CQ alone), and their
+ * locks are dropped now and then: a poller that took some of the QP's
+ * completions before the move began must be let stash them.
  */
-static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
-		 unsigned int max, int *got,
-		 struct shiftu_hs_msg *msgs, int *n_msgs)
+static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
+			struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct ibv_qp *qp = side_qp(vq, twin);
 	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
@@ -367,10 +297,9 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
 	uint64_t deadline = now_ns() + DRAIN_NS, kick;
-	bool smark = false, rmark = !vq->init_attr.cap.max_recv_wr;
 	struct shiftu_vqp *drained = NULL;
 	struct ibv_wc wc[16];
-	unsigned int n = 0, j;
+	unsigned int j;
 	int k, i, kept, ret;
 
 	/*
@@ -380,14 +309,12 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 	 * poller met while another thread started this move) are part of
 	 * the count.
 	 */
-	*got = 0;
 	for (j = 0; !twin && j < 2; j++) {
 		if (j && cqs[1] == cqs[0])
 			break;
-		ret = unstash_errors(cqs[j], qp->qp_num, flushed, n, max);
+		ret = unstash_errors(vq, cqs[j], qp->qp_num, d);
 		if (ret < 0)
 			return ret;
-		*got = n = ret;
 	}
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
@@ -396,14 +323,14 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 	ret = twin ? qp->context->ops.post_send(qp, &m, &bad) : vq->post_send(qp, &m, &bad);
 	if (ret)
 		return -ret;
-	if (!rmark) {
+	if (!d->rmark) {
 		ret = twin ? qp->context->ops.post_recv(qp, &rm, &rbad) :
 			     vq->post_recv(qp, &rm, &rbad);
 		if (ret)
 			return -ret;
 	}
 	kick = now_ns();
-	while (!smark || !rmark) {
+	while (!d->smark || !d->rmark) {
 		bool none = true;
 
 		/*
@@ -426,39 +353,63 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 				return -EIO;
 			none &= !k;
 			if (!twin)
-				took(vq->sctx, wc, k);
+				shiftu_took(vq->sctx, wc, k);
 			for (i = 0, kept = 0; i < k; i++) {
 				if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
 					wc[kept++] = wc[i];
 					continue;
 				}
-				if (wc[i].wr_id == MARKER_WR_ID) {
-					smark = true;
-				} else if (wc[i].wr_id == RMARKER_WR_ID) {
-					rmark = true;
-				} else if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID) {
-					if (twin)
-						vq->ctrl_rq = 0;
-				} else if (wc[i].wr_id != SHIFTU_CTRL_SEND_ID) {
-					if (n == max)
-						return -EOVERFLOW;
-					flushed[n++] = wc[i];
-					*got = n;
-				}
+				ret = drain_take(vq, twin, d, c, &wc[i]);
+				if (ret)
+					return ret;
 			}
 			if (twin)
 				kept = shiftu_twin_take(c, wc, kept, msgs, n_msgs, &drained);
 			for (i = 0; i < kept; i++)
-				if (stash_push(c, &wc[i]))
+				if (shiftu_stash_push(c, &wc[i]))
 					return -ENOMEM;
 		}
 		if (none) {
 			if (now_ns() > deadline)
 				return -ETIMEDOUT;
+			/* a poller waiting to stash what it took from us */
+			shiftu_unlock_cqs(cqs[0], cqs[1]);
 			sched_yield();
+			shiftu_lock_cqs(cqs[0], cqs[1]);
+			for (j = 0; !twin && j < 2; j++) {
+				if (j && cqs[1] == cqs[0])
+					break;
+				ret = unstash_errors(vq, cqs[j], qp->qp_num, d);
+				if (ret < 0)
+					return ret;
+			}
 		}
 	}
 	return 0;
+}
+
+/*
+ * *@n_recv: how many of the *@got flushed were receives, when the QP's two
+ * CQs tell them apart (else -1).
+ */
+static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
+		 unsigned int max, int *got, int *n_recv,
+		 struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct drain_state d = {
+		.flushed = flushed, .max = max,
+		.rmark = !vq->init_attr.cap.max_recv_wr,
+	};
+	int ret;
+
+	vq->scq->draining++;
+	vq->rcq->draining++;
+	ret = drain_locked(vq, twin, &d, msgs, n_msgs);
+	vq->scq->draining--;
+	vq->rcq->draining--;
+	*got = (int)d.n;
+	*n_recv = vq->scq != vq->rcq ? (int)d.n_recv : -1;
+	return ret;
 }
 
 /* Post a recorded send on the QP the work goes to now.  fo_lock. */
@@ -513,7 +464,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		if (i < cut && e->opcode != IBV_WR_RDMA_READ) {
 			if (signaled(vq, &w)) {
 				swqe_wc(vq, e, &wc);
-				if (stash_push(c, &wc))
+				if (shiftu_stash_push(c, &wc))
 					return ENOMEM;
 			}
 			continue;
@@ -531,32 +482,8 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 	return 0;
 }
 
-static bool in_twins(struct shiftu_cq *c, struct shiftu_vqp *vq)
-{
-	unsigned int j;
 
-	for (j = 0; j < c->n_twins; j++)
-		if (c->twins[j] == vq)
-			return true;
-	return false;
-}
 
-static void twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq)
-{
-	if (!in_twins(c, vq))
-		c->twins[c->n_twins++] = vq;
-}
-
-static void twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
-{
-	unsigned int j;
-
-	for (j = 0; j < c->n_twins; j++)
-		if (c->twins[j] == vq) {
-			c->twins[j] = c->twins[--c->n_twins];
-			break;
-		}
-}
 
 /* What a move leaves to report once its locks are dropped. */
 enum fo_result { FO_NONE, FO_DONE, FO_BACK, FO_DEAD, FO_DEAD_ATOMIC };
@@ -594,10 +521,24 @@ static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n)
 
 	/* what the NIC flushed goes to the application, as without shift */
 	for (i = 0; i < n; i++)
-		stash_push(vq->scq, &flushed[i]);
+		shiftu_stash_push(vq->scq, &flushed[i]);
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
 	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * @vq->down once it is back on its default QP: the probe proved the path,
+ * so a path the page may still show down (a peer's cable relayed late by
+ * the agents) does not count, its next move tells again; the local port
+ * the page shows down does (it may have gone again since the probe).
+ */
+static uint8_t port_down_now(struct shiftu_vqp *vq)
+{
+	struct shiftu_port_health ph;
+	uint8_t path;
+
+	return shiftu_vqp_primary(vq, &ph, &path) == 1 && path != SHIFT_FT_PATH_DOWN;
 }
 
 /*
@@ -615,11 +556,11 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
 		return FO_DONE;
 	}
-	twins_del(vq->scq, vq);
-	twins_del(vq->rcq, vq);
+	shiftu_twins_del(vq->scq, vq);
+	shiftu_twins_del(vq->rcq, vq);
 	/* the CQs stay slow while the library still holds completions */
 	if (!vq->scq->stash_n && !vq->rcq->stash_n)
-		cq_slow(vq, false);
+		shiftu_cq_slow(vq, false);
 	else
 		vq->scq->slow_leftover++;
 	vq->state = SHIFTU_SEND_DEFAULT;
@@ -630,6 +571,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	vq->twin_stale = 1;
 	shiftu_shadow_poke();
 	vq->fb_wait_ns = 0;
+	vq->down = port_down_now(vq);
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&vq->reg.failbacks, 1, __ATOMIC_RELAXED);
 	shiftu_info("qp %u on %s: failed back from %s, %" PRIu64 " requests replayed",
@@ -653,7 +595,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct ibv_wc *flushed = NULL;
 	uint64_t t0 = now_ns(), start, i, n_r, replayed = 0;
-	int n = 0, n_s, ret;
+	uint64_t consumed;
+	int n = 0, nr, n_s, ret;
 	bool atomic = false, held = false;
 	enum fo_result r;
 
@@ -662,9 +605,13 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	if (!to_twin && (vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin))
 		return FO_NONE;
 	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !c || !rc) {
-		/* the next post asks again */
+		/* the next post asks again; so does the shadow thread once it
+		 * has reset a twin a failback stopped (a moment) */
 		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-		if (!vq->told_waiting++)
+		if (vq->twin_stale)
+			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		else if (!vq->told_waiting++)
 			shiftu_warn("qp %u on %s: %s, but its twin is not ready: staying",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		return FO_NONE;
@@ -673,19 +620,19 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	if (!flushed)
 		return FO_NONE;
 
-	lock_cqs(c, rc);
+	shiftu_lock_cqs(c, rc);
 	if (to_twin && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
 			rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
-		unlock_cqs(c, rc);
+		shiftu_unlock_cqs(c, rc);
 		free(flushed);
 		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
 			    vq->reg.app_qp->qp_num);
 		return FO_NONE;
 	}
 	if (to_twin) {
-		cq_slow(vq, true);
-		twins_add(c, vq);
-		twins_add(rc, vq);
+		shiftu_cq_slow(vq, true);
+		shiftu_twins_add(c, vq);
+		shiftu_twins_add(rc, vq);
 	}
 	/*
 	 * From here the application's posts and polls take the slow paths,
@@ -694,17 +641,33 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	 * otherwise its request could reach the QP after the drain's marker.
 	 */
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
-	unlock_cqs(c, rc);
+	shiftu_unlock_cqs(c, rc);
 	usleep(GRACE_US);
-	lock_cqs(c, rc);
-	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n,
+	shiftu_lock_cqs(c, rc);
+	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
 		    msgs, n_msgs);
 	if (ret < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-ret));
 		goto dead;
 	}
-	n_r = vq->rq.head - __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
+	/*
+	 * The receives still outstanding: those flushed from the receive CQ
+	 * when it is not the send CQ, else those posted and not counted
+	 * complete.  A poller may hold receive completions it took from the
+	 * default QP before this move and has not counted yet (preempted):
+	 * the flushes tell, and what it counts later is already paid.
+	 */
+	consumed = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
+	n_r = nr >= 0 ? (uint64_t)nr : vq->rq.head - consumed;
+	if (nr >= 0 && to_twin && vq->rq.head - n_r > consumed) {
+		uint64_t owed = vq->rq.head - n_r - consumed;
+
+		__atomic_fetch_add(&vq->recv_owed, owed, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&vq->consumed, owed, __ATOMIC_RELAXED);
+		shiftu_dbg("qp %u: %" PRIu64 " receive completions not counted yet",
+			   vq->reg.app_qp->qp_num, owed);
+	}
 	n_s = n - (int)n_r;
 	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
 	    (uint64_t)n_s > vq->sq.head) {
@@ -764,7 +727,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		}
 		r = moved(vq, replayed);
 	}
-	unlock_cqs(c, rc);
+	shiftu_unlock_cqs(c, rc);
 	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
 		    to_twin ? "failed over to" : "going back from", vq->bak_qp->qp_num,
@@ -776,12 +739,11 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 
 dead:
 	go_dead(vq, flushed, n);
-	unlock_cqs(c, rc);
+	shiftu_unlock_cqs(c, rc);
 	free(flushed);
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
 }
 
-static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
 
 /*
  * The peer's count did not come (its process or its library is gone):
@@ -799,15 +761,15 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq)
 		pthread_mutex_unlock(&vq->fo_lock);
 		return;
 	}
-	lock_cqs(vq->scq, vq->rcq);
+	shiftu_lock_cqs(vq->scq, vq->rcq);
 	n = vq->sq.head - vq->replay_start;
 	for (i = vq->replay_start; i < vq->sq.head; i++) {
 		swqe_wc(vq, swqe_at(&vq->sq, i), &wc);
 		wc.status = IBV_WC_WR_FLUSH_ERR;
-		stash_push(vq->scq, &wc);
+		shiftu_stash_push(vq->scq, &wc);
 	}
 	go_dead(vq, NULL, 0);
-	unlock_cqs(vq->scq, vq->rcq);
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	pthread_mutex_unlock(&vq->fo_lock);
 	shiftu_warn("qp %u on %s: no word from the peer in %.1f s: %" PRIu64 " requests flushed, unprotected",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
@@ -825,7 +787,7 @@ bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 	r = move_locked(vq, true, why, msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	hs_deliver(msgs, n_msgs, NULL);
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
 	return r != FO_NONE;
 }
 
@@ -840,7 +802,7 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
 	r = move_locked(vq, false, "its port is back", msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	hs_deliver(msgs, n_msgs, NULL);
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
 }
 
 /*
@@ -896,7 +858,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 		}
 		break;
 	case SHIFTU_SEND_HANDSHAKE:
-		lock_cqs(vq->scq, vq->rcq);
+		shiftu_lock_cqs(vq->scq, vq->rcq);
 		ret = replay(vq, vq->replay_start, &replayed);
 		if (ret) {
 			shiftu_warn("qp %u on %s: replay failed: %s: unprotected",
@@ -911,7 +873,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 			if (r == FO_DONE)
 				r = FO_NONE;	/* reported when it started */
 		}
-		unlock_cqs(vq->scq, vq->rcq);
+		shiftu_unlock_cqs(vq->scq, vq->rcq);
 		break;
 	default:
 		break;
@@ -919,7 +881,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 out:
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	hs_deliver(msgs, n_msgs, NULL);
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
 }
 
 /* ---- failing back (4.3.3) -------------------------------------------- */
@@ -942,15 +904,15 @@ static bool release_held(struct shiftu_vqp *vq)
 		swqe_wr(swqe_at(&vq->sq, i), &w);
 		ret = vq->post_send(vq->reg.app_qp, &w, &bad);
 	}
-	lock_cqs(c, vq->rcq);
-	twins_del(c, vq);
-	twins_del(vq->rcq, vq);
+	shiftu_lock_cqs(c, vq->rcq);
+	shiftu_twins_del(c, vq);
+	shiftu_twins_del(vq->rcq, vq);
 	/* the CQ stays slow while the library still holds completions */
 	if (!c->stash_n && !vq->rcq->stash_n)
-		cq_slow(vq, false);
+		shiftu_cq_slow(vq, false);
 	else
 		c->slow_leftover++;
-	unlock_cqs(c, vq->rcq);
+	shiftu_unlock_cqs(c, vq->rcq);
 	vq->state = ret ? SHIFTU_SEND_DEAD : SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
 	shiftu_qp_set_recv_state(&vq->reg, SHIFTU_RECV_DEFAULT);
@@ -964,6 +926,7 @@ static bool release_held(struct shiftu_vqp *vq)
 	vq->hs_sent = vq->hs_got = 0;
 	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq, true))
 		vq->ctrl_rq = 1;
+	vq->down = port_down_now(vq);
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
 	if (ret) {
 		shiftu_warn("qp %u on %s: cannot post the held requests after failing back: %s",
@@ -1017,12 +980,19 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 	/*
 	 * Aim the empty WRITE at memory the application writes to, with its
 	 * key, so that the responder takes its ordinary path (nothing is
-	 * written: the length is zero).
+	 * written: the length is zero).  A QP that reads probes with an empty
+	 * READ instead (its peer grants remote reads): Soft-RoCE 6.1 keeps
+	 * its completer's last READ-response opcode across a reset, so after
+	 * a failover in the middle of a multi-packet READ response it takes
+	 * the next ACK as out of sequence (a WARN at rxe_comp.c:756, and the
+	 * QP fails again), while a READ's single response is accepted in any
+	 * state and clears it.
 	 */
 	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
 		const struct shiftu_swqe *e = swqe_at(&vq->sq, i0 - 1);
 
 		if (e->opcode == IBV_WR_RDMA_WRITE || e->opcode == IBV_WR_RDMA_READ) {
+			p.opcode = e->opcode;
 			p.wr.rdma.remote_addr = e->remote_addr;
 			p.wr.rdma.rkey = e->rkey;
 			break;
@@ -1033,15 +1003,15 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 		return false;
 	shiftu_dbg("qp %u: probe posted", vq->reg.app_qp->qp_num);
 	while (vq->probe_state == 1 && now_ns() < deadline) {
-		pthread_mutex_lock(&c->lock);
+		shiftu_cq_lock_quiet(c);
 		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
-		took(vq->sctx, wc, k);
+		shiftu_took(vq->sctx, wc, k);
 		for (i = 0; i < k; i++) {
 			if (wc[i].wr_id == PROBE_WR_ID &&
 			    wc[i].qp_num == vq->reg.app_qp->qp_num)
 				vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
 			else
-				stash_push(c, &wc[i]);
+				shiftu_stash_push(c, &wc[i]);
 		}
 		pthread_mutex_unlock(&c->lock);
 		if (k <= 0)
@@ -1062,25 +1032,6 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 	return true;
 }
 
-/*
- * A probe completion the application's poll met: the shadow thread's, not
- * the application's.  Returns the number of completions left in @wc.
- */
-static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
-{
-	struct shiftu_vqp *vq;
-	int i, k = 0;
-
-	for (i = 0; i < n; i++) {
-		if (wc[i].wr_id == PROBE_WR_ID &&
-		    (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
-			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
-			continue;
-		}
-		wc[k++] = wc[i];
-	}
-	return k;
-}
 
 /* ---- slow paths ------------------------------------------------------- */
 
@@ -1181,258 +1132,9 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return ret;
 }
 
-/*
- * An error completion in what the provider returned.  If it is the first
- * error of a QP the library can fail over, everything from it on is
- * stashed, the QP fails over (which takes its other flushed completions
- * out of the stash), and the application gets what came before it now and
- * the rest from the slow poll.  Other errors (unprotected QPs, or a QP
- * already on its twin) go to the application unchanged.  Context: the
- * polling thread.  Cold.
- */
-int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
-		      struct ibv_wc *wc, int n)
-{
-	struct shiftu_vqp *vq = NULL;
-	struct shiftu_cq *c;
-	int i, j;
 
-	/* the caller counted the receives before the first error, not after */
-	for (j = 0; j < n; j++)
-		if (wc[j].status != IBV_WC_SUCCESS)
-			break;
-	took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
-	/* the library's own requests flushed (a bell's, or a QP's) are not shown */
-	for (i = 0, j = 0; i < n; i++)
-		if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
-			wc[j++] = wc[i];
-	n = j;
-	for (i = 0; i < n; i++) {
-		if (wc[i].status == IBV_WC_SUCCESS)
-			continue;
-		vq = shiftu_vqp_by_num(s, wc[i].qp_num);
-		/* what shiftu_failover() would refuse is left to the application */
-		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings &&
-		    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
-		    vq->scq && vq->rcq && (vq->scq->app == cq || vq->rcq->app == cq) &&
-		    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
-		    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
-			break;
-	}
-	if (i == n)
-		return n;
-	c = vq->scq->app == cq ? vq->scq : vq->rcq;
-	pthread_mutex_lock(&c->lock);
-	/* the error and what follows it wait in the stash: the failover
-	 * counts the errors there, and what it leaves is served in order */
-	for (j = i; j < n; j++)
-		if (stash_push(c, &wc[j])) {
-			/* no memory to hold them: hand everything over as it is */
-			c->stash_n -= j - i;
-			pthread_mutex_unlock(&c->lock);
-			return n;
-		}
-	/* the stash must be served: slow until it is empty */
-	cq_slow_ctx(s, true);
-	c->slow_leftover++;
-	pthread_mutex_unlock(&c->lock);
-	if (shiftu_failover(vq, wc_status_word(wc[i].status)) &&
-	    wc[i].status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
-		/* the transport's verdict on the path: for other processes too */
-		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
-		shiftu_shadow_poke();
-	}
-	if (i)
-		return i;
-	return shiftu_poll_cq_slow(s, cq, num, wc);
-}
 
-/*
- * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
- * taken out (a peer's control message goes to @msgs, at most
- * SHIFTU_HS_BATCH), the application's get their QP's number.  Returns how
- * many are left; *@drained a QP whose fence may have completed.
- * Context: c->lock held.
- */
-int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained)
-{
-	struct shiftu_vqp *t;
-	int i, j, kept = 0;
 
-	for (i = 0; i < k; i++) {
-		t = NULL;
-		for (j = 0; j < (int)c->n_twins; j++)
-			if (c->twins[j]->bak_qp->qp_num == wc[i].qp_num) {
-				t = c->twins[j];
-				break;
-			}
-		if (wc[i].wr_id == SHIFTU_CTRL_SEND_ID)
-			continue;	/* our control message (sq_sig_all) */
-		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV)) {
-			if (!t)
-				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
-			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
-				msgs[*n_msgs].vq = t;
-				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
-				msgs[*n_msgs].on_default = false;
-				(*n_msgs)++;
-			}
-			continue;
-		}
-		if (wc[i].status != IBV_WC_SUCCESS && !t && wc[i].wr_id == SHIFTU_CTRL_RECV_ID)
-			continue;	/* a control receive flushed */
-		if (t) {
-			wc[i].qp_num = t->reg.app_qp->qp_num;
-			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
-				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
-			else if (!(wc[i].opcode & IBV_WC_RECV))
-				t->twin_done++;	/* send completions are the signaled ones */
-			if (t->state == SHIFTU_SEND_WAIT_DRAINED)
-				*drained = t;
-		}
-		wc[kept++] = wc[i];
-	}
-	if (kept)
-		__atomic_fetch_add(&shiftu_twin_wcs, kept, __ATOMIC_RELAXED);
-	return kept;
-}
 
-/*
- * A peer's control message on a default QP (a two-sided failback's)
- * among @k completions taken from an application's CQ: taken out, to
- * @msgs.  Returns how many are left.
- */
-static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs)
-{
-	struct shiftu_vqp *vq;
-	int i, kept = 0;
 
-	for (i = 0; i < k; i++) {
-		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV) &&
-		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
-			if (*n_msgs < SHIFTU_HS_BATCH) {
-				msgs[*n_msgs].vq = vq;
-				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
-				msgs[*n_msgs].on_default = true;
-				(*n_msgs)++;
-			}
-			continue;
-		}
-		if (ours(&wc[i]))
-			continue;	/* the library's own, flushed */
-		wc[kept++] = wc[i];
-	}
-	return kept;
-}
 
-/*
- * The shadow thread's turn while a two-sided failback waits for the
- * peer's message on the default QP: the application may not poll the CQ
- * it comes to.  What else is there is kept for the application.
- */
-void shiftu_app_serve(struct shiftu_cq *c)
-{
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct ibv_wc wc[16];
-	int k, i, n_msgs = 0;
-
-	pthread_mutex_lock(&c->lock);
-	k = c->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
-	if (k > 0) {
-		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
-		took(c->sctx, wc, k);
-		k = drop_probes(c->sctx, wc, k);
-		for (i = 0; i < k; i++)
-			stash_push(c, &wc[i]);
-		if (k) {
-			cq_slow_ctx(c->sctx, true);
-			c->slow_leftover++;
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
-	hs_deliver(msgs, n_msgs, NULL);
-}
-
-static void hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		shiftu_hs_message(msgs[i].vq, msgs[i].imm, msgs[i].on_default);
-	if (drained)
-		shiftu_try_drain(drained);
-}
-
-int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
-			struct ibv_wc *wc)
-{
-	struct shiftu_cq *c = shiftu_cq_find(cq);
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct shiftu_vqp *drained = NULL;
-	int n, k, n_msgs = 0;
-
-	if (!c)
-		return s->poll_cq(cq, num, wc);
-	pthread_mutex_lock(&c->lock);
-	n = stash_pop(c, wc, num);
-	if (n < num) {
-		k = s->poll_cq(cq, num - n, wc + n);
-		if (k < 0 && !n) {
-			n = k;
-		} else if (k > 0) {
-			k = app_ctrl(s, wc + n, k, msgs, &n_msgs);
-			took(s, wc + n, k);
-			n += drop_probes(s, wc + n, k);
-		}
-	}
-	if (n >= 0 && n < num && c->bak && c->n_twins) {
-		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
-		if (k > 0)
-			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs, &drained);
-	}
-	if (c->slow_leftover && !c->stash_n) {
-		/* a failed-back QP left completions here: served now */
-		c->slow_leftover--;
-		cq_slow_ctx(s, false);
-	}
-	pthread_mutex_unlock(&c->lock);
-	hs_deliver(msgs, n_msgs, drained);
-	return n;
-}
-
-/*
- * The watcher's turn (handshake.c): @c's twin CQ had an event.  What it
- * holds goes to the stash, for the application's next poll; the CQ is
- * armed again.  Context: the watcher thread, no lock held.
- */
-void shiftu_twin_serve(struct shiftu_cq *c)
-{
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct shiftu_vqp *drained = NULL;
-	struct ibv_wc wc[16];
-	int k, i, kept, n_msgs = 0, pass;
-	bool any = false;
-
-	pthread_mutex_lock(&c->lock);
-	for (pass = 0; pass < 2; pass++) {
-		/* poll, arm, poll: nothing that came in between is missed */
-		do {
-			k = c->bak->context->ops.poll_cq(c->bak, SHIFTU_ARRAY_SIZE(wc), wc);
-			kept = k > 0 ? shiftu_twin_take(c, wc, k, msgs, &n_msgs, &drained) : 0;
-			for (i = 0; i < kept; i++)
-				stash_push(c, &wc[i]);
-			any |= kept > 0;
-		} while (k == (int)SHIFTU_ARRAY_SIZE(wc) && n_msgs < SHIFTU_HS_BATCH);
-		if (!pass)
-			c->bak->context->ops.req_notify_cq(c->bak, 0);
-	}
-	if (any) {
-		/* the stash must be served: slow until it is empty */
-		cq_slow_ctx(c->sctx, true);
-		c->slow_leftover++;
-	}
-	pthread_mutex_unlock(&c->lock);
-	hs_deliver(msgs, n_msgs, drained);
-}

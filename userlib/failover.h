@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * failover.h: moving a QP to its twin, and the slow paths of the data verbs
- * while it is there (failover.c).
+ * failover.h: moving a QP to its twin, and the slow paths of the posting
+ * verbs while it is there (failover.c; the CQ side is cq.h).
  */
 #ifndef _SHIFTU_FAILOVER_H
 #define _SHIFTU_FAILOVER_H
@@ -57,26 +57,5 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq);
 
 /* The peer's control message @imm arrived (handshake.h).  No lock held. */
 void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default);
-
-/*
- * Completions taken from the twin CQ of @c: the library's own taken out
- * (control messages to @msgs), the others renamed (c->lock held); and the
- * watcher's call when that CQ had an event (no lock held).
- */
-struct shiftu_cq;
-struct shiftu_hs_msg;
-int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained);
-void shiftu_twin_serve(struct shiftu_cq *c);
-void shiftu_app_serve(struct shiftu_cq *c);
-
-/* poll_cq found an error completion among @n in @wc. */
-int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
-		      struct ibv_wc *wc, int n);
-
-/* poll_cq while the context has CQs that need it: the library's stash,
- * then the CQ, then its twin. */
-int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
-			struct ibv_wc *wc);
 
 #endif /* _SHIFTU_FAILOVER_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cq.h"
 #include "failover.h"
 #include "handshake.h"
 #include "health.h"

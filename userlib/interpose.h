@@ -20,6 +20,7 @@
 #define _SHIFTU_INTERPOSE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -213,6 +214,12 @@ struct shiftu_vqp {
 	 */
 	uint64_t sent2;
 	uint64_t consumed;
+	/*
+	 * Receive completions a move counted for a poller that had taken
+	 * them but not counted them yet: it pays them back, not counting
+	 * them again (shiftu_count_recv()).
+	 */
+	uint64_t recv_owed;
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the
@@ -343,6 +350,9 @@ static inline void shiftu_bump(uint64_t *c)
 
 struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num);
 
+/* One of @vq->recv_owed paid, if any is left (cold; cq.c). */
+bool shiftu_recv_owed_pay(struct shiftu_vqp *vq);
+
 /*
  * A receive completion of QP @qp_num came out of a CQ of context @s: count
  * it for the handshake.  An atomic add: two threads may poll one CQ.
@@ -353,8 +363,12 @@ static inline void shiftu_count_recv(struct shiftu_ctx *s, uint32_t qp_num)
 
 	if (__builtin_expect(!vq || vq->reg.app_qp->qp_num != qp_num, 0))
 		vq = shiftu_count_recv_slow(s, qp_num);
-	if (vq)
-		__atomic_fetch_add(&vq->consumed, 1, __ATOMIC_RELAXED);
+	if (!vq)
+		return;
+	if (__builtin_expect(__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) != 0, 0) &&
+	    shiftu_recv_owed_pay(vq))
+		return;
+	__atomic_fetch_add(&vq->consumed, 1, __ATOMIC_RELAXED);
 }
 
 /* Completions the library took from twin CQs (relaxed; statistics). */

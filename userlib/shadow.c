@@ -18,15 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "event.h"
 #include "bell.h"
+#include "config.h"
+#include "cq.h"
+#include "event.h"
 #include "failover.h"
-#include "report.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "report.h"
 #include "shadow.h"
 #include "store.h"
 #include "util.h"

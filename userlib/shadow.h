@@ -72,6 +72,7 @@ struct shiftu_cq {
 	struct shiftu_vqp *twins[64];
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
+	unsigned int draining;		/* drains under way on it (failover.c) */
 	/* the application's channel's bell (bell.c): set once, then read-only */
 	struct ibv_qp *bell;
 	struct ibv_pd *bell_pd;

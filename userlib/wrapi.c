@@ -217,7 +217,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 	/* copied now: the caller may reuse its buffers when this returns */
 	dst = &b->inl[(size_t)(w - b->wr) * b->max_inline];
 	for (i = 0, len = 0; i < num_buf; i++) {
-		memcpy(dst + len, buf_list[i].addr, buf_list[i].length);
+		if (buf_list[i].length)
+			memcpy(dst + len, buf_list[i].addr, buf_list[i].length);
 		len += buf_list[i].length;
 	}
 	w->sg_list[0] = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = (uint32_t)len };

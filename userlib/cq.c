@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * cq.c: the CQ side of a failover (cq.h).
+ *
+ * While a QP is on its twin, or the library holds completions for the
+ * application, the application's polls of its CQs take the slow path here:
+ * first what the library holds (the stash, in the order the NIC produced
+ * it), then the application's CQ, then the twin CQ, whose completions get
+ * the application's QP number.  The library's own completions (markers,
+ * probes, control messages, a bell's) are taken out on the way; a peer's
+ * control message is handed to the handshake.  An error completion the fast
+ * poll meets may start a failover (shiftu_poll_error()).  The watcher and
+ * the shadow thread serve the CQs the application may not be polling.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bell.h"
+#include "cq.h"
+#include "failover.h"
+#include "handshake.h"
+#include "interpose.h"
+#include "log.h"
+#include "shadow.h"
+#include "util.h"
+
+uint64_t shiftu_twin_wcs;
+
+bool shiftu_recv_owed_pay(struct shiftu_vqp *vq)
+{
+	uint64_t owed = __atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED);
+
+	while (owed)
+		if (__atomic_compare_exchange_n(&vq->recv_owed, &owed, owed - 1, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/* Count the receive completions among @k just taken from a CQ of @s. */
+void shiftu_took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k)
+{
+	int i;
+
+	for (i = 0; i < k; i++)
+		if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
+			shiftu_count_recv(s, wc[i].qp_num);
+}
+
+int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	if (shiftu_bell_is(c, wc))
+		return 0;	/* the library's wake-up: never the application's */
+	/* a sleeping application must hear of it: the stash raises no event */
+	shiftu_bell_ring(c);
+	if (c->stash_n == c->stash_cap) {
+		unsigned int cap = c->stash_cap ? 2 * c->stash_cap : 64, i;
+		struct ibv_wc *s = malloc(cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		for (i = 0; i < c->stash_n; i++)
+			s[i] = c->stash[(c->stash_head + i) % c->stash_cap];
+		free(c->stash);
+		c->stash = s;
+		c->stash_cap = cap;
+		c->stash_head = 0;
+	}
+	c->stash[(c->stash_head + c->stash_n) % c->stash_cap] = *wc;
+	c->stash_n++;
+	return 0;
+}
+
+static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
+{
+	int n = 0;
+
+	while (n < num && c->stash_n) {
+		wc[n++] = c->stash[c->stash_head];
+		c->stash_head = (c->stash_head + 1) % c->stash_cap;
+		c->stash_n--;
+	}
+	return n;
+}
+
+/* The CQs of context @s take the slow poll while @on (cq->lock held). */
+static void cq_slow_ctx(struct shiftu_ctx *s, bool on)
+{
+	__atomic_fetch_add(&s->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+
+void shiftu_cq_slow(struct shiftu_vqp *vq, bool on)
+{
+	cq_slow_ctx(vq->sctx, on);
+}
+
+/* A completion status as a word for the log (ibv_wc_status_str is in
+ * libibverbs, which the library does not link). */
+static const char *wc_status_word(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:	return "transport retry counter exceeded";
+	case IBV_WC_RNR_RETRY_EXC_ERR:	return "RNR retry counter exceeded";
+	case IBV_WC_WR_FLUSH_ERR:	return "work request flushed";
+	case IBV_WC_REM_ACCESS_ERR:	return "remote access error";
+	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
+	default:			return "error completion";
+	}
+}
+
+/* A completion of the library's own work requests, never the application's. */
+static bool ours(const struct ibv_wc *wc)
+{
+	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
+	       wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID ||
+	       wc->wr_id == SHIFTU_BELL_ID;
+}
+
+/*
+ * @c's lock, once no drain is under way on it: a drain drops its CQs'
+ * locks now and then (for a poller to stash what it took), and nothing but
+ * that poller may take completions from the CQs meanwhile.
+ */
+void shiftu_cq_lock_quiet(struct shiftu_cq *c)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->draining) {
+		pthread_mutex_unlock(&c->lock);
+		sched_yield();
+		pthread_mutex_lock(&c->lock);
+	}
+}
+
+/* Both CQs of a QP, locked in address order (one lock if they are one). */
+void shiftu_lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
+{
+	if (a == b) {
+		pthread_mutex_lock(&a->lock);
+	} else if (a < b) {
+		pthread_mutex_lock(&a->lock);
+		pthread_mutex_lock(&b->lock);
+	} else {
+		pthread_mutex_lock(&b->lock);
+		pthread_mutex_lock(&a->lock);
+	}
+}
+
+void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
+{
+	pthread_mutex_unlock(&a->lock);
+	if (b != a)
+		pthread_mutex_unlock(&b->lock);
+}
+
+static bool in_twins(struct shiftu_cq *c, struct shiftu_vqp *vq)
+{
+	unsigned int j;
+
+	for (j = 0; j < c->n_twins; j++)
+		if (c->twins[j] == vq)
+			return true;
+	return false;
+}
+
+void shiftu_twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq)
+{
+	if (!in_twins(c, vq))
+		c->twins[c->n_twins++] = vq;
+}
+
+void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
+{
+	unsigned int j;
+
+	for (j = 0; j < c->n_twins; j++)
+		if (c->twins[j] == vq) {
+			c->twins[j] = c->twins[--c->n_twins];
+			break;
+		}
+}
+
+/*
+ * A probe completion the application's poll met: the shadow thread's, not
+ * the application's.  Returns the number of completions left in @wc.
+ */
+static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+{
+	struct shiftu_vqp *vq;
+	int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		if (wc[i].wr_id == PROBE_WR_ID &&
+		    (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
+			continue;
+		}
+		wc[k++] = wc[i];
+	}
+	return k;
+}
+
+/*
+ * An error completion in what the provider returned.  If it is the first
+ * error of a QP the library can fail over, everything from it on is
+ * stashed, the QP fails over (which takes its other flushed completions
+ * out of the stash), and the application gets what came before it now and
+ * the rest from the slow poll.  Other errors (unprotected QPs, or a QP
+ * already on its twin) go to the application unchanged.  Context: the
+ * polling thread.  Cold.
+ */
+int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+		      struct ibv_wc *wc, int n)
+{
+	struct shiftu_vqp *vq = NULL;
+	struct shiftu_cq *c;
+	int i, j;
+
+	/* the caller counted the receives before the first error, not after */
+	for (j = 0; j < n; j++)
+		if (wc[j].status != IBV_WC_SUCCESS)
+			break;
+	shiftu_took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
+	/* a bell's completion is never the application's (a drain's markers
+	 * may be pending: they are stashed for it with the rest, below) */
+	for (i = 0, j = 0; i < n; i++)
+		if (wc[i].status == IBV_WC_SUCCESS || wc[i].wr_id != SHIFTU_BELL_ID)
+			wc[j++] = wc[i];
+	n = j;
+	for (i = 0; i < n; i++) {
+		if (wc[i].status == IBV_WC_SUCCESS)
+			continue;
+		vq = shiftu_vqp_by_num(s, wc[i].qp_num);
+		/* what shiftu_failover() would refuse is left to the application */
+		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings &&
+		    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
+		    vq->scq && vq->rcq && (vq->scq->app == cq || vq->rcq->app == cq) &&
+		    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
+		    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
+			break;
+	}
+	if (i == n) {
+		/* the library's own requests flushed with the QP are not shown */
+		for (i = 0, j = 0; i < n; i++)
+			if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
+				wc[j++] = wc[i];
+		return j;
+	}
+	c = vq->scq->app == cq ? vq->scq : vq->rcq;
+	pthread_mutex_lock(&c->lock);
+	/* the error and what follows it wait in the stash: the failover
+	 * counts the errors there, and what it leaves is served in order */
+	for (j = i; j < n; j++)
+		if (shiftu_stash_push(c, &wc[j])) {
+			/* no memory to hold them: hand everything over as it is */
+			c->stash_n -= j - i;
+			pthread_mutex_unlock(&c->lock);
+			return n;
+		}
+	/* the stash must be served: slow until it is empty */
+	cq_slow_ctx(s, true);
+	c->slow_leftover++;
+	pthread_mutex_unlock(&c->lock);
+	if (shiftu_failover(vq, wc_status_word(wc[i].status)) &&
+	    wc[i].status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
+		/* the transport's verdict on the path: for other processes too */
+		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
+		shiftu_shadow_poke();
+	}
+	if (i)
+		return i;
+	return shiftu_poll_cq_slow(s, cq, num, wc);
+}
+
+/*
+ * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
+ * taken out (a peer's control message goes to @msgs, at most
+ * SHIFTU_HS_BATCH), the application's get their QP's number.  Returns how
+ * many are left; *@drained a QP whose fence may have completed.
+ * Context: c->lock held.
+ */
+int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained)
+{
+	struct shiftu_vqp *t;
+	int i, j, kept = 0;
+
+	for (i = 0; i < k; i++) {
+		t = NULL;
+		for (j = 0; j < (int)c->n_twins; j++)
+			if (c->twins[j]->bak_qp->qp_num == wc[i].qp_num) {
+				t = c->twins[j];
+				break;
+			}
+		if (wc[i].wr_id == SHIFTU_CTRL_SEND_ID)
+			continue;	/* our control message (sq_sig_all) */
+		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV)) {
+			if (!t)
+				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
+			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
+				msgs[*n_msgs].vq = t;
+				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
+				msgs[*n_msgs].on_default = false;
+				(*n_msgs)++;
+			}
+			continue;
+		}
+		if (wc[i].status != IBV_WC_SUCCESS && !t && wc[i].wr_id == SHIFTU_CTRL_RECV_ID)
+			continue;	/* a control receive flushed */
+		if (t) {
+			wc[i].qp_num = t->reg.app_qp->qp_num;
+			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
+				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
+			else if (!(wc[i].opcode & IBV_WC_RECV))
+				t->twin_done++;	/* send completions are the signaled ones */
+			if (t->state == SHIFTU_SEND_WAIT_DRAINED)
+				*drained = t;
+		}
+		wc[kept++] = wc[i];
+	}
+	if (kept)
+		__atomic_fetch_add(&shiftu_twin_wcs, kept, __ATOMIC_RELAXED);
+	return kept;
+}
+
+/*
+ * A peer's control message on a default QP (a two-sided failback's)
+ * among @k completions taken from an application's CQ: taken out, to
+ * @msgs.  Returns how many are left.
+ */
+static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct shiftu_vqp *vq;
+	int i, kept = 0;
+
+	for (i = 0; i < k; i++) {
+		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV) &&
+		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			if (*n_msgs < SHIFTU_HS_BATCH) {
+				msgs[*n_msgs].vq = vq;
+				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
+				msgs[*n_msgs].on_default = true;
+				(*n_msgs)++;
+			}
+			continue;
+		}
+		if (ours(&wc[i]))
+			continue;	/* the library's own, flushed */
+		wc[kept++] = wc[i];
+	}
+	return kept;
+}
+
+/*
+ * The shadow thread's turn while a two-sided failback waits for the
+ * peer's message on the default QP: the application may not poll the CQ
+ * it comes to.  What else is there is kept for the application.
+ */
+void shiftu_app_serve(struct shiftu_cq *c)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct ibv_wc wc[16];
+	int k, i, n_msgs = 0;
+
+	shiftu_cq_lock_quiet(c);
+	k = c->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+	if (k > 0) {
+		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
+		shiftu_took(c->sctx, wc, k);
+		k = drop_probes(c->sctx, wc, k);
+		for (i = 0; i < k; i++)
+			shiftu_stash_push(c, &wc[i]);
+		if (k) {
+			cq_slow_ctx(c->sctx, true);
+			c->slow_leftover++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
+}
+
+void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		shiftu_hs_message(msgs[i].vq, msgs[i].imm, msgs[i].on_default);
+	if (drained)
+		shiftu_try_drain(drained);
+}
+
+int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+			struct ibv_wc *wc)
+{
+	struct shiftu_cq *c = shiftu_cq_find(cq);
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct shiftu_vqp *drained = NULL;
+	int n, k, n_msgs = 0;
+
+	if (!c)
+		return s->poll_cq(cq, num, wc);
+	shiftu_cq_lock_quiet(c);
+	n = stash_pop(c, wc, num);
+	if (n < num) {
+		k = s->poll_cq(cq, num - n, wc + n);
+		if (k < 0 && !n) {
+			n = k;
+		} else if (k > 0) {
+			k = app_ctrl(s, wc + n, k, msgs, &n_msgs);
+			shiftu_took(s, wc + n, k);
+			n += drop_probes(s, wc + n, k);
+		}
+	}
+	if (n >= 0 && n < num && c->bak && c->n_twins) {
+		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
+		if (k > 0)
+			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs, &drained);
+	}
+	if (c->slow_leftover && !c->stash_n) {
+		/* a failed-back QP left completions here: served now */
+		c->slow_leftover--;
+		cq_slow_ctx(s, false);
+	}
+	pthread_mutex_unlock(&c->lock);
+	shiftu_hs_deliver(msgs, n_msgs, drained);
+	return n;
+}
+
+/*
+ * The watcher's turn (handshake.c): @c's twin CQ had an event.  What it
+ * holds goes to the stash, for the application's next poll; the CQ is
+ * armed again.  Context: the watcher thread, no lock held.
+ */
+void shiftu_twin_serve(struct shiftu_cq *c)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct shiftu_vqp *drained = NULL;
+	struct ibv_wc wc[16];
+	int k, i, kept, n_msgs = 0, pass;
+	bool any = false;
+
+	shiftu_cq_lock_quiet(c);
+	for (pass = 0; pass < 2; pass++) {
+		/* poll, arm, poll: nothing that came in between is missed */
+		do {
+			k = c->bak->context->ops.poll_cq(c->bak, SHIFTU_ARRAY_SIZE(wc), wc);
+			kept = k > 0 ? shiftu_twin_take(c, wc, k, msgs, &n_msgs, &drained) : 0;
+			for (i = 0; i < kept; i++)
+				shiftu_stash_push(c, &wc[i]);
+			any |= kept > 0;
+		} while (k == (int)SHIFTU_ARRAY_SIZE(wc) && n_msgs < SHIFTU_HS_BATCH);
+		if (!pass)
+			c->bak->context->ops.req_notify_cq(c->bak, 0);
+	}
+	if (any) {
+		/* the stash must be served: slow until it is empty */
+		cq_slow_ctx(c->sctx, true);
+		c->slow_leftover++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	shiftu_hs_deliver(msgs, n_msgs, drained);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cq.h: the CQ side of a failover (cq.c), and what failover.c shares with it.
+ *
+ * Locking: a shiftu_cq's stash, twins and counters are under its lock; a
+ * move takes both CQs of its QP (shiftu_lock_cqs()) under its fo_lock.
+ */
+#ifndef _SHIFTU_CQ_H
+#define _SHIFTU_CQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+struct shiftu_ctx;
+struct shiftu_cq;
+struct shiftu_vqp;
+struct shiftu_hs_msg;
+
+/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTRMK", "SHIFTPRB" */
+#define MARKER_WR_ID	0x5348494654de4b52ULL
+#define RMARKER_WR_ID	0x53484946545d4b52ULL
+#define PROBE_WR_ID	0x5348494654505242ULL
+
+/* Count the receive completions among @k just taken from a CQ of @s. */
+void shiftu_took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k);
+
+/*
+ * Keep @wc for the application's next poll of @c, after what is kept
+ * already (a bell's completion is dropped; a sleeping application is
+ * woken, bell.c).  Returns 0 or -ENOMEM.  Context: c->lock held.
+ */
+int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc);
+
+/* @vq's CQs take the slow poll while @on (their locks held). */
+void shiftu_cq_slow(struct shiftu_vqp *vq, bool on);
+
+/* @c's lock, once no drain is under way on it (drain() drops it). */
+void shiftu_cq_lock_quiet(struct shiftu_cq *c);
+
+/* Both CQs of a QP, locked in address order (one lock if they are one). */
+void shiftu_lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b);
+void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b);
+
+/* @vq posts on its twin: @c matches the twin's completions to it. */
+void shiftu_twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq);
+void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq);
+
+/*
+ * Hand the peers' control messages @msgs to the handshake, and let
+ * @drained (if any) release its held requests.  Context: no lock held.
+ */
+void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
+
+/*
+ * Completions taken from the twin CQ of @c: the library's own taken out
+ * (control messages to @msgs), the others renamed (c->lock held); and the
+ * watcher's call when that CQ had an event (no lock held).
+ */
+int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained);
+void shiftu_twin_serve(struct shiftu_cq *c);
+
+/* The shadow thread's poll of an application CQ the application may not
+ * poll while a two-sided failback's message is awaited on it. */
+void shiftu_app_serve(struct shiftu_cq *c);
+
+/* poll_cq found an error completion among @n in @wc. */
+int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+		      struct ibv_wc *wc, int n);
+
+/* poll_cq while the context has CQs that need it: the library's stash,
+ * then the CQ, then its twin. */
+int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+			struct ibv_wc *wc);
+
+#endif /* _SHIFTU_CQ_H */
