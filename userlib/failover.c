@@ -232,25 +232,30 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 }
 
 /*
- * Move @qp_num's error completions out of the stash, where a poller put
- * them, through drain_take(), keeping everything else in order.  Returns 0
- * or -EOVERFLOW.
+ * Move the default QP's error completions out of its CQs' stashes, where a
+ * poller put them, through drain_take(), keeping everything else in order.
+ * Returns 0 or -EOVERFLOW.
  */
-static int unstash_errors(struct shiftu_vqp *vq, struct shiftu_cq *c, uint32_t qp_num,
-			  struct drain_state *d)
+static int unstash_errors(struct shiftu_vqp *vq, struct drain_state *d)
 {
-	unsigned int i, kept = 0, total = c->stash_n;
+	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq }, *c;
+	uint32_t qp_num = vq->reg.app_qp->qp_num;
+	unsigned int i, j, kept, total;
 	struct ibv_wc w;
 	int ret = 0;
 
-	for (i = 0; i < total; i++) {
-		w = c->stash[(c->stash_head + i) % c->stash_cap];
-		if (!ret && w.qp_num == qp_num && w.status != IBV_WC_SUCCESS)
-			ret = drain_take(vq, false, d, c, &w);
-		else
-			c->stash[(c->stash_head + kept++) % c->stash_cap] = w;
+	for (j = 0; j < 2 && !(j && cqs[1] == cqs[0]); j++) {
+		c = cqs[j];
+		total = c->stash_n;
+		for (i = 0, kept = 0; i < total; i++) {
+			w = c->stash[(c->stash_head + i) % c->stash_cap];
+			if (!ret && w.qp_num == qp_num && w.status != IBV_WC_SUCCESS)
+				ret = drain_take(vq, false, d, c, &w);
+			else
+				c->stash[(c->stash_head + kept++) % c->stash_cap] = w;
+		}
+		c->stash_n = kept;
 	}
-	c->stash_n = kept;
 	return ret;
 }
 
@@ -309,13 +314,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	 * poller met while another thread started this move) are part of
 	 * the count.
 	 */
-	for (j = 0; !twin && j < 2; j++) {
-		if (j && cqs[1] == cqs[0])
-			break;
-		ret = unstash_errors(vq, cqs[j], qp->qp_num, d);
-		if (ret < 0)
-			return ret;
-	}
+	ret = twin ? 0 : unstash_errors(vq, d);
+	if (ret < 0)
+		return ret;
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return -ret;
@@ -376,13 +377,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
 			sched_yield();
 			shiftu_lock_cqs(cqs[0], cqs[1]);
-			for (j = 0; !twin && j < 2; j++) {
-				if (j && cqs[1] == cqs[0])
-					break;
-				ret = unstash_errors(vq, cqs[j], qp->qp_num, d);
-				if (ret < 0)
-					return ret;
-			}
+			ret = twin ? 0 : unstash_errors(vq, d);
+			if (ret < 0)
+				return ret;
 		}
 	}
 	return 0;
