@@ -67,7 +67,7 @@ static struct {
 	 * withdrawn when that socket goes (sft_path_reporter_gone()).
 	 */
 	u32 *report_portid;
-	u32 n_app_reports;
+	u32 n_withdraw;
 } tbl;
 
 static bool row_valid(u32 flags)
@@ -509,14 +509,17 @@ int sft_path_lookup(u32 slot, const u8 *gid)
 	return -ENOENT;
 }
 
-/* Context: inside a write section.  Forget whose report row @idx holds. */
+/*
+ * Context: inside a write section.  Row @idx's report now goes with
+ * netlink port @portid's socket (0: with none).
+ */
 static void path_report_owner(u32 idx, u32 portid)
 {
 	if (tbl.report_portid[idx])
-		tbl.n_app_reports--;
+		tbl.n_withdraw--;
 	tbl.report_portid[idx] = portid;
 	if (portid)
-		tbl.n_app_reports++;
+		tbl.n_withdraw++;
 }
 
 /* Context: process (netlink), tbl.lock held by the caller. */
@@ -579,7 +582,7 @@ void sft_path_reporter_gone(u32 portid)
 	u32 i;
 
 	mutex_lock(&tbl.lock);
-	for (i = 0; tbl.n_app_reports && i < tbl.path_max; i++) {
+	for (i = 0; tbl.n_withdraw && i < tbl.path_max; i++) {
 		struct shift_ft_page_path *r = &tbl.paths[i];
 
 		if (tbl.report_portid[i] != portid)

@@ -827,6 +827,7 @@ static bool primary_ok(struct shiftu_vqp *vq)
 {
 	struct shiftu_port_health ph;
 	uint8_t path;
+
 	return shiftu_vqp_primary(vq, &ph, &path) == 0;
 }
 
