@@ -772,6 +772,10 @@ static void twin_reset(struct shiftu_vqp *vq)
 
 /* ---- failing back (4.3.3): the shadow threads of both sides ------------ */
 
+/* Failback attempts back off up to these (fb_backoff()). */
+#define FB_MAX_MS	5000
+#define FB_BUSY_MS	1000
+
 /* How long a QP holds its sends for the peer's count (handshake.h). */
 #define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
 
@@ -867,13 +871,17 @@ static void report_step(struct shiftu_vqp *vq)
 	}
 }
 
-static void fb_backoff(struct shiftu_vqp *vq)
+/*
+ * Ask again later, up to @cap_ms later: backs off, never gives up.  A peer
+ * that answered busy is there and will be ready soon (its own cable just
+ * came back, say): it is asked again within a second.
+ */
+static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
 {
 	uint32_t ms = vq->fb_backoff_ms ? 2 * vq->fb_backoff_ms :
 					  shiftu_config()->probe_ms;
 
-	/* backs off, never gives up */
-	vq->fb_backoff_ms = ms > 5000 ? 5000 : ms;
+	vq->fb_backoff_ms = ms > cap_ms ? cap_ms : ms;
 	vq->fb_next_ns = mono_ns() + vq->fb_backoff_ms * 1000000ULL;
 	vq->fb_stage = 0;
 }
@@ -892,6 +900,13 @@ static void failback_step(struct shiftu_vqp *vq)
 	if (mono_ns() < vq->fb_wait_ns || !kv_ready())
 		return;
 	if (vq->fb_stage == 0) {
+		/*
+		 * A passive side (no RTS of its own, nothing posted: perftest's
+		 * server) does not lead: its peer, which sends, asks and probes
+		 * with what it sends; this side answers.
+		 */
+		if (!vq->steps.rts_mask && !vq->sq.head)
+			return;
 		if (mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
 		vq->fb_seq++;
@@ -903,7 +918,7 @@ static void failback_step(struct shiftu_vqp *vq)
 		snprintf(val, sizeof(val), "%u %u %u %u %u", vq->fb_seq, vq->fb_psn,
 			 vq->peer.qpn, vq->peer.psn, vq->twin_recvs ? 1 : 0);
 		if (shiftu_kv_put(kv, key, val))
-			return fb_backoff(vq);
+			return fb_backoff(vq, FB_MAX_MS);
 		vq->fb_stage = 1;
 		vq->fb_next_ns = mono_ns() + 2000000000ULL;	/* answer within 2 s */
 		shiftu_dbg("qp %u: primary good again: asked the peer to reset (%s)",
@@ -916,20 +931,20 @@ static void failback_step(struct shiftu_vqp *vq)
 	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
 	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
 		if (mono_ns() >= vq->fb_next_ns)
-			fb_backoff(vq);		/* no answer: ask again later */
+			fb_backoff(vq, FB_MAX_MS);		/* no answer: ask again later */
 		return;
 	}
 	if (sscanf(word, "%u", &psn) != 1) {
 		shiftu_dbg("qp %u: the peer cannot fail back yet (%s)",
 			   vq->reg.app_qp->qp_num, word);
-		return fb_backoff(vq);
+		return fb_backoff(vq, FB_BUSY_MS);
 	}
 	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
 		   vq->reg.app_qp->qp_num);
 	if (qp_reconnect(vq, psn, vq->fb_psn, mode) || !shiftu_probe(vq, !mode)) {
 		shiftu_dbg("qp %u: probe of %s failed: trying again later",
 			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-		return fb_backoff(vq);
+		return fb_backoff(vq, FB_MAX_MS);
 	}
 	vq->fb_stage = 0;
 	vq->fb_backoff_ms = 0;

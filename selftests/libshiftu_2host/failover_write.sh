@@ -3,12 +3,13 @@
 # Proves: unmodified ib_write_bw, preloaded with libshiftu on both hosts,
 # keeps writing through a pull of a rail-0 cable, the client's or the
 # server's: the client's health page shows its port down (its own cable) or
-# the path down (the server's cable, relayed by the shiftmon agents), the
-# library fails the QP over to its twin on rxe1 (set up in the background,
-# attributes exchanged through Redis), replays what was outstanding, and the
-# run ends with exit 0 and its result line, with rail 1 carrying the
-# traffic during the outage.  The same run without the library stalls:
-# neither rail moves while the cable is out.
+# the path down (the server's cable, relayed by the shiftmon agents; or the
+# server's library, which sees its port go on its page, fails over first and
+# tells the client), the library fails the QP over to its twin on rxe1 (set
+# up in the background, attributes exchanged through Redis), replays what
+# was outstanding, and the run ends with exit 0 and its result line, with
+# rail 1 carrying the traffic during the outage.  The same run without the
+# library stalls: neither rail moves while the cable is out.
 #
 #     host 1 (client)                                   host 2 (server)
 #     ib_write_bw ─ rxe0 ─ eth0 ══ rail 0 (pulled 3 s in) ══ eth0 ─ rxe0 ─ ib_write_bw
@@ -66,9 +67,10 @@ log "without libshiftu, packets sent during the outage: rail 0 $p0, rail 1 $p1 (
 [ "$p1" -lt 10 ] || lu_fail plain "rail 1 carried $p1 packets without the library"
 
 # ride TAG CAUSE BACK: the run with the library on both ends, the cable of
-# host $PULL pulled; the client's QP fails over for CAUSE ("port down" when
-# its own cable is out, "path down" when the server's is), and with BACK=1
-# must be back on rail 0 after the repair.
+# host $PULL pulled; the client's QP fails over for CAUSE, an extended
+# regex ("port down" when its own cable is out; "path down" or "the peer
+# failed over" when the server's is), and with BACK=1 must be back on rail
+# 0 after the repair.
 ride()
 {
 	local tag=$1 cause=$2 back=$3 s0 s1 r0 r1 side
@@ -83,7 +85,7 @@ ride()
 	# with -D the iteration count varies: any 65536-byte result line
 	[ -n "$(awk '$1 == 65536 && NF >= 5' "$FT_TMP/$tag.cli.out")" ] ||
 		lu_fail "$tag" "no result line from the client"
-	grep -q "$cause: failed over to qp [0-9]* on rxe1 port 1" "$FT_TMP/$tag.cli.shiftu" ||
+	grep -qE "($cause): failed over to qp [0-9]* on rxe1 port 1" "$FT_TMP/$tag.cli.shiftu" ||
 		lu_fail "$tag" "the client's QP did not fail over for '$cause'"
 	grep -q 'protected by qp' "$FT_TMP/$tag.srv.shiftu" ||
 		lu_fail "$tag" "the server's QP was not protected"
@@ -91,7 +93,7 @@ ride()
 	# the writes on the twin completed (a twin that is not connected would
 	# only see retransmissions), and the application saw those completions
 	lu_check_log "$tag" cli "failovers=1" "twin_wcs>0"
-	log "$tag: $(grep -o "$cause: failed over.*" "$FT_TMP/$tag.cli.shiftu")"
+	log "$tag: $(grep -oE "($cause): failed over.*" "$FT_TMP/$tag.cli.shiftu")"
 	log "$tag: client: $(awk '$1 == 65536 && NF >= 5' "$FT_TMP/$tag.cli.out")"
 	[ "$back" = 1 ] || return 0
 	# back on the repaired rail by itself
@@ -106,6 +108,7 @@ ride()
 
 ride client_pull "port down" 1
 PULL=2
-# Failing back after the server's cable returns stalls the twin in some runs
-# (seen 2 of 4 in the lab, under investigation): not asserted yet.
-ride server_pull "path down" 0
+# Both sides fail back after the server's cable returns (seen in the lab
+# since a passive side no longer leads the failback), but later than the
+# window this test measures in: not asserted yet.
+ride server_pull "path down|the peer failed over" 0
