@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: unmodified perftest programs other than ib_write_bw ride through a
 # pull of a rail-0 cable (QEMU's set_link) with libshiftu preloaded on both
-# hosts, each with its default flags, on the client's or the server's side: ib_send_bw (two-sided: the server's receives
-# move to its twin by the handshake), ib_read_bw (READs replayed; the probe
-# before failing back is an empty READ, see shiftu_probe()) and ib_write_lat
-# (both sides send), and ib_send_bw -e, whose both sides sleep in their
-# completion channels: the completions their twins make must wake them (the
-# library's bell).  Each run exits 0 with its result line, rail 1 carries
-# its packets while the cable is out, and the QPs come back to rail 0 after;
-# the lab's kernel-log check fails the run on any WARN (Soft-RoCE's too).
-# (ib_write_bw, and pulls on the server's side, are failover_write.sh's.)
+# hosts, each with its default flags: ib_send_bw (two-sided: the server's
+# receives move to its twin by the handshake), ib_read_bw (READs replayed;
+# the probe before failing back is an empty READ, see shiftu_probe()), with
+# the client's cable and with the server's (its passive QP follows the
+# client back), ib_write_lat with the server's (both sides send), and
+# ib_send_bw -e, whose both sides sleep in their completion channels: the
+# completions their twins make must wake them (the library's bell).  Each
+# run exits 0 with its result line, rail 1 carries its packets while the
+# cable is out, and the QPs come back to rail 0 after; the lab's kernel-log
+# check fails the run on any WARN (Soft-RoCE's too).  (ib_write_bw is
+# failover_write.sh's.)
 #
 #     host 1 (client)                                  host 2 (server)
 #     PROG ─ rxe0 ─ eth0 ══ rail 0 (out from 3 s to 6 s, ══ eth0 ─ rxe0 ─ PROG
@@ -40,7 +42,7 @@ cable()
 
 # pull TAG: the cable out from 3 s to 6 s; host 1's packets per rail
 # counted over 2 s of the outage and over 2 s once its library failed back
-# (8 s at most after the plug, then half a second)
+# (12 s at most after the plug, then half a second)
 pull()
 {
 	local a0 a1
@@ -52,7 +54,7 @@ pull()
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.outage"
 	sleep 0.5
 	cable on
-	for _ in $(seq 80); do
+	for _ in $(seq 120); do
 		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
 		sleep 0.1
 	done
@@ -96,6 +98,7 @@ ride()
 
 ride 1 ib_send_bw 65536 send_bw -D 15
 ride 1 ib_read_bw 65536 read_bw -D 15
+ride 2 ib_read_bw 65536 read_bw_srv -D 22
 ride 2 ib_write_lat 2 write_lat -D 15
 # perftest refuses -D with -e: about 15 s of messages at the lab's rate
 ride 1 ib_send_bw 65536 send_bw_events -e -n 6000
