@@ -101,7 +101,9 @@ void shiftu_bell_ring(struct shiftu_cq *c)
 	}, *bad;
 	struct ibv_qp *qp = __atomic_load_n(&c->bell, __ATOMIC_ACQUIRE);
 
-	if (!qp || !__atomic_exchange_n(&c->armed, 0, __ATOMIC_ACQ_REL))
+	/* a load first: most pushes find the CQ not armed, and write nothing */
+	if (!qp || !__atomic_load_n(&c->armed, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(&c->armed, 0, __ATOMIC_ACQ_REL))
 		return;
 	/* the provider's own post: the application's context's ops are ours */
 	if (c->sctx->post_send(qp, &w, &bad))

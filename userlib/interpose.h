@@ -7,11 +7,12 @@
  * libshiftu.map); preloaded or linked ahead of libibverbs, its definitions
  * win, and it reaches the real ones with dlvsym(RTLD_NEXT).  Data verbs are
  * static inlines that jump through function pointers the provider filled in:
- * the context's ops (post_send, post_recv, poll_cq), the extended context's
- * create_qp_ex, and each extended QP's wr_* members (wrapi.c).  When a device is
- * opened the library keeps the provider's pointers and puts its own in their
- * place; its versions look up their object, do the cheap check, and call
- * the provider's.
+ * the context's ops (post_send, post_recv, poll_cq, req_notify_cq), the
+ * extended context's create_qp_ex, and each extended QP's wr_* members
+ * (wrapi.c).  When a device is opened the library keeps the provider's
+ * pointers and puts its own in their place; its versions look up their
+ * object, do the cheap check, and call the provider's (the wr_* builders
+ * instead collect a batch for the library's post_send).
  *
  * Lifetimes follow the verbs rules: an object is not used concurrently with
  * or after its destroy call, and a context outlives its QPs and CQs.

@@ -931,7 +931,7 @@ static void failback_step(struct shiftu_vqp *vq)
 	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
 	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
 		if (mono_ns() >= vq->fb_next_ns)
-			fb_backoff(vq, FB_MAX_MS);		/* no answer: ask again later */
+			fb_backoff(vq, FB_MAX_MS);	/* no answer: ask again later */
 		return;
 	}
 	if (sscanf(word, "%u", &psn) != 1) {

@@ -88,36 +88,50 @@ static struct ibv_send_wr *batch_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode o
 	return w;
 }
 
-static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+/* A new RDMA request (WRITE, WRITE_WITH_IMM, READ) at @rkey/@remote_addr. */
+static struct ibv_send_wr *rdma_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode,
+				    uint32_t rkey, uint64_t remote_addr)
 {
-	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_RDMA_WRITE);
+	struct ibv_send_wr *w = batch_new(qpx, opcode);
 
 	if (w) {
 		w->wr.rdma.rkey = rkey;
 		w->wr.rdma.remote_addr = remote_addr;
 	}
+	return w;
+}
+
+/* A new atomic at @rkey/@remote_addr: @compare_add, and @swap for CAS. */
+static void atomic_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode, uint32_t rkey,
+		       uint64_t remote_addr, uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_send_wr *w = batch_new(qpx, opcode);
+
+	if (w) {
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.remote_addr = remote_addr;
+		w->wr.atomic.compare_add = compare_add;
+		w->wr.atomic.swap = swap;
+	}
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
+{
+	rdma_new(qpx, IBV_WR_RDMA_WRITE, rkey, remote_addr);
 }
 
 static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
 			      uint64_t remote_addr, __be32 imm_data)
 {
-	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_RDMA_WRITE_WITH_IMM);
+	struct ibv_send_wr *w = rdma_new(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr);
 
-	if (w) {
-		w->wr.rdma.rkey = rkey;
-		w->wr.rdma.remote_addr = remote_addr;
+	if (w)
 		w->imm_data = imm_data;
-	}
 }
 
 static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
 {
-	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_RDMA_READ);
-
-	if (w) {
-		w->wr.rdma.rkey = rkey;
-		w->wr.rdma.remote_addr = remote_addr;
-	}
+	rdma_new(qpx, IBV_WR_RDMA_READ, rkey, remote_addr);
 }
 
 static void wr_send(struct ibv_qp_ex *qpx)
@@ -136,26 +150,13 @@ static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
 			      uint64_t remote_addr, uint64_t compare, uint64_t swap)
 {
-	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_ATOMIC_CMP_AND_SWP);
-
-	if (w) {
-		w->wr.atomic.rkey = rkey;
-		w->wr.atomic.remote_addr = remote_addr;
-		w->wr.atomic.compare_add = compare;
-		w->wr.atomic.swap = swap;
-	}
+	atomic_new(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr, compare, swap);
 }
 
 static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 				uint64_t remote_addr, uint64_t add)
 {
-	struct ibv_send_wr *w = batch_new(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD);
-
-	if (w) {
-		w->wr.atomic.rkey = rkey;
-		w->wr.atomic.remote_addr = remote_addr;
-		w->wr.atomic.compare_add = add;
-	}
+	atomic_new(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
 /* The request the data setters apply to; no request open is an error. */
