@@ -170,10 +170,16 @@ lu_show()
 	done
 }
 
-# lu_fail TAG MESSAGE: show what the pair TAG left, then fail.
+# lu_fail TAG MESSAGE: show what the pair TAG left, then fail.  The
+# client's files come last, nearest the verdict: a log cut to its tail
+# (CI's) keeps them.
 lu_fail()
 {
-	lu_show "$FT_TMP/$1".*
+	local f
+	for f in "$FT_TMP/$1".*; do
+		case $f in *.cli.*) ;; *) lu_show "$f" ;; esac
+	done
+	lu_show "$FT_TMP/$1".cli.*
 	fail "$1: $2"
 }
 
