@@ -66,6 +66,14 @@ int shiftu_parse_probe_ms(const char *s, uint32_t *out)
 	return 0;
 }
 
+int shiftu_parse_record(const char *s, bool *copy)
+{
+	if (strcmp(s, "auto") && strcmp(s, "copy"))
+		return -EINVAL;
+	*copy = !strcmp(s, "copy");
+	return 0;
+}
+
 static int parse_port(const char *s, uint16_t *port)
 {
 	unsigned long v;
@@ -201,6 +209,8 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 	if ((v = get("SHIFTU_HEALTH_DEV")))
 		nbad += copy_path("SHIFTU_HEALTH_DEV", v, cfg->health_dev,
 				  sizeof(cfg->health_dev), SHIFTU_HEALTH_DEV_DEFAULT);
+	if ((v = get("SHIFTU_RECORD")) && shiftu_parse_record(v, &cfg->record_copy))
+		nbad += bad("SHIFTU_RECORD", v, "auto");
 	return nbad;
 }
 
@@ -222,10 +232,10 @@ static void config_read(void)
 		shiftu_parse_log_level(v, &lvl);
 	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
 	shiftu_config_from_env(&config, env_get);
-	shiftu_dbg("config: log %s store %s dir %s disabled %d probe %u ms health %s",
+	shiftu_dbg("config: log %s store %s dir %s disabled %d probe %u ms health %s record %s",
 		   log_names[config.log_level], config.store.url,
 		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,
-		   config.probe_ms, config.health_dev);
+		   config.probe_ms, config.health_dev, config.record_copy ? "copy" : "auto");
 }
 
 const struct shiftu_config *shiftu_config(void)

@@ -10,6 +10,7 @@
  *   SHIFTU_DISABLE	0|1					(0)
  *   SHIFTU_PROBE_MS	1..3600000				(100)
  *   SHIFTU_HEALTH_DEV	path					(/dev/shift_ft)
+ *   SHIFTU_RECORD	auto|copy				(auto)
  *
  * A value that does not parse is logged once (warn: variable and value) and
  * the default is used instead.
@@ -55,6 +56,8 @@ struct shiftu_config {
 	bool disabled;			/* SHIFTU_DISABLE=1 or backup OFF */
 	uint32_t probe_ms;
 	char health_dev[PATH_MAX];
+	bool record_copy;		/* SHIFTU_RECORD=copy: never read the
+					 * provider's rings (provq.c) */
 };
 
 /*
@@ -79,6 +82,8 @@ const struct shiftu_config *shiftu_config_start(void);
 int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out);
 int shiftu_parse_bool(const char *s, bool *out);
 int shiftu_parse_probe_ms(const char *s, uint32_t *out);
+/* "auto" (false) or "copy" (true). */
+int shiftu_parse_record(const char *s, bool *copy);
 int shiftu_parse_store(const char *s, struct shiftu_store *out);
 /* An absolute path shorter than PATH_MAX, copied into @dir. */
 int shiftu_parse_store_dir(const char *s, char dir[PATH_MAX]);

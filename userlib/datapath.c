@@ -19,6 +19,7 @@
 #include "log.h"
 #include "util.h"
 
+#define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
 /* A QP the library did not see created (none should exist): pass through. */
@@ -48,10 +49,21 @@ static shiftu_cold int post_recv_unmanaged(struct ibv_qp *qp,
 	return s->post_recv(qp, wr, bad_wr);
 }
 
+/* Most programs open one device: the newest context first, inline. */
+static inline struct shiftu_ctx *ctx_of(const struct ibv_context *ctx)
+{
+	/* pairs with the release in ctx_attach() */
+	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
+
+	if (likely(s && s->ctx == ctx))
+		return s;
+	return shiftu_ctx_find(ctx);
+}
+
 static inline struct shiftu_vqp *vqp_of(const struct ibv_qp *qp)
 {
 	/* reg is the first member: the registry's entry is the vqp */
-	return (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+	return (struct shiftu_vqp *)shiftu_qp_find(qp);
 }
 
 /* An IBV_SEND_INLINE request: its bytes, which the caller may reuse. */
@@ -112,18 +124,40 @@ static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *
 	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * Count @wr's chain when the provider's own ring keeps the requests
+ * (SHIFTU_RINGS_PROVIDER, provq.c): entries and two-sided ones, nothing
+ * copied.
+ */
+static inline void count_send(struct shiftu_vqp *vq, const struct ibv_send_wr *w)
+{
+	uint64_t n = 1, n2 = (SHIFTU_TWO_SIDED >> (w->opcode & 31)) & 1;
+
+	for (w = w->next; unlikely(w); w = w->next) {
+		n++;
+		n2 += (SHIFTU_TWO_SIDED >> (w->opcode & 31)) & 1;
+	}
+	__atomic_store_n(&vq->sq.head, vq->sq.head + n, __ATOMIC_RELAXED);
+	vq->sent2 += n2;
+}
+
 /* The provider refused @bad and what follows it: forget them. */
 static shiftu_cold void unrecord_send(struct shiftu_vqp *vq, struct ibv_send_wr *bad)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, n2 = 0;
 
-	for (; bad; bad = bad->next)
+	for (; bad; bad = bad->next) {
 		n++;
+		n2 += (SHIFTU_TWO_SIDED >> (bad->opcode & 31)) & 1;
+	}
 	__atomic_store_n(&vq->sq.head, vq->sq.head - n, __ATOMIC_RELAXED);
+	vq->sent2 -= n2;
 }
 
-static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
-			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+/* A QP that copies its requests (SHIFTU_RINGS_COPY), or records none. */
+static __attribute__((noinline)) int post_copied(struct shiftu_vqp *vq, struct ibv_qp *qp,
+						  struct ibv_send_wr *wr,
+						  struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr *w;
 	int ret;
@@ -133,6 +167,20 @@ static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			record_send(vq, w);
 	ret = vq->post_send(qp, wr, bad_wr);
 	if (unlikely(ret) && vq->rings)
+		unrecord_send(vq, *bad_wr);
+	return ret;
+}
+
+static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	int ret;
+
+	if (unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
+		return post_copied(vq, qp, wr, bad_wr);
+	count_send(vq, wr);
+	ret = vq->post_send(qp, wr, bad_wr);
+	if (unlikely(ret))
 		unrecord_send(vq, *bad_wr);
 	return ret;
 }
@@ -158,15 +206,34 @@ static inline int post_send_vq(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return post_default(vq, qp, wr, bad_wr);
 }
 
+/* The health page moved, the QP is on its slow path, or it copies. */
+static __attribute__((noinline)) int post_send_other(struct shiftu_vqp *vq,
+						      struct ibv_qp *qp,
+						      struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad_wr)
+{
+	return post_send_vq(vq, qp, wr, bad_wr);
+}
+
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
 {
 	struct shiftu_vqp *vq = vqp_of(qp);
+	int ret;
 
 	if (unlikely(!vq))
 		return post_send_unmanaged(qp, wr, bad_wr);
 	shiftu_bump(&vq->post_sends);
-	return post_send_vq(vq, qp, wr, bad_wr);
+	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
+	    unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
+	    unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
+		return post_send_other(vq, qp, wr, bad_wr);
+	/* post_default(), for the QP that only counts */
+	count_send(vq, wr);
+	ret = vq->post_send(qp, wr, bad_wr);
+	if (unlikely(ret))
+		unrecord_send(vq, *bad_wr);
+	return ret;
 }
 
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
@@ -198,38 +265,74 @@ void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr)
 	record_recv(vq, wr);
 }
 
+/* Count @wr's chain (SHIFTU_RINGS_PROVIDER), as count_send(). */
+static inline void count_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *w)
+{
+	uint64_t n = 1;
+
+	for (w = w->next; unlikely(w); w = w->next)
+		n++;
+	__atomic_store_n(&vq->rq.head, vq->rq.head + n, __ATOMIC_RELAXED);
+}
+
+/* The provider refused @bad and what follows it: forget them. */
+static shiftu_cold void unrecord_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *bad)
+{
+	uint64_t n = 0;
+
+	for (; bad; bad = bad->next)
+		n++;
+	__atomic_store_n(&vq->rq.head, vq->rq.head - n, __ATOMIC_RELAXED);
+}
+
 int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *w;
-	uint64_t n = 0;
 	int ret;
 
-	if (vq->rings)
+	if (vq->rings == SHIFTU_RINGS_PROVIDER)
+		count_recv(vq, wr);
+	else if (vq->rings)
 		for (w = wr; w; w = w->next)
 			record_recv(vq, w);
 	ret = vq->post_recv(qp, wr, bad_wr);
-	if (unlikely(ret) && vq->rings) {
-		for (w = *bad_wr; w; w = w->next)
-			n++;
-		__atomic_store_n(&vq->rq.head, vq->rq.head - n, __ATOMIC_RELAXED);
-	}
+	if (unlikely(ret) && vq->rings)
+		unrecord_recv(vq, *bad_wr);
 	return ret;
+}
+
+/* The health page moved, the QP is on its slow path, or it copies. */
+static __attribute__((noinline)) int post_recv_other(struct shiftu_vqp *vq,
+						      struct ibv_qp *qp,
+						      struct ibv_recv_wr *wr,
+						      struct ibv_recv_wr **bad_wr)
+{
+	if (shiftu_health_moved(&vq->health_seen))
+		shiftu_vqp_health(vq);
+	if (__atomic_load_n(&vq->slow, __ATOMIC_RELAXED))
+		return shiftu_post_recv_slow(vq, qp, wr, bad_wr);
+	return shiftu_post_recv_default(vq, qp, wr, bad_wr);
 }
 
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr)
 {
 	struct shiftu_vqp *vq = vqp_of(qp);
+	int ret;
 
 	if (unlikely(!vq))
 		return post_recv_unmanaged(qp, wr, bad_wr);
-	if (unlikely(shiftu_health_moved(&vq->health_seen)))
-		shiftu_vqp_health(vq);
 	shiftu_bump(&vq->post_recvs);
-	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)))
-		return shiftu_post_recv_slow(vq, qp, wr, bad_wr);
-	return shiftu_post_recv_default(vq, qp, wr, bad_wr);
+	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
+	    unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
+	    unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
+		return post_recv_other(vq, qp, wr, bad_wr);
+	count_recv(vq, wr);
+	ret = vq->post_recv(qp, wr, bad_wr);
+	if (unlikely(ret))
+		unrecord_recv(vq, *bad_wr);
+	return ret;
 }
 
 /*
@@ -237,18 +340,12 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
  * one most programs use.  A context the library does not manage cannot
  * reach here (its ops were never replaced).
  */
-int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+/* The @n completions a poll took: errors and receives need a look. */
+static __attribute__((noinline)) int poll_took(struct shiftu_ctx *s, struct ibv_cq *cq,
+						int num, struct ibv_wc *wc, int n)
 {
-	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
+	int i;
 
-	int n, i;
-
-	shiftu_bump(&s->poll_cqs);
-	if (unlikely(shiftu_health_moved(&s->health_seen)))
-		shiftu_ctx_health(s);
-	if (unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
-		return shiftu_poll_cq_slow(s, cq, num, wc);
-	n = s->poll_cq(cq, num, wc);
 	for (i = 0; i < n; i++) {
 		/* an error completion may start a failover (the transport's verdict) */
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS))
@@ -257,6 +354,31 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 			shiftu_count_recv(s, wc[i].qp_num);
 	}
 	return n;
+}
+
+static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
+				  int num, struct ibv_wc *wc)
+{
+	if (shiftu_health_moved(&s->health_seen))
+		shiftu_ctx_health(s);
+	if (__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED))
+		return shiftu_poll_cq_slow(s, cq, num, wc);
+	return poll_took(s, cq, num, wc, s->poll_cq(cq, num, wc));
+}
+
+int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	struct shiftu_ctx *s = ctx_of(cq->context);
+	int n;
+
+	shiftu_bump(&s->poll_cqs);
+	if (unlikely(shiftu_health_changed(s->health_seen)) ||
+	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
+		return poll_moved(s, cq, num, wc);
+	n = s->poll_cq(cq, num, wc);
+	if (n <= 0)
+		return n;
+	return poll_took(s, cq, num, wc, n);
 }
 
 int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,

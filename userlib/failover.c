@@ -37,6 +37,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "provq.h"
 #include "shadow.h"
 #include "util.h"
 
@@ -55,16 +56,6 @@ static uint64_t now_ns(void)
 
 
 /* ---- failover --------------------------------------------------------- */
-
-static struct shiftu_swqe *swqe_at(struct shiftu_ring *r, uint64_t i)
-{
-	return (struct shiftu_swqe *)((char *)r->slots + (i & r->mask) * r->stride);
-}
-
-static struct shiftu_rwqe *rwqe_at(struct shiftu_ring *r, uint64_t i)
-{
-	return (struct shiftu_rwqe *)((char *)r->slots + (i & r->mask) * r->stride);
-}
 
 static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 {
@@ -320,6 +311,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return -ret;
+	/* where the application's requests end in the provider's rings */
+	if (!twin && vq->rings == SHIFTU_RINGS_PROVIDER)
+		shiftu_provq_mark(vq);
 	/* the provider's own: the application's context's ops are ours */
 	ret = twin ? qp->context->ops.post_send(qp, &m, &bad) : vq->post_send(qp, &m, &bad);
 	if (ret)
@@ -446,7 +440,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 
 	if (vq->hs_got)
 		for (i = from; i < vq->sq.head; i++) {
-			const struct shiftu_swqe *e = swqe_at(&vq->sq, i);
+			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
 			if (two_sided(e->opcode) &&
 			    (int32_t)((uint32_t)vq->hs_peer - (uint32_t)e->seq2) >= 0)
@@ -455,7 +449,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 	*replayed = 0;
 	vq->twin_signaled = vq->twin_done = 0;
 	for (i = from; i < vq->sq.head; i++) {
-		const struct shiftu_swqe *e = swqe_at(&vq->sq, i);
+		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
 		swqe_wr(e, &w);
 		if (i < cut && e->opcode != IBV_WR_RDMA_READ) {
@@ -672,9 +666,19 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n, n_r);
 		goto dead;
 	}
+	/* a QP that only counted its requests has them in the provider's rings */
+	if (to_twin && vq->rings == SHIFTU_RINGS_PROVIDER) {
+		ret = shiftu_provq_take(vq, n_s, n_r);
+		if (ret) {
+			shiftu_warn("qp %u on %s: %d sends and %" PRIu64 " receives outstanding: cannot read them from the provider's rings: %s: unprotected",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n_s, n_r,
+				    strerror(-ret));
+			goto dead;
+		}
+	}
 	start = vq->sq.head - n_s;
 	for (i = start; i < vq->sq.head; i++) {
-		uint32_t op = swqe_at(&vq->sq, i)->opcode;
+		uint32_t op = shiftu_swqe_at(&vq->sq, i)->opcode;
 
 		atomic |= is_atomic(op);
 		held |= two_sided(op);
@@ -687,7 +691,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	/* the receives first: the peer may send as soon as it hears from us */
 	vq->on_twin = to_twin;
 	for (i = vq->rq.head - n_r; i < vq->rq.head; i++) {
-		ret = post_recv_on(vq, rwqe_at(&vq->rq, i));
+		ret = post_recv_on(vq, shiftu_rwqe_at(&vq->rq, i));
 		if (ret) {
 			shiftu_warn("qp %u on %s: cannot repost a receive: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
@@ -761,7 +765,7 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq)
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	n = vq->sq.head - vq->replay_start;
 	for (i = vq->replay_start; i < vq->sq.head; i++) {
-		swqe_wc(vq, swqe_at(&vq->sq, i), &wc);
+		swqe_wc(vq, shiftu_swqe_at(&vq->sq, i), &wc);
 		wc.status = IBV_WC_WR_FLUSH_ERR;
 		shiftu_stash_push(vq->scq, &wc);
 	}
@@ -898,7 +902,7 @@ static bool release_held(struct shiftu_vqp *vq)
 	int ret = 0;
 
 	for (i = vq->held_start; i < vq->sq.head && !ret; i++) {
-		swqe_wr(swqe_at(&vq->sq, i), &w);
+		swqe_wr(shiftu_swqe_at(&vq->sq, i), &w);
 		ret = vq->post_send(vq->reg.app_qp, &w, &bad);
 	}
 	shiftu_lock_cqs(c, vq->rcq);
@@ -986,7 +990,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 	 * state and clears it.
 	 */
 	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
-		const struct shiftu_swqe *e = swqe_at(&vq->sq, i0 - 1);
+		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i0 - 1);
 
 		if (e->opcode == IBV_WR_RDMA_WRITE || e->opcode == IBV_WR_RDMA_READ) {
 			p.opcode = e->opcode;
@@ -1118,7 +1122,7 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	}
 	for (; wr; wr = wr->next) {
 		shiftu_record_recv(vq, wr);
-		ret = post_twin_recv(vq, rwqe_at(&vq->rq, vq->rq.head - 1));
+		ret = post_twin_recv(vq, shiftu_rwqe_at(&vq->rq, vq->rq.head - 1));
 		if (ret) {
 			vq->rq.head--;
 			*bad_wr = wr;

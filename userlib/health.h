@@ -70,6 +70,19 @@ static inline bool shiftu_health_moved(uint32_t *seen)
 	return true;
 }
 
+/*
+ * shiftu_health_changed - has the table changed since @seen?  As
+ * shiftu_health_moved(), without taking the new value: for a fast path
+ * that folds the test with others and lets its cold path call
+ * shiftu_health_moved().
+ */
+static inline bool shiftu_health_changed(uint32_t seen)
+{
+	const uint32_t *p = __atomic_load_n(&shiftu_health_seqp, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE) != seen;
+}
+
 /* One port row and its backup's, from one consistent snapshot. */
 struct shiftu_port_health {
 	uint32_t seq;			/* hdr.seq of the snapshot (even) */

@@ -24,6 +24,7 @@
 #include "interpose.h"
 #include "event.h"
 #include "log.h"
+#include "provq.h"
 #include "shadow.h"
 #include "util.h"
 #include "wrapi.h"
@@ -40,7 +41,7 @@ static bool real_ok;
  * is kept (ctx NULL) and reused, so that a lock-free walker (poll_cq) never
  * reads freed memory.  Pushes publish with release; walkers load acquire.
  */
-static struct shiftu_ctx *ctx_list;
+struct shiftu_ctx *shiftu_ctx_list;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Every managed QP, for the exit statistics; under vqp_lock. */
@@ -102,7 +103,7 @@ static bool real_verbs(void)
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
 {
 	/* pairs with the release in ctx_attach() */
-	struct shiftu_ctx *s = __atomic_load_n(&ctx_list, __ATOMIC_ACQUIRE);
+	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
 
 	while (s && s->ctx != ctx)
 		s = s->next;
@@ -123,7 +124,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	bool fresh = false;
 
 	pthread_mutex_lock(&ctx_lock);
-	for (s = ctx_list; s && s->ctx; s = s->next)
+	for (s = shiftu_ctx_list; s && s->ctx; s = s->next)
 		;
 	if (!s) {
 		s = calloc(1, sizeof(*s));
@@ -133,7 +134,7 @@ static void ctx_attach(struct ibv_context *ctx)
 				    shiftu_real.get_device_name(ctx->device));
 			return;
 		}
-		s->next = ctx_list;
+		s->next = shiftu_ctx_list;
 		fresh = true;
 	} else {
 		s->poll_cqs = 0;
@@ -149,7 +150,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	/* the node is whole before a walker can match it */
 	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
 	if (fresh)
-		__atomic_store_n(&ctx_list, s, __ATOMIC_RELEASE);
+		__atomic_store_n(&shiftu_ctx_list, s, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ctx_lock);
 
 	ctx->ops.post_send = shiftu_post_send;
@@ -279,8 +280,10 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = "its extended send operations are not all replayable";
 	else if (ring_init(vq))
 		why = "out of memory";
-	vq->rings = !why;
+	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
 	vq->reg.app_qp = qp;
+	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
+		vq->rings = SHIFTU_RINGS_PROVIDER;
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
 	vq->sctx = s;
@@ -383,7 +386,7 @@ struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 void shiftu_health_sweep(void)
 {
 	/* pairs with the release in ctx_attach(); nodes are never freed */
-	struct shiftu_ctx *s = __atomic_load_n(&ctx_list, __ATOMIC_ACQUIRE);
+	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
 
 	for (; s; s = s->next)
 		if (__atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE))
@@ -646,7 +649,7 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	pthread_mutex_lock(&ctx_lock);
 	contexts = retired.contexts;
 	pc = retired.poll_cqs;
-	for (s = ctx_list; s; s = s->next)
+	for (s = shiftu_ctx_list; s; s = s->next)
 		if (s->ctx) {
 			contexts++;
 			pc += s->poll_cqs;

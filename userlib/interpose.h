@@ -28,6 +28,8 @@
 
 #include "qp.h"
 
+struct rxe_queue_buf;
+
 /*
  * The real verbs, resolved once (interpose.c).  Every libibverbs function
  * the library calls is reached through here, so that the library does not
@@ -75,7 +77,7 @@ extern struct shiftu_real shiftu_real;
  */
 struct shiftu_ctx {
 	struct ibv_context *ctx;
-	struct shiftu_ctx *next;		/* ctx_list, under ctx_lock */
+	struct shiftu_ctx *next;		/* shiftu_ctx_list, under ctx_lock */
 	char dev_name[IBV_SYSFS_NAME_MAX];
 	uint64_t node_guid;			/* host order, as the page has it */
 
@@ -153,6 +155,25 @@ struct shiftu_ring {
 	uint64_t head;			/* work requests recorded (posting thread) */
 };
 
+static inline struct shiftu_swqe *shiftu_swqe_at(struct shiftu_ring *r, uint64_t i)
+{
+	return (struct shiftu_swqe *)((char *)r->slots + (i & r->mask) * r->stride);
+}
+
+static inline struct shiftu_rwqe *shiftu_rwqe_at(struct shiftu_ring *r, uint64_t i)
+{
+	return (struct shiftu_rwqe *)((char *)r->slots + (i & r->mask) * r->stride);
+}
+
+/* How a QP keeps what a failover must move (struct shiftu_vqp.rings). */
+enum {
+	SHIFTU_RINGS_NONE,		/* nothing: the QP is not protected */
+	SHIFTU_RINGS_COPY,		/* each request copied as it is posted */
+	SHIFTU_RINGS_PROVIDER,		/* counted only: the provider's own
+					 * rings are read at failover (provq.c);
+					 * slow-path requests are copied */
+};
+
 /* Attributes of the application's modify_qp calls, to replay on the twin. */
 struct shiftu_qp_steps {
 	struct ibv_qp_attr init, rtr, rts;
@@ -199,10 +220,13 @@ struct shiftu_vqp {
 	 */
 	uint8_t slow;
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
-	uint8_t rings;			/* the QP records its work requests */
+	uint8_t rings;			/* SHIFTU_RINGS_* */
 	uint8_t bak_ready;		/* the twin is in RTS: it can post */
 
 	struct shiftu_ring sq, rq;
+	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
+	const struct rxe_queue_buf *psq, *prq;
+	uint32_t psq_mark, prq_mark;	/* their producer indices at a drain */
 
 	uint64_t post_sends;
 	uint64_t post_recvs;
@@ -333,6 +357,9 @@ struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num);
 
 /* The context's state, NULL if the library does not manage it.  Cold. */
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx);
+
+/* The contexts, newest first (published with release; interpose.c). */
+extern struct shiftu_ctx *shiftu_ctx_list;
 
 /* Statistics counter bump: relaxed load and store, no locked instruction. */
 static inline void shiftu_bump(uint64_t *c)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 
@@ -29,6 +30,13 @@ struct table {
 	struct table *older;		/* retired tables, freed at fini */
 	struct slot slots[];
 };
+
+struct shiftu_qp_slot shiftu_qp_cache[SHIFTU_QP_CACHE];
+
+static struct shiftu_qp_slot *cache_slot(const struct ibv_qp *qp)
+{
+	return &shiftu_qp_cache[qp->qp_num & (SHIFTU_QP_CACHE - 1)];
+}
 
 /* Published with release (pairs with the acquire in shiftu_qp_lookup()). */
 static struct table *reg_table;
@@ -119,6 +127,10 @@ int shiftu_qp_register(struct shiftu_qp *q)
 	if (err)
 		goto unlock;
 	table_put(reg_table, q);
+	if (!cache_slot(q->app_qp)->key) {
+		__atomic_store_n(&cache_slot(q->app_qp)->val, q, __ATOMIC_RELAXED);
+		__atomic_store_n(&cache_slot(q->app_qp)->key, q->app_qp, __ATOMIC_RELEASE);
+	}
 	__atomic_store_n(&reg_count, reg_count + 1, __ATOMIC_RELAXED);
 unlock:
 	pthread_mutex_unlock(&reg_lock);
@@ -138,6 +150,8 @@ int shiftu_qp_unregister(struct shiftu_qp *q)
 		 * destruction: the verbs rule makes that the caller's bug */
 		__atomic_store_n(&s->key, TOMBSTONE, __ATOMIC_RELEASE);
 		__atomic_store_n(&s->val, NULL, __ATOMIC_RELAXED);
+		if (cache_slot(q->app_qp)->key == q->app_qp)
+			__atomic_store_n(&cache_slot(q->app_qp)->key, NULL, __ATOMIC_RELEASE);
 		reg_table->live--;
 		__atomic_store_n(&reg_count, reg_count - 1, __ATOMIC_RELAXED);
 		err = 0;
@@ -183,5 +197,6 @@ void shiftu_qp_registry_fini(void)
 	}
 	reg_table = NULL;
 	reg_count = 0;
+	memset(shiftu_qp_cache, 0, sizeof(shiftu_qp_cache));
 	pthread_mutex_unlock(&reg_lock);
 }

@@ -23,9 +23,9 @@
 
 #include <stdint.h>
 
-#include "shiftu.h"
+#include <infiniband/verbs.h>
 
-struct ibv_qp;
+#include "shiftu.h"
 
 /*
  * Per-QP state the public query reports.  The interposer writes the fields
@@ -65,6 +65,38 @@ int shiftu_qp_unregister(struct shiftu_qp *q);
  * Any thread.
  */
 struct shiftu_qp *shiftu_qp_lookup(const struct ibv_qp *qp);
+
+/*
+ * The data path's first try: a direct-mapped cache in front of the table,
+ * one slot per qp_num modulo its size.  A slot is taken by the first QP
+ * registered with that index and freed only when that QP is unregistered,
+ * so a slot whose key is a live QP never changes under its posters; the
+ * others, and every QP when two collide, go to the table.
+ */
+#define SHIFTU_QP_CACHE		1024	/* slots; a power of two */
+
+struct shiftu_qp_slot {
+	struct ibv_qp *key;
+	struct shiftu_qp *val;
+};
+
+extern struct shiftu_qp_slot shiftu_qp_cache[SHIFTU_QP_CACHE];
+
+static inline struct shiftu_qp *shiftu_qp_find(const struct ibv_qp *qp)
+{
+	const struct shiftu_qp_slot *s =
+		&shiftu_qp_cache[qp->qp_num & (SHIFTU_QP_CACHE - 1)];
+	struct shiftu_qp *v;
+
+	/* pairs with the release store of key in shiftu_qp_register() */
+	if (__builtin_expect(__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == qp, 1)) {
+		v = __atomic_load_n(&s->val, __ATOMIC_RELAXED);
+		if (!v)
+			__builtin_unreachable();	/* stored before the key */
+		return v;
+	}
+	return shiftu_qp_lookup(qp);
+}
 
 /* Registered entries now (relaxed). */
 uint64_t shiftu_qp_registered(void);

@@ -725,9 +725,11 @@ static void qp_connect(struct shiftu_vqp *vq)
 	if (!vq->reconnects) {
 		shiftu_qp_set_flags(&vq->reg, vq->reg.flags | SHIFTU_QP_F_PROTECTED);
 		shiftu_stat_add(SHIFTU_STAT_QPS_PROTECTED, 1);
-		shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u)",
+		shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u; requests %s)",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
-			    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn);
+			    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn,
+			    vq->rings == SHIFTU_RINGS_PROVIDER ? "in the provider's rings" :
+								 "copied as posted");
 	}
 rts:
 	/*

@@ -348,6 +348,39 @@ TEST(qp_registry)
 	EXPECT_EQ(NULL, shiftu_qp_lookup(&qps[1]));
 }
 
+/* The data path's cache agrees with the table whoever holds a slot. */
+TEST(qp_registry_cache)
+{
+	static struct ibv_qp qps[3];
+	static struct shiftu_qp ent[3];
+	int i;
+
+	/* 7, 7 + SHIFTU_QP_CACHE: one slot; 8: another */
+	qps[0].qp_num = 7;
+	qps[1].qp_num = 7 + SHIFTU_QP_CACHE;
+	qps[2].qp_num = 8;
+	for (i = 0; i < 3; i++) {
+		ent[i].app_qp = &qps[i];
+		ASSERT_EQ(0, shiftu_qp_register(&ent[i]));
+	}
+	/* the first registered holds the slot; the other is found anyway */
+	EXPECT_EQ(&qps[0], shiftu_qp_cache[7].key);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(&ent[i], shiftu_qp_find(&qps[i]));
+	/* the holder leaves: its slot is empty, the other still found */
+	ASSERT_EQ(0, shiftu_qp_unregister(&ent[0]));
+	EXPECT_EQ(NULL, shiftu_qp_cache[7].key);
+	EXPECT_EQ(NULL, shiftu_qp_find(&qps[0]));
+	EXPECT_EQ(&ent[1], shiftu_qp_find(&qps[1]));
+	/* one that is not the holder leaves: the holder keeps its slot */
+	ASSERT_EQ(0, shiftu_qp_unregister(&ent[1]));
+	EXPECT_EQ(&ent[2], shiftu_qp_find(&qps[2]));
+	EXPECT_EQ(&qps[2], shiftu_qp_cache[8].key);
+	shiftu_qp_registry_fini();
+	EXPECT_EQ(NULL, shiftu_qp_cache[8].key);
+	EXPECT_EQ(NULL, shiftu_qp_find(&qps[2]));
+}
+
 TEST(qp_state_public)
 {
 	struct shiftu_qp_info info = { .size = sizeof(info) };
@@ -434,6 +467,13 @@ TEST(config_parsers)
 	EXPECT_EQ(0, shiftu_parse_bool("1", &b));
 	EXPECT_TRUE(b);
 	EXPECT_EQ(-EINVAL, shiftu_parse_bool("2", &b));
+
+	EXPECT_EQ(0, shiftu_parse_record("copy", &b));
+	EXPECT_TRUE(b);
+	EXPECT_EQ(0, shiftu_parse_record("auto", &b));
+	EXPECT_FALSE(b);
+	EXPECT_EQ(-EINVAL, shiftu_parse_record("provider", &b));
+	EXPECT_EQ(-EINVAL, shiftu_parse_record("", &b));
 }
 
 static char *bad_env(const char *name)
@@ -450,6 +490,8 @@ static char *bad_env(const char *name)
 		return "";
 	if (!strcmp(name, "SHIFTU_STORE_DIR"))
 		return "relative/dir";
+	if (!strcmp(name, "SHIFTU_RECORD"))
+		return "always";
 	return NULL;
 }
 
@@ -464,26 +506,28 @@ TEST(config_bad_values)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
 	/* every bad value: one line, and the default */
-	EXPECT_EQ(6, shiftu_config_from_env(&cfg, bad_env));
+	EXPECT_EQ(7, shiftu_config_from_env(&cfg, bad_env));
 	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
 	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
 	EXPECT_FALSE(cfg.disabled);
 	EXPECT_EQ(SHIFTU_PROBE_MS_DEFAULT, cfg.probe_ms);
 	EXPECT_STREQ(SHIFTU_HEALTH_DEV_DEFAULT, cfg.health_dev);
 	EXPECT_STREQ("", cfg.store.dir);
+	EXPECT_FALSE(cfg.record_copy);
 
 	n = read(fd, buf, sizeof(buf) - 1);
 	ASSERT_LT(0, n);
 	buf[n] = '\0';
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
-	EXPECT_EQ(6, lines);
+	EXPECT_EQ(7, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_PROBE_MS=fast"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_HEALTH_DEV="));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE_DIR=relative/dir"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_RECORD=always"));
 	EXPECT_EQ(0, strncmp(buf, "libshiftu[", 10));
 	EXPECT_NE(NULL, strstr(buf, "]: warn: "));
 

@@ -11,6 +11,9 @@
 # When rail 0 is back, both go back to it by the same handshake, and the
 # traffic leaves rail 1.  The third run posts with the extended send API
 # (ibv_wr_*) on both sides, which the library records and replays as well.
+# The library reads what a failover must move from Soft-RoCE's own rings;
+# the second run makes it copy every request as it is posted instead
+# (SHIFTU_RECORD=copy, what a provider with an unknown queue format gets).
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -66,8 +69,8 @@ pull()
 LU_DURING=pull
 
 # ride TAG MODE [ARGS...]: a run of MODE through a pull on host $PULL's
-# side; both sides exit 0, the server's checks all pass, both sides failed
-# over and back
+# side; both sides exit 0, the server's checks all pass, both sides kept
+# their requests as $RINGS says and failed over and back
 ride()
 {
 	local tag=$1 mode=$2 side s0 s1 r0 r1
@@ -75,6 +78,8 @@ ride()
 	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 30 "$@"
 	lu_gen_clean "$tag"
 	for side in cli srv; do
+		grep -q "protected by qp .*requests $RINGS)" "$FT_TMP/$tag.$side.shiftu" ||
+			lu_fail "$tag" "$side: the QP's requests were not $RINGS"
 		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.$side.shiftu" ||
 			lu_fail "$tag" "$side: the QP did not fail over"
 		grep -q 'failed back from rxe1' "$FT_TMP/$tag.$side.shiftu" ||
@@ -92,10 +97,11 @@ ride()
 	log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"
 }
 
+RINGS="in the provider's rings"
 PULL=1
 ride imm_cli write_imm
 PULL=2
-ride send_srv send
+RINGS="copied as posted" LU_ENV=SHIFTU_RECORD=copy ride send_srv send
 PULL=1
 ride wrapi_cli send --wr-api
 for side in cli srv; do

@@ -63,11 +63,12 @@ lu_kill_server()
 
 # lu_env PRELOAD LOGFILE: the "env ..." prefix of a command run with the
 # library preloaded (PRELOAD=1), logging at info to LOGFILE, with the store
-# LU_STORE (default: the library's own); or without it.
+# LU_STORE (default: the library's own) and the further VAR=VALUE words in
+# LU_ENV; or without it.
 lu_env()
 {
 	if [ "$1" = 1 ]; then
-		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}"
+		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}${LU_ENV:+ $LU_ENV}"
 	else
 		echo "env -u LD_PRELOAD"
 	fi

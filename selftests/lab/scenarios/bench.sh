@@ -17,9 +17,11 @@
 #     redis-server 10.0.2.1 (the library's store on both hosts)
 #
 # Steps: a. ib_write_lat, b. ib_write_bw, plain and preloaded alternating
-# BENCH_ROUNDS times; c. callgrind of a preloaded ib_write_bw client
-# (instructions per data verb; both send APIs) and strace -c of plain and preloaded clients
-# at two iteration counts (syscalls per iteration); d. failover time by
+# BENCH_ROUNDS times; c. callgrind of preloaded ib_write_bw clients (both
+# send APIs) and of an ib_send_bw -b client (receives), each at two
+# iteration counts (instructions per data verb: the slope), and strace -c
+# of plain and preloaded clients at two iteration counts (syscalls per
+# iteration); d. failover time by
 # cause: health page (host 1's rail 0 pulled) and error completion (a
 # silent drop on host 1's rail 0, as a dead switch port makes it, so the
 # page sees nothing; shiftgen with NCCL's transport timeout, 18, and retry
@@ -146,14 +148,15 @@ step_bw()
 
 # ---- c: instructions per data verb (callgrind), syscalls (strace) ----
 
-# cg_run MODE ARGS...: a preloaded ib_write_bw client under callgrind
-# against a plain server; MODE "old" (ibv_post_send) or "ex" (ibv_wr_*).
+# cg_run MODE N PROG ARGS...: a preloaded PROG client of N iterations
+# under callgrind against a plain server; leaves $OUT/cg.MODE.N.cost, one
+# line per data verb called (bench/cg-cost.awk).
 cg_run()
 {
-	local mode=$1 tag=cg.$1 f
-	shift
+	local mode=$1 n=$2 prog=$3 tag=cg.$1.$2
+	shift 3
 	BP_SRV_PRE=0 BP_INNER=(valgrind --tool=callgrind "--callgrind-out-file=$OUT/$tag.out")
-	bp "$tag" 1 900 ib_write_bw -s 4096 -n "$CG_N" -F "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	bp "$tag" 1 900 "$prog" -s 4096 -n "$n" -F "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
 	BP_SRV_PRE='' BP_INNER=()
 	check_preloaded "$tag"
 	grep -qE '^c?ob=.*libshiftu' "$OUT/$tag.out" || fail "$tag: libshiftu is not in the callgrind profile"
@@ -161,19 +164,40 @@ cg_run()
 	    -v fns=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete \
 	    -f "$SHIFT_TOP/bench/cg-cost.awk" "$OUT/$tag.out" > "$OUT/$tag.cost"
 	cat "$OUT/$tag.cost"
-	while read -r f rest; do
-		put "cg.$mode.$f" "${rest##*added_per_call=}"
-		put "cg.$mode.$f.detail" "$rest"
-	done < "$OUT/$tag.cost"
-	put "cg.$mode.exit" "$(lu_exit_lines "$OUT/$tag.cli.shiftu" | sed 's/^[^:]*: info: exit: //')"
-	put "cg.$mode.cmd" "$(cat "$OUT/$tag.cmd"); awk -v obj=libshiftu -f bench/cg-cost.awk $OUT/$tag.out"
+}
+
+# cg_mode MODE PROG ARGS...: MODE's client run for CG_N and for 2 CG_N
+# iterations; a verb's cost is the slope between them, (added2 - added1) /
+# (calls2 - calls1), so that what a process pays once (its first poll
+# reads the health page's rows, say) is not spread over a few calls.
+cg_mode()
+{
+	local mode=$1 n1=$CG_N n2=$((2 * CG_N)) f v rest
+	shift
+	cg_run "$mode" "$n1" "$@"
+	cg_run "$mode" "$n2" "$@"
+	# FN calls=N self=S internal=I ...: added = S + I
+	awk 'function kv(k,    i) { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2) + 0 }
+	     FNR == NR { c1[$1] = kv("calls"); a1[$1] = kv("self") + kv("internal"); next }
+	     ($1 in c1) && kv("calls") > c1[$1] {
+		c2 = kv("calls"); a2 = kv("self") + kv("internal")
+		printf "%s %.1f calls=%d/%d added=%d/%d\n", $1, (a2 - a1[$1]) / (c2 - c1[$1]), c1[$1], c2, a1[$1], a2
+	     }' "$OUT/cg.$mode.$n1.cost" "$OUT/cg.$mode.$n2.cost" > "$OUT/cg.$mode.slope"
+	while read -r f v rest; do
+		put "cg.$mode.$f" "$v"
+		put "cg.$mode.$f.detail" "-n $n1/$n2: $rest"
+	done < "$OUT/cg.$mode.slope"
+	put "cg.$mode.exit" "$(lu_exit_lines "$OUT/cg.$mode.$n2.cli.shiftu" | sed 's/^[^:]*: info: exit: //')"
+	put "cg.$mode.cmd" "$(cat "$OUT/cg.$mode.$n2.cmd"); the same with -n $n1; awk -v obj=libshiftu -f bench/cg-cost.awk on each, slope"
 }
 
 step_cg()
 {
 	command -v valgrind > /dev/null || skip "valgrind is not installed (apt-get install -y valgrind on the host)"
-	cg_run old --use_old_post_send
-	cg_run ex
+	cg_mode old ib_write_bw --use_old_post_send
+	cg_mode ex ib_write_bw
+	# both ways: the client posts receives and polls their completions
+	cg_mode recv ib_send_bw -b --use_old_post_send
 }
 
 # strace -c's total of calls (main thread only: the data path's thread)
@@ -420,12 +444,12 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, ib_write_bw -s 4096 -n $CG_N client preloaded, server plain; (self + library helpers) / calls)"
-	for mode in old ex; do
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send)"
+	for mode in old ex recv; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start shiftu_wr_complete shiftu_poll_cq; do
 			v=$(get "cg.$mode.$f")
 			case $mode:$f in
-			old:shiftu_post_send|ex:shiftu_wr_start|ex:shiftu_wr_complete|*:shiftu_poll_cq) ;;
+			old:shiftu_post_send|ex:shiftu_wr_start|ex:shiftu_wr_complete|recv:shiftu_post_recv|*:shiftu_poll_cq) ;;
 			*) [ -n "$v" ] || continue ;;
 			esac
 			line "instructions per ${f#shiftu_} ($mode API)" "$v" instr/call "<= 25" \

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * provq.c: a failed QP's outstanding work, read from the provider's own
+ * queues, so that the data path copies nothing as it posts.
+ *
+ * Soft-RoCE's send and receive queues are rings its provider shares with
+ * the kernel through mmap(2) of the uverbs device, in a format that is
+ * kernel ABI (<rdma/rdma_user_rxe.h>: struct rxe_queue_buf, rxe_send_wqe,
+ * rxe_recv_wqe).  A request stays in its slot after it completes or is
+ * flushed, until the slot is used again (the ring has more slots than the
+ * QP has entries) or the QP is reset.  So the n requests a failover's drain
+ * flushed are the n slots before the producer index as it was when the
+ * drain stopped the QP (before its markers), and shiftu_provq_take()
+ * copies them into the library's ring then, once.
+ * The data path only counts (datapath.c).
+ *
+ * Where the provider keeps a ring's address is not ABI.  librxe keeps, in
+ * its QP object after the struct ibv_qp, each ring's struct mminfo (the
+ * mmap offset and size the kernel answered, ABI) followed by the ring's
+ * address; rdma-core has laid out the receive ring's before the send
+ * ring's since the provider was written.  shiftu_provq_find() looks for
+ * exactly that: an address that starts a mapping of
+ * /dev/infiniband/uverbs* whose file offset and length are the mminfo's
+ * before it, with a ring header that agrees with the QP's capabilities.
+ * Another provider or another layout finds nothing, and that QP copies
+ * each request as it is posted instead.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/rdma_user_rxe.h>
+
+#include "bell.h"
+#include "cq.h"
+#include "handshake.h"
+#include "interpose.h"
+#include "log.h"
+#include "provq.h"
+
+/* How far past the struct ibv_qp the provider's object is searched. */
+#define SCAN_BYTES	2048
+#define MAX_MAPS	4096
+
+struct map {
+	uintptr_t start, end;
+	uint64_t off;
+	int uverbs;
+};
+
+/* The process's mappings; *@n of them.  Returns NULL on failure. */
+static struct map *read_maps(int *n)
+{
+	struct map *m = calloc(MAX_MAPS, sizeof(*m));
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int k = 0;
+
+	if (!m || !f)
+		goto err;
+	while (k < MAX_MAPS && fgets(line, sizeof(line), f)) {
+		unsigned long s, e, off;
+
+		if (sscanf(line, "%lx-%lx %*s %lx", &s, &e, &off) != 3)
+			continue;
+		m[k].start = s;
+		m[k].end = e;
+		m[k].off = off;
+		m[k].uverbs = strstr(line, " /dev/infiniband/uverbs") != NULL;
+		k++;
+	}
+	fclose(f);
+	*n = k;
+	return m;
+err:
+	if (f)
+		fclose(f);
+	free(m);
+	return NULL;
+}
+
+static const struct map *map_at(const struct map *m, int n, uintptr_t a)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (m[i].start <= a && a < m[i].end)
+			return &m[i];
+	return NULL;
+}
+
+/* A ring of at least @entries + 1 slots of at least @elem bytes in @size. */
+static bool ring_fits(const struct rxe_queue_buf *q, uint32_t size,
+		      size_t elem, uint32_t entries)
+{
+	uint32_t mask = q->index_mask, lg = q->log2_elem_size;
+
+	return (mask & (mask + 1)) == 0 && mask >= entries && lg < 24 &&
+	       ((size_t)1 << lg) >= elem &&
+	       sizeof(*q) + ((size_t)(mask + 1) << lg) <= size;
+}
+
+int shiftu_provq_find(struct shiftu_vqp *vq)
+{
+	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
+	const char *p, *end, *base = (const char *)vq->reg.app_qp;
+	const struct rxe_queue_buf *found[2];
+	uint32_t sizes[2];
+	const struct map *heap;
+	struct map *maps;
+	int n, nf = 0, ret = -ENOENT;
+	bool rq = !vq->init_attr.srq;
+
+	maps = read_maps(&n);
+	if (!maps)
+		return -ENOENT;
+	heap = map_at(maps, n, (uintptr_t)base);
+	if (!heap)
+		goto out;
+	end = base + SCAN_BYTES;
+	if ((uintptr_t)end > heap->end)
+		end = (const char *)heap->end;
+	p = base + ((sizeof(struct ibv_qp) + 7) & ~7UL);
+	for (; p + sizeof(struct mminfo) + sizeof(void *) <= end && nf < 2; p += 8) {
+		const struct map *m;
+		struct mminfo mi;
+		uintptr_t a;
+
+		memcpy(&mi, p, sizeof(mi));
+		memcpy(&a, p + sizeof(mi), sizeof(a));
+		if (!mi.size || !a)
+			continue;
+		m = map_at(maps, n, a);
+		if (!m || !m->uverbs || m->start != a || m->off != mi.offset ||
+		    mi.size > m->end - m->start)
+			continue;
+		sizes[nf] = mi.size;
+		found[nf++] = (const struct rxe_queue_buf *)a;
+	}
+	if (nf != 1 + rq)
+		goto out;
+	if (!ring_fits(found[rq], sizes[rq], sizeof(struct rxe_send_wqe) +
+		       (cap->max_send_sge * sizeof(struct rxe_sge) > cap->max_inline_data ?
+			cap->max_send_sge * sizeof(struct rxe_sge) : cap->max_inline_data),
+		       cap->max_send_wr))
+		goto out;
+	if (rq && !ring_fits(found[0], sizes[0], sizeof(struct rxe_recv_wqe) +
+			     cap->max_recv_sge * sizeof(struct rxe_sge), cap->max_recv_wr))
+		goto out;
+	vq->psq = found[rq];
+	vq->prq = rq ? found[0] : NULL;
+	ret = 0;
+out:
+	free(maps);
+	return ret;
+}
+
+/* One of the library's own requests, which the application's are never. */
+static bool library_id(uint64_t id)
+{
+	return id == MARKER_WR_ID || id == RMARKER_WR_ID || id == PROBE_WR_ID ||
+	       id == SHIFTU_CTRL_SEND_ID || id == SHIFTU_CTRL_RECV_ID ||
+	       id == SHIFTU_BELL_ID;
+}
+
+static const void *slot(const struct rxe_queue_buf *q, uint32_t i)
+{
+	return q->data + ((size_t)(i & q->index_mask) << q->log2_elem_size);
+}
+
+static void take_send(struct shiftu_vqp *vq, const struct rxe_send_wqe *w,
+		      struct shiftu_swqe *e, uint64_t seq2)
+{
+	struct shiftu_ring *r = &vq->sq;
+	uint32_t i, max_sge = vq->init_attr.cap.max_send_sge;
+	uint32_t op = w->wr.opcode;
+
+	e->wr_id = w->wr.wr_id;
+	e->opcode = op;
+	e->send_flags = w->wr.send_flags;
+	e->imm_data = w->wr.ex.imm_data;
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		e->remote_addr = w->wr.wr.atomic.remote_addr;
+		e->rkey = w->wr.wr.atomic.rkey;
+	} else {
+		e->remote_addr = w->wr.wr.rdma.remote_addr;
+		e->rkey = w->wr.wr.rdma.rkey;
+	}
+	e->seq2 = seq2;
+	if (w->wr.send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = (uint8_t *)&e->sge[max_sge];
+		uint32_t len = w->dma.length;
+		uint32_t room = r->stride - sizeof(*e) - max_sge * sizeof(e->sge[0]);
+
+		if (len > room)
+			len = room;	/* the provider refused more */
+		memcpy(dst, w->dma.inline_data, len);
+		e->num_sge = 1;
+		e->sge[0].addr = (uintptr_t)dst;
+		e->sge[0].length = len;
+		e->sge[0].lkey = 0;
+		return;
+	}
+	e->num_sge = w->dma.num_sge < max_sge ? w->dma.num_sge : max_sge;
+	for (i = 0; i < e->num_sge; i++) {
+		e->sge[i].addr = w->dma.sge[i].addr;
+		e->sge[i].length = w->dma.sge[i].length;
+		e->sge[i].lkey = w->dma.sge[i].lkey;
+	}
+}
+
+static void take_recv(struct shiftu_vqp *vq, const struct rxe_recv_wqe *w,
+		      struct shiftu_rwqe *e)
+{
+	uint32_t i, max_sge = vq->init_attr.cap.max_recv_sge;
+
+	e->wr_id = w->wr_id;
+	e->num_sge = w->dma.num_sge < max_sge ? w->dma.num_sge : max_sge;
+	for (i = 0; i < e->num_sge; i++) {
+		e->sge[i].addr = w->dma.sge[i].addr;
+		e->sge[i].length = w->dma.sge[i].length;
+		e->sge[i].lkey = w->dma.sge[i].lkey;
+	}
+}
+
+void shiftu_provq_mark(struct shiftu_vqp *vq)
+{
+	/* the provider published its slots before the producer index */
+	vq->psq_mark = __atomic_load_n(&vq->psq->producer_index, __ATOMIC_ACQUIRE);
+	if (vq->prq)
+		vq->prq_mark = __atomic_load_n(&vq->prq->producer_index, __ATOMIC_ACQUIRE);
+}
+
+int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
+{
+	const struct rxe_queue_buf *sq = vq->psq, *rq = vq->prq;
+	uint64_t k, seq2 = vq->sent2;
+	uint32_t prod;
+
+	if (n_s > (uint64_t)sq->index_mask + 1 || n_s > vq->sq.mask + 1 ||
+	    (n_r && (!rq || n_r > (uint64_t)rq->index_mask + 1 || n_r > vq->rq.mask + 1)))
+		return -ERANGE;
+	prod = vq->psq_mark;
+	for (k = 1; k <= n_s; k++) {
+		const struct rxe_send_wqe *w = slot(sq, prod - k);
+
+		if (library_id(w->wr.wr_id))
+			return -EPROTO;
+		take_send(vq, w, shiftu_swqe_at(&vq->sq, vq->sq.head - k), seq2);
+		if (SHIFTU_TWO_SIDED & (1U << (w->wr.opcode & 31)))
+			seq2--;
+	}
+	if (!n_r)
+		return 0;
+	prod = vq->prq_mark;
+	for (k = 1; k <= n_r; k++) {
+		const struct rxe_recv_wqe *w = slot(rq, prod - k);
+
+		if (library_id(w->wr_id))
+			return -EPROTO;
+		take_recv(vq, w, shiftu_rwqe_at(&vq->rq, vq->rq.head - k));
+	}
+	return 0;
+}
