@@ -1,18 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: unmodified ib_write_bw, preloaded with libshiftu on both hosts,
-# keeps writing through a pull of a rail-0 cable, the client's or the
-# server's: the client's health page shows its port down (its own cable) or
+# keeps writing through rail 0 going down from 5 s to 10 s, the client's or
+# the server's, by a pulled cable (QEMU's set_link) or by `ip link set eth0
+# down` in the guest: the client's health page shows its port down (its own) or
 # the path down (the server's cable, relayed by the shiftmon agents; or the
 # server's library, which sees its port go on its page, fails over first and
 # tells the client), the library fails the QP over to its twin on rxe1 (set
 # up in the background, attributes exchanged through Redis), replays what
 # was outstanding, and the run ends with exit 0 and its result line, with
-# rail 1 carrying the traffic during the outage.  The same run without the
-# library stalls: neither rail moves while the cable is out.
+# rail 1 carrying the traffic during the outage, and back on rail 0 after
+# it.  The same run without the library stalls: neither rail moves while
+# the cable is out.
 #
 #     host 1 (client)                                   host 2 (server)
-#     ib_write_bw ─ rxe0 ─ eth0 ══ rail 0 (pulled 3 s in) ══ eth0 ─ rxe0 ─ ib_write_bw
+#     ib_write_bw ─ rxe0 ─ eth0 ══ rail 0 (down 5-10 s) ══ eth0 ─ rxe0 ─ ib_write_bw
 #          └─ twin ─ rxe1 ─ eth1 ── rail 1 ───────────────── eth1 ─ rxe1 ─ twin ┘
 #     redis-server 10.0.2.1 ─────── mgmt ───────── (host 2's library)
 #     shiftmon agent ──────────────────────────── shiftmon agent
@@ -25,8 +27,7 @@ ft_require_cmd redis-server redis-cli
 [ -x "$SM" ] || skip "shiftmon not built (make -C $SHIFT_TOP/tools/shiftmon)"
 smr_redis_start
 LU_STORE=$SMR_STORE
-ft_defer "lab-link eth0 on"
-ft_defer "lab-peer 'lab-link eth0 on'"
+ft_defer lu_cable_restore
 "$SMR_PATHS_CLEAR"
 lab-peer "$SMR_PATHS_CLEAR"
 ft_defer "lab-peer $SMR_PATHS_CLEAR"
@@ -36,24 +37,24 @@ smr_agent_peer_start
 
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 
-# pull TAG: while the client runs, pull rail 0 (host PULL's cable) 3 s in,
-# and count what each of host 1's rails sent from 1 s after the pull for
-# 2 s; plug it back after that, and count again for 2 s from half a second
-# after the client's library failed back (12 s at most; without the library
-# from 3 s after the plug) (TAG.outage, TAG.after: rail 0's and rail 1's
-# packets).
-PULL=1
-link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }
+# pull TAG: while the client runs, take rail 0 down on host PULL, BY its
+# cable or ip link, 5 s in, and count what each of host 1's rails sent from
+# 1 s after for 2 s; bring it back at 10 s, and count again for 2 s from
+# half a second after the client's library failed back (12 s at most;
+# without the library from 3 s after) (TAG.outage, TAG.after: rail 0's
+# and rail 1's packets).
+PULL=1 BY=link
 pull()
 {
 	local tag=$1 a0 a1
-	sleep 3
-	link eth0 off
+	sleep 5
+	lu_cable "$PULL" "$BY" off
 	sleep 1
 	a0=$(pkts rxe0) a1=$(pkts rxe1)
 	sleep 2
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$tag.outage"
-	link eth0 on
+	sleep 2
+	lu_cable "$PULL" "$BY" on
 	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
 		for _ in $(seq 120); do
 			grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu" && break
@@ -69,15 +70,15 @@ pull()
 }
 LU_DURING=pull
 
-ARGS=(-s 65536 -D 22 -F)
+ARGS=(-s 65536 -D 25 -F)
 
 lu_pair plain 0 ib_write_bw "${ARGS[@]}"
 read -r p0 p1 < "$FT_TMP/plain.outage"
 log "without libshiftu, packets sent during the outage: rail 0 $p0, rail 1 $p1 (exit $(cat "$FT_TMP/plain.cli.rc"))"
 [ "$p1" -lt 10 ] || lu_fail plain "rail 1 carried $p1 packets without the library"
 
-# ride TAG CAUSE BACK: the run with the library on both ends, the cable of
-# host $PULL pulled; the client's QP fails over for CAUSE, an extended
+# ride TAG CAUSE BACK: the run with the library on both ends, rail 0 of
+# host $PULL down by $BY; the client's QP fails over for CAUSE, an extended
 # regex ("port down" when its own cable is out; "path down" or "the peer
 # failed over" when the server's is), and with BACK=1 must be back on rail
 # 0 after the repair.
@@ -87,7 +88,7 @@ ride()
 	lu_pair "$tag" 1 ib_write_bw "${ARGS[@]}"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
-	log "$tag: with libshiftu, packets sent during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
+	log "$tag: with libshiftu, rail 0 down on host $PULL by $BY; packets sent during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
 	for side in cli srv; do
 		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
 			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
@@ -119,3 +120,7 @@ ride()
 ride client_pull "port down" 1
 PULL=2
 ride server_pull "path down|the peer failed over" 1
+BY=ip
+ride server_ip "path down|the peer failed over" 1
+PULL=1
+ride client_ip "port down" 1

@@ -7,8 +7,8 @@
 # and the client's completions and the server's RESULT agree.
 #
 #     host 1 (client)                                   host 2 (server)
-#     shiftgen -d rxe0 ... 10.0.0.2 ── rxe0 ─ eth0 ══ rail 0 ══ eth0 ─ rxe0 ── shiftgen -d rxe0 ...
-#                  └──────────── TCP (QP exchange, DONE/RESULT) over eth0 ──────┘
+#     shiftgen -d rxe0 ... 10.0.2.2 ── rxe0 ─ eth0 ══ rail 0 ══ eth0 ─ rxe0 ── shiftgen -d rxe0 ...
+#                  └──────────── TCP (QP exchange, DONE/RESULT) over eth2 (mgmt) ─┘
 #
 # Sizes suit TCG emulation (~0.1 Gb/s per rail): 4 KiB chunks, a few slots.
 # One count-bound run with one 8-byte chunk and a single slot exercises the

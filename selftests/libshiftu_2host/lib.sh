@@ -74,9 +74,33 @@ lu_env()
 	fi
 }
 
+# The programs' own TCP exchange (perftest's, shiftgen's) runs over mgmt:
+# a rail 0 taken down by either means, QEMU's set_link or `ip link set
+# down` (which takes its routes with it), leaves it alone.
+LU_TCP=10.0.2.2
+
+# lu_cable HOST BY off|on: rail 0 on host HOST (1: the client's, 2: the
+# server's) taken down or brought back BY QEMU's set_link from outside
+# (link: the cable) or by `ip link set eth0 down|up` inside (ip).  Callers
+# defer lu_cable_restore.
+lu_cable()
+{
+	local c="lab-link eth0 $3"
+
+	[ "$2" != ip ] || c="ip link set eth0 $([ "$3" = off ] && echo down || echo up)"
+	if [ "$1" = 1 ]; then eval "$c"; else lab-peer "$c"; fi
+}
+
+# lu_cable_restore: rail 0 up on both hosts, whichever way it was taken.
+lu_cable_restore()
+{
+	lab-link eth0 on; ip link set eth0 up
+	lab-peer "lab-link eth0 on; ip link set eth0 up"
+}
+
 # lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
-# on host 1, over rail 0 (rxe0, 10.0.0.x), on a TCP port of their own, both
-# preloaded or neither.  Leaves in $FT_TMP: TAG.cli.out, TAG.cli.rc,
+# on host 1, over rail 0 (rxe0, 10.0.0.x; TCP over mgmt), on a TCP port of
+# their own, both preloaded or neither.  Leaves in $FT_TMP: TAG.cli.out, TAG.cli.rc,
 # TAG.srv.out, TAG.srv.rc and, when preloaded, TAG.cli.shiftu and
 # TAG.srv.shiftu (the libshiftu logs; the server's fetched from host 2).
 # Fails only when the pair could not be run; the caller judges the results.
@@ -103,7 +127,7 @@ lu_pair()
 	# runs while the client does (pulling cables, say)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
-		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2 \
+		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
 	if [ -n "${LU_DURING:-}" ]; then
 		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
@@ -144,7 +168,7 @@ lu_bg_start()
 	peer_listening "$port" || fail "$tag: the $prog server on host 2 did not listen on port $port"
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	timeout $((secs + 40)) $(lu_env 1 "$FT_TMP/$tag.cli.shiftu") \
-		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2 \
+		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
 	echo $! > "$FT_TMP/$tag.cli.pid"
 }
