@@ -219,7 +219,6 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
 {
 	struct shiftu_vqp *vq = vqp_of(qp);
-	int ret;
 
 	if (unlikely(!vq))
 		return post_send_unmanaged(qp, wr, bad_wr);
@@ -228,12 +227,7 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	    unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
 	    unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
 		return post_send_other(vq, qp, wr, bad_wr);
-	/* post_default(), for the QP that only counts */
-	count_send(vq, wr);
-	ret = vq->post_send(qp, wr, bad_wr);
-	if (unlikely(ret))
-		unrecord_send(vq, *bad_wr);
-	return ret;
+	return post_default(vq, qp, wr, bad_wr);
 }
 
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
