@@ -376,6 +376,22 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 				return ret;
 		}
 	}
+	/*
+	 * A poller of the application's may have taken some of the QP's
+	 * flushes ahead of our markers and still be on its way to stash
+	 * them (it waits for these locks): what it stashes within the grace
+	 * posters get is counted, instead of reaching the application as
+	 * errors once the move is done.  (Only the application polls the
+	 * default QP's CQs; a twin's are the library's.)
+	 */
+	if (!twin) {
+		shiftu_unlock_cqs(cqs[0], cqs[1]);
+		usleep(GRACE_US);
+		shiftu_lock_cqs(cqs[0], cqs[1]);
+		ret = unstash_errors(vq, d);
+		if (ret < 0)
+			return ret;
+	}
 	return 0;
 }
 
