@@ -34,7 +34,7 @@
 # ends up on the host), KSFT_DIR, and on PATH selftests/lab/guest:
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
-# Environment: LAB_TIMEOUT (seconds per VM run, default 900), LAB_ACCEL
+# Environment: LAB_TIMEOUT (seconds per VM run, default 1500), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
@@ -47,7 +47,7 @@ SHIFT_TOP=$(cd "$LAB_DIR/../.." && pwd)
 BUILD=$SHIFT_TOP/build/lab
 KSFT_OUT=$SHIFT_TOP/build/kselftest
 KSFT_DIR=$KSFT_OUT/tools/testing/selftests
-LAB_TIMEOUT=${LAB_TIMEOUT:-900}
+LAB_TIMEOUT=${LAB_TIMEOUT:-1500}
 LAB_MEM=${LAB_MEM:-1024}
 # Modules the initramfs loads (with dependencies, in order) to reach 9p.
 INITRAMFS_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
