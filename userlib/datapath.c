@@ -279,8 +279,8 @@ static shiftu_cold void unrecord_recv(struct shiftu_vqp *vq, struct ibv_recv_wr 
 	__atomic_store_n(&vq->rq.head, vq->rq.head - n, __ATOMIC_RELAXED);
 }
 
-int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
-			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+static inline int post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+				    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *w;
 	int ret;
@@ -294,6 +294,12 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	if (unlikely(ret) && vq->rings)
 		unrecord_recv(vq, *bad_wr);
 	return ret;
+}
+
+int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	return post_recv_default(vq, qp, wr, bad_wr);
 }
 
 /* The health page moved, the QP is on its slow path, or it copies. */
@@ -313,7 +319,6 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr)
 {
 	struct shiftu_vqp *vq = vqp_of(qp);
-	int ret;
 
 	if (unlikely(!vq))
 		return post_recv_unmanaged(qp, wr, bad_wr);
@@ -322,11 +327,7 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	    unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
 	    unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
 		return post_recv_other(vq, qp, wr, bad_wr);
-	count_recv(vq, wr);
-	ret = vq->post_recv(qp, wr, bad_wr);
-	if (unlikely(ret))
-		unrecord_recv(vq, *bad_wr);
-	return ret;
+	return post_recv_default(vq, qp, wr, bad_wr);
 }
 
 /*
