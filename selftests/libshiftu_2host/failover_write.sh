@@ -35,40 +35,7 @@ ft_defer "$SMR_PATHS_CLEAR"
 smr_agent_start
 smr_agent_peer_start
 
-pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
-
-# pull TAG: while the client runs, take rail 0 down on host PULL, BY its
-# cable or ip link, 5 s in, and count what each of host 1's rails sent from
-# 1 s after for 2 s; bring it back at 10 s, and count again for 2 s from
-# half a second after the client's library failed back (12 s at most;
-# without the library from 3 s after) (TAG.outage, TAG.after: rail 0's
-# and rail 1's packets).
-PULL=1 BY=link
-pull()
-{
-	local tag=$1 a0 a1
-	sleep 5
-	lu_cable "$PULL" "$BY" off
-	sleep 1
-	a0=$(pkts rxe0) a1=$(pkts rxe1)
-	sleep 2
-	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$tag.outage"
-	sleep 2
-	lu_cable "$PULL" "$BY" on
-	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
-		for _ in $(seq 120); do
-			grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu" && break
-			sleep 0.1
-		done
-		sleep 0.5
-	else
-		sleep 3
-	fi
-	a0=$(pkts rxe0) a1=$(pkts rxe1)
-	sleep 2
-	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$tag.after"
-}
-LU_DURING=pull
+LU_DURING=lu_pull
 
 ARGS=(-s 65536 -D 25 -F)
 
@@ -78,17 +45,17 @@ log "without libshiftu, packets sent during the outage: rail 0 $p0, rail 1 $p1 (
 [ "$p1" -lt 10 ] || lu_fail plain "rail 1 carried $p1 packets without the library"
 
 # ride TAG CAUSE BACK: the run with the library on both ends, rail 0 of
-# host $PULL down by $BY; the client's QP fails over for CAUSE, an extended
-# regex ("port down" when its own cable is out; "path down" or "the peer
-# failed over" when the server's is), and with BACK=1 must be back on rail
-# 0 after the repair.
+# host $LU_PULL_ON down by $LU_PULL_BY (lu_pull); the client's QP fails
+# over for CAUSE, an extended regex ("port down" when its own cable is out;
+# "path down" or "the peer failed over" when the server's is), and with
+# BACK=1 must be back on rail 0 after the repair.
 ride()
 {
 	local tag=$1 cause=$2 back=$3 s0 s1 r0 r1 side
 	lu_pair "$tag" 1 ib_write_bw "${ARGS[@]}"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
-	log "$tag: with libshiftu, rail 0 down on host $PULL by $BY; packets sent during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
+	log "$tag: with libshiftu, rail 0 down on host $LU_PULL_ON by $LU_PULL_BY; packets sent during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
 	for side in cli srv; do
 		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
 			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
@@ -120,9 +87,9 @@ ride()
 }
 
 ride client_pull "port down" 1
-PULL=2
+LU_PULL_ON=2
 ride server_pull "path down|the peer failed over" 1
-BY=ip
+LU_PULL_BY=ip
 ride server_ip "path down|the peer failed over" 1
-PULL=1
+LU_PULL_ON=1
 ride client_ip "port down" 1

@@ -98,6 +98,79 @@ lu_cable_restore()
 	lab-peer "lab-link eth0 on; ip link set eth0 up"
 }
 
+# lu_pkts DEV: packets host 1's RDMA device DEV has sent (port 1).
+lu_pkts()
+{
+	cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"
+}
+
+# lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
+# rail 0 of host LU_PULL_ON (1 or 2) goes down by LU_PULL_BY (link or ip,
+# lu_cable) 5 s in and comes back at 10 s.  Host 1's packets per rail are
+# counted for 2 s from 1 s into the outage (TAG.outage: rail 0's, rail
+# 1's) and again for 2 s from half a second after the client's library
+# failed back, 12 s at most after the repair; with no library, 3 s after
+# the repair (TAG.after).
+LU_PULL_ON=1 LU_PULL_BY=link
+lu_pull()
+{
+	local tag=$1 a0 a1
+
+	sleep 5
+	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
+	sleep 1
+	a0=$(lu_pkts rxe0) a1=$(lu_pkts rxe1)
+	sleep 2
+	echo "$(($(lu_pkts rxe0) - a0)) $(($(lu_pkts rxe1) - a1))" > "$FT_TMP/$tag.outage"
+	sleep 2
+	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" on
+	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
+		for _ in $(seq 120); do
+			grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu" && break
+			sleep 0.1
+		done
+		sleep 0.5
+	else
+		sleep 3
+	fi
+	a0=$(lu_pkts rxe0) a1=$(lu_pkts rxe1)
+	sleep 2
+	echo "$(($(lu_pkts rxe0) - a0)) $(($(lu_pkts rxe1) - a1))" > "$FT_TMP/$tag.after"
+}
+
+# lu_ride ON BY PROG SIZE TAG ARGS...: unmodified perftest PROG -F ARGS,
+# preloaded on both hosts, through rail 0 of host ON going down by BY
+# (lu_pull).  Both sides exit 0, the client prints a result line for SIZE
+# bytes, its QP fails over to rxe1 and back once, rail 1 carries host 1's
+# packets during the outage and rail 0 after the repair.
+lu_ride()
+{
+	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1 side
+	LU_PULL_ON=$1 LU_PULL_BY=$2
+	shift 5
+	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
+	read -r s0 s1 < "$FT_TMP/$tag.outage"
+	read -r r0 r1 < "$FT_TMP/$tag.after"
+	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
+	for side in cli srv; do
+		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
+			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
+	done
+	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
+		lu_fail "$tag" "no result line from the client"
+	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.cli.shiftu" ||
+		lu_fail "$tag" "the client's QP did not fail over"
+	grep -q 'failed back from rxe1' "$FT_TMP/$tag.cli.shiftu" ||
+		lu_fail "$tag" "the client's QP did not fail back"
+	lu_check_log "$tag" cli "failovers=1" "failbacks=1" "twin_wcs>0"
+	lu_check_log "$tag" srv "qps>=1"
+	[ "$s1" -gt 100 ] || lu_fail "$tag" "rail 1 carried only $s1 packets during the outage"
+	[ "$r0" -gt 100 ] || lu_fail "$tag" "rail 0 carried only $r0 packets after the repair"
+	log "$tag: $(grep -o 'failed over to qp.*' "$FT_TMP/$tag.cli.shiftu")"
+	log "$tag: $(grep -o 'failed back from.*' "$FT_TMP/$tag.cli.shiftu")"
+	log "$tag: client: $(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")"
+}
+
 # lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
 # on host 1, over rail 0 (rxe0, 10.0.0.x; TCP over mgmt), on a TCP port of
 # their own, both preloaded or neither.  Leaves in $FT_TMP: TAG.cli.out, TAG.cli.rc,
