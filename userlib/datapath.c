@@ -60,10 +60,15 @@ static inline struct shiftu_ctx *ctx_of(const struct ibv_context *ctx)
 	return shiftu_ctx_find(ctx);
 }
 
-static inline struct shiftu_vqp *vqp_of(const struct ibv_qp *qp)
+/* reg is the first member: the registry's entry is the vqp */
+static inline struct shiftu_vqp *vqp_cached(const struct ibv_qp *qp)
 {
-	/* reg is the first member: the registry's entry is the vqp */
-	return (struct shiftu_vqp *)shiftu_qp_find(qp);
+	return (struct shiftu_vqp *)shiftu_qp_cached(qp);
+}
+
+static inline struct shiftu_vqp *vqp_lookup(const struct ibv_qp *qp)
+{
+	return (struct shiftu_vqp *)shiftu_qp_lookup(qp);
 }
 
 /* An IBV_SEND_INLINE request: its bytes, which the caller may reuse. */
@@ -125,64 +130,69 @@ static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *
 }
 
 /*
- * Count @wr's chain when the provider's own ring keeps the requests
- * (SHIFTU_RINGS_PROVIDER, provq.c): entries and two-sided ones, nothing
- * copied.
+ * Two-sided requests are numbered as they are posted (the handshake's
+ * count), also when the provider's rings keep them: the rings cannot tell
+ * how many came before the oldest they still hold.
  */
-static inline void count_send(struct shiftu_vqp *vq, const struct ibv_send_wr *w)
+static inline uint64_t two_sided(const struct ibv_send_wr *w)
 {
-	uint64_t n = 1, n2 = (SHIFTU_TWO_SIDED >> (w->opcode & 31)) & 1;
+	uint64_t n = 0;
 
-	for (w = w->next; unlikely(w); w = w->next) {
-		n++;
-		n2 += (SHIFTU_TWO_SIDED >> (w->opcode & 31)) & 1;
-	}
-	__atomic_store_n(&vq->sq.head, vq->sq.head + n, __ATOMIC_RELAXED);
-	vq->sent2 += n2;
+	for (; w; w = w->next)
+		n += (SHIFTU_TWO_SIDED >> (w->opcode & 31)) & 1;
+	return n;
 }
 
 /* The provider refused @bad and what follows it: forget them. */
 static shiftu_cold void unrecord_send(struct shiftu_vqp *vq, struct ibv_send_wr *bad)
 {
-	uint64_t n = 0, n2 = 0;
+	uint64_t n = 0;
+	struct ibv_send_wr *w;
 
-	for (; bad; bad = bad->next) {
-		n++;
-		n2 += (SHIFTU_TWO_SIDED >> (bad->opcode & 31)) & 1;
-	}
+	if (vq->rings == SHIFTU_RINGS_COPY)
+		for (w = bad; w; w = w->next)
+			n++;
 	__atomic_store_n(&vq->sq.head, vq->sq.head - n, __ATOMIC_RELAXED);
-	vq->sent2 -= n2;
+	vq->sent2 -= two_sided(bad);
 }
 
-/* A QP that copies its requests (SHIFTU_RINGS_COPY), or records none. */
-static __attribute__((noinline)) int post_copied(struct shiftu_vqp *vq, struct ibv_qp *qp,
-						  struct ibv_send_wr *wr,
-						  struct ibv_send_wr **bad_wr)
+/*
+ * A post the common path does not take: the QP copies its requests
+ * (SHIFTU_RINGS_COPY), records none, or the chain has two-sided requests
+ * to number.  A QP whose counts are derived (provq.h) counts nothing else.
+ */
+static __attribute__((noinline)) int post_counted(struct shiftu_vqp *vq, struct ibv_qp *qp,
+						   struct ibv_send_wr *wr,
+						   struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr *w;
 	int ret;
 
-	if (vq->rings)
+	if (vq->rings == SHIFTU_RINGS_COPY)
 		for (w = wr; w; w = w->next)
 			record_send(vq, w);
+	else if (vq->rings == SHIFTU_RINGS_PROVIDER)
+		vq->sent2 += two_sided(wr);
 	ret = vq->post_send(qp, wr, bad_wr);
 	if (unlikely(ret) && vq->rings)
 		unrecord_send(vq, *bad_wr);
 	return ret;
 }
 
+/* One request, or the first of a chain, that the provider's rings keep
+ * as they are and that needs no number: nothing to do but post it. */
+static inline bool post_plain(const struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
+{
+	return !vq->copying && !((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1) &&
+	       !wr->next;
+}
+
 static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	int ret;
-
-	if (unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
-		return post_copied(vq, qp, wr, bad_wr);
-	count_send(vq, wr);
-	ret = vq->post_send(qp, wr, bad_wr);
-	if (unlikely(ret))
-		unrecord_send(vq, *bad_wr);
-	return ret;
+	if (likely(post_plain(vq, wr)))
+		return vq->post_send(qp, wr, bad_wr);
+	return post_counted(vq, qp, wr, bad_wr);
 }
 
 void shiftu_record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
@@ -206,7 +216,7 @@ static inline int post_send_vq(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return post_default(vq, qp, wr, bad_wr);
 }
 
-/* The health page moved, the QP is on its slow path, or it copies. */
+/* The health page moved, the QP is on its slow path, or the post counts. */
 static __attribute__((noinline)) int post_send_other(struct shiftu_vqp *vq,
 						      struct ibv_qp *qp,
 						      struct ibv_send_wr *wr,
@@ -215,19 +225,35 @@ static __attribute__((noinline)) int post_send_other(struct shiftu_vqp *vq,
 	return post_send_vq(vq, qp, wr, bad_wr);
 }
 
-int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-		     struct ibv_send_wr **bad_wr)
+/* A QP the registry's cache does not hold (one of two with a slot). */
+static __attribute__((noinline)) int post_send_table(struct ibv_qp *qp,
+						      struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad_wr)
 {
-	struct shiftu_vqp *vq = vqp_of(qp);
+	struct shiftu_vqp *vq = vqp_lookup(qp);
 
 	if (unlikely(!vq))
 		return post_send_unmanaged(qp, wr, bad_wr);
-	shiftu_bump(&vq->post_sends);
+	return post_send_vq(vq, qp, wr, bad_wr);
+}
+
+/*
+ * The common path: a cache lookup, the page's sequence, the QP's gate,
+ * the request's opcode, and a tail call to the provider.
+ */
+int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_cached(qp);
+
+	if (unlikely(!vq))
+		return post_send_table(qp, wr, bad_wr);
 	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
-	    unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
-	    unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
+	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)) ||
+	    unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1) ||
+	    unlikely(wr->next))
 		return post_send_other(vq, qp, wr, bad_wr);
-	return post_default(vq, qp, wr, bad_wr);
+	return vq->post_send(qp, wr, bad_wr);
 }
 
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
@@ -259,16 +285,6 @@ void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr)
 	record_recv(vq, wr);
 }
 
-/* Count @wr's chain (SHIFTU_RINGS_PROVIDER), as count_send(). */
-static inline void count_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *w)
-{
-	uint64_t n = 1;
-
-	for (w = w->next; unlikely(w); w = w->next)
-		n++;
-	__atomic_store_n(&vq->rq.head, vq->rq.head + n, __ATOMIC_RELAXED);
-}
-
 /* The provider refused @bad and what follows it: forget them. */
 static shiftu_cold void unrecord_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *bad)
 {
@@ -279,15 +295,16 @@ static shiftu_cold void unrecord_recv(struct shiftu_vqp *vq, struct ibv_recv_wr 
 	__atomic_store_n(&vq->rq.head, vq->rq.head - n, __ATOMIC_RELAXED);
 }
 
-static inline int post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
-				    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+/* A QP that copies its receives (SHIFTU_RINGS_COPY), or records none. */
+static __attribute__((noinline)) int post_recv_copied(struct shiftu_vqp *vq,
+						       struct ibv_qp *qp,
+						       struct ibv_recv_wr *wr,
+						       struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *w;
 	int ret;
 
-	if (vq->rings == SHIFTU_RINGS_PROVIDER)
-		count_recv(vq, wr);
-	else if (vq->rings)
+	if (vq->rings)
 		for (w = wr; w; w = w->next)
 			record_recv(vq, w);
 	ret = vq->post_recv(qp, wr, bad_wr);
@@ -299,7 +316,9 @@ static inline int post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	return post_recv_default(vq, qp, wr, bad_wr);
+	if (likely(!vq->copying))
+		return vq->post_recv(qp, wr, bad_wr);
+	return post_recv_copied(vq, qp, wr, bad_wr);
 }
 
 /* The health page moved, the QP is on its slow path, or it copies. */
@@ -315,19 +334,29 @@ static __attribute__((noinline)) int post_recv_other(struct shiftu_vqp *vq,
 	return shiftu_post_recv_default(vq, qp, wr, bad_wr);
 }
 
-int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad_wr)
+/* A QP the registry's cache does not hold. */
+static __attribute__((noinline)) int post_recv_table(struct ibv_qp *qp,
+						      struct ibv_recv_wr *wr,
+						      struct ibv_recv_wr **bad_wr)
 {
-	struct shiftu_vqp *vq = vqp_of(qp);
+	struct shiftu_vqp *vq = vqp_lookup(qp);
 
 	if (unlikely(!vq))
 		return post_recv_unmanaged(qp, wr, bad_wr);
-	shiftu_bump(&vq->post_recvs);
+	return post_recv_other(vq, qp, wr, bad_wr);
+}
+
+int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_cached(qp);
+
+	if (unlikely(!vq))
+		return post_recv_table(qp, wr, bad_wr);
 	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
-	    unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
-	    unlikely(vq->rings != SHIFTU_RINGS_PROVIDER))
+	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)))
 		return post_recv_other(vq, qp, wr, bad_wr);
-	return post_recv_default(vq, qp, wr, bad_wr);
+	return vq->post_recv(qp, wr, bad_wr);
 }
 
 /*
@@ -335,13 +364,14 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
  * one most programs use.  A context the library does not manage cannot
  * reach here (its ops were never replaced).
  */
-/* The @n completions a poll took: errors and receives need a look. */
+/*
+ * The @n completions a poll took, from the @i-th on, the first that needs
+ * a look: errors and receives.
+ */
 static __attribute__((noinline)) int poll_took(struct shiftu_ctx *s, struct ibv_cq *cq,
-						int num, struct ibv_wc *wc, int n)
+						int num, struct ibv_wc *wc, int n, int i)
 {
-	int i;
-
-	for (i = 0; i < n; i++) {
+	for (; i < n; i++) {
 		/* an error completion may start a failover (the transport's verdict) */
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS))
 			return shiftu_poll_error(s, cq, num, wc, n);
@@ -358,22 +388,29 @@ static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
 		shiftu_ctx_health(s);
 	if (__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED))
 		return shiftu_poll_cq_slow(s, cq, num, wc);
-	return poll_took(s, cq, num, wc, s->poll_cq(cq, num, wc));
+	return poll_took(s, cq, num, wc, s->poll_cq(cq, num, wc), 0);
 }
 
+/*
+ * The common path: the context (the newest, inline), the page's sequence,
+ * the context's slow flag, the provider's poll, and a look at each
+ * completion's status and opcode; a good send completion needs nothing
+ * more.
+ */
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct shiftu_ctx *s = ctx_of(cq->context);
-	int n;
+	int n, i;
 
 	shiftu_bump(&s->poll_cqs);
 	if (unlikely(shiftu_health_changed(s->health_seen)) ||
 	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return poll_moved(s, cq, num, wc);
 	n = s->poll_cq(cq, num, wc);
-	if (n <= 0)
-		return n;
-	return poll_took(s, cq, num, wc, n);
+	for (i = 0; i < n; i++)
+		if (unlikely(wc[i].status != IBV_WC_SUCCESS || (wc[i].opcode & IBV_WC_RECV)))
+			return poll_took(ctx_of(cq->context), cq, num, wc, n, i);
+	return n;
 }
 
 int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,

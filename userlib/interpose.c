@@ -284,6 +284,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->reg.app_qp = qp;
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
+	vq->copying = vq->rings != SHIFTU_RINGS_PROVIDER;
+	shiftu_provq_rebase(vq);
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
 	vq->sctx = s;
@@ -301,6 +303,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	if (qpx && vq->rings && shiftu_wr_attach(vq, qpx)) {
 		why = "out of memory";
 		vq->rings = 0;
+		vq->copying = 1;
+		vq->derived = 0;
 	}
 	pthread_mutex_lock(&vqp_lock);
 	n->next = vqp_list;
@@ -433,8 +437,8 @@ static void qp_detach(struct ibv_qp *qp)
 	if (n->next)
 		n->next->prev = n->prev;
 	retired.qps++;
-	retired.post_sends += vq->post_sends;
-	retired.post_recvs += vq->post_recvs;
+	retired.post_sends += shiftu_sq_posted(vq) - vq->wr_posts;
+	retired.post_recvs += shiftu_rq_posted(vq);
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
 	pthread_mutex_unlock(&vqp_lock);
@@ -639,6 +643,8 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /*
  * One line of what went through the library, for the operator and the
  * tests, at info level; only when the application opened a device.
+ * post_send and post_recv count work requests (the data path counts no
+ * calls: it writes nothing), the others calls.
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
@@ -665,8 +671,8 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	wc = retired.wr_completes;
 	for (n = vqp_list; n; n = n->next) {
 		qps++;
-		ps += n->vq.post_sends;
-		pr += n->vq.post_recvs;
+		ps += shiftu_sq_posted(&n->vq) - n->vq.wr_posts;
+		pr += shiftu_rq_posted(&n->vq);
 		ws += n->vq.wr_starts;
 		wc += n->vq.wr_completes;
 	}

@@ -191,10 +191,11 @@ struct shiftu_peer {
 /*
  * The library's state of one application QP.  @reg is the registry entry
  * (qp.h) and comes first, so that a lookup's result is this struct.  The
- * fast path reads @reg.app_qp, @health_seen, @down and the provider's
- * pointers, all on the first two cache lines; the counters are written by
- * the posting thread with relaxed load and store (statistics: concurrent
- * posters on one QP may lose a count, never corrupt anything).
+ * fast path reads @reg.app_qp, @health_seen, @gate and the provider's
+ * pointers, all on the first two cache lines, and writes nothing; the
+ * counters are written by the posting thread with relaxed load and store
+ * (statistics: concurrent posters on one QP may lose a count, never
+ * corrupt anything).
  */
 struct shiftu_vqp {
 	struct shiftu_qp reg;
@@ -214,22 +215,39 @@ struct shiftu_vqp {
 	struct shiftu_wrbatch *wb;	/* the extended send API's batch (wrapi.c) */
 
 	/*
-	 * Set while posts need the slow path: the QP is on its backup, or
-	 * its port is down but it could not fail over yet.  Written by the
-	 * thread that changes the state, read relaxed by posters.
+	 * The posts' common path serves a QP whose @gate is zero.  @slow is
+	 * set while posts need the slow path: the QP is on its backup, or
+	 * its port is down but it could not fail over yet; written by the
+	 * thread that changes the state, read relaxed by posters.  @copying
+	 * is set for good when the QP does not keep its requests in the
+	 * provider's rings (@rings is not SHIFTU_RINGS_PROVIDER).
 	 */
-	uint8_t slow;
+	union {
+		struct {
+			uint8_t slow;
+			uint8_t copying;
+		};
+		uint16_t gate;
+	};
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
 	uint8_t rings;			/* SHIFTU_RINGS_* */
-	uint8_t bak_ready;		/* the twin is in RTS: it can post */
 
 	struct shiftu_ring sq, rq;
 	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
 	const struct rxe_queue_buf *psq, *prq;
 	uint32_t psq_mark, prq_mark;	/* their producer indices at a drain */
+	/*
+	 * SHIFTU_RINGS_PROVIDER, while the work is on the default QP: the
+	 * application's requests are not counted as they are posted, the
+	 * provider's producer indices count them.  @sq.head and @rq.head
+	 * then hold what they were when the producer indices were @psq_base
+	 * and @prq_base (provq.h).  Set and cleared under fo_lock.
+	 */
+	uint8_t derived;
+	uint8_t bak_ready;		/* the twin is in RTS: it can post */
+	uint32_t psq_base, prq_base;
 
-	uint64_t post_sends;
-	uint64_t post_recvs;
+	uint64_t wr_posts;		/* requests posted by ibv_wr_complete() */
 	uint64_t wr_starts;
 	uint64_t wr_completes;
 	/*

@@ -82,20 +82,23 @@ struct shiftu_qp_slot {
 
 extern struct shiftu_qp_slot shiftu_qp_cache[SHIFTU_QP_CACHE];
 
-static inline struct shiftu_qp *shiftu_qp_find(const struct ibv_qp *qp)
+/* @qp's entry if the cache holds it, else NULL (look it up in the table). */
+static inline struct shiftu_qp *shiftu_qp_cached(const struct ibv_qp *qp)
 {
 	const struct shiftu_qp_slot *s =
 		&shiftu_qp_cache[qp->qp_num & (SHIFTU_QP_CACHE - 1)];
-	struct shiftu_qp *v;
 
 	/* pairs with the release store of key in shiftu_qp_register() */
-	if (__builtin_expect(__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == qp, 1)) {
-		v = __atomic_load_n(&s->val, __ATOMIC_RELAXED);
-		if (!v)
-			__builtin_unreachable();	/* stored before the key */
-		return v;
-	}
-	return shiftu_qp_lookup(qp);
+	if (__builtin_expect(__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == qp, 1))
+		return __atomic_load_n(&s->val, __ATOMIC_RELAXED);	/* stored before the key */
+	return NULL;
+}
+
+static inline struct shiftu_qp *shiftu_qp_find(const struct ibv_qp *qp)
+{
+	struct shiftu_qp *v = shiftu_qp_cached(qp);
+
+	return v ? v : shiftu_qp_lookup(qp);
 }
 
 /* Registered entries now (relaxed). */

@@ -258,8 +258,12 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	b = vq->wb;
 	shiftu_bump(&vq->wr_completes);
 	ret = b->err;
-	if (!ret && b->n)
+	if (!ret && b->n) {
 		ret = shiftu_post_send_vq(vq, b->wr, &bad);
+		/* statistics: what ibv_post_send did not post */
+		if (!ret)
+			shiftu_qp_count(&vq->wr_posts, b->n);
+	}
 	b->n = 0;
 	b->cur = NULL;
 	b->err = 0;
