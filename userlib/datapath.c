@@ -416,16 +416,24 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
 		       uint8_t *path)
 {
+	uint64_t since;
+
 	*path = SHIFT_FT_PATH_UNKNOWN;
 	if (!vq->port_num ||
 	    shiftu_health_port(vq->sctx->node_guid, vq->port_num, ph))
 		return -ENOENT;
 	if (ph->state != SHIFT_FT_PORT_ACTIVE)
 		return 1;
-	/* a path down by this QP's own report: its probe tells when it is back */
-	if (vq->has_dgid && !shiftu_health_path(ph->port_index, vq->dgid, path))
+	/*
+	 * A path down by this QP's own report: its probe tells when it is
+	 * back.  A path down since before the QP last came back to it: the
+	 * probe (ours or the peer's) proved it since; the table has not
+	 * heard yet (the agents relay a remote port late).
+	 */
+	if (vq->has_dgid && !shiftu_health_path(ph->port_index, vq->dgid, path, &since))
 		return *path == SHIFT_FT_PATH_DOWN &&
-		       !__atomic_load_n(&vq->reported, __ATOMIC_RELAXED);
+		       !__atomic_load_n(&vq->reported, __ATOMIC_RELAXED) &&
+		       since > __atomic_load_n(&vq->back_ns, __ATOMIC_RELAXED);
 	return 0;
 }
 

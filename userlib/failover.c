@@ -576,6 +576,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
 	/* everything of the library's is posted: the provider counts again */
 	shiftu_provq_rebase(vq);
+	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
 	vq->hs_sent = vq->hs_got = 0;
 	/* drained: no failover to it until the shadow thread has reset it */
 	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
@@ -950,6 +951,7 @@ static bool release_held(struct shiftu_vqp *vq)
 	/* the held requests are posted: the provider counts again */
 	if (!ret)
 		shiftu_provq_rebase(vq);
+	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
 	vq->down = port_down_now(vq);
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
 	if (ret) {

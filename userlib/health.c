@@ -386,12 +386,12 @@ int shiftu_cold shiftu_health_port(uint64_t node_guid, uint32_t port_num,
 }
 
 int shiftu_cold shiftu_health_path(uint32_t port_index, const uint8_t gid[SHIFT_FT_GID_LEN],
-			      uint8_t *state)
+			      uint8_t *state, uint64_t *since)
 {
 	const struct shift_ft_page_hdr *h;
 	const uint8_t *base, *row;
 	uint8_t rgid[SHIFT_FT_GID_LEN], st = SHIFT_FT_PATH_UNKNOWN;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, changed = 0;
 	struct geometry g;
 	uint32_t i, flags, pidx;
 	int64_t s;
@@ -419,13 +419,17 @@ int shiftu_cold shiftu_health_path(uint32_t port_index, const uint8_t gid[SHIFT_
 			if (memcmp(rgid, gid, sizeof(rgid)))
 				continue;
 			ROW_GET(st, row, struct shift_ft_page_path, state);
+			ROW_GET(changed, row, struct shift_ft_page_path, last_change_ns);
 			err = 0;
 			break;
 		}
 	} while (read_retry(h, s));
 
-	if (!err)
+	if (!err) {
 		*state = st;
+		if (since)
+			*since = changed;
+	}
 	return err;
 }
 

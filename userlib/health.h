@@ -125,14 +125,15 @@ int shiftu_health_port(uint64_t node_guid, uint32_t port_num,
 
 /*
  * shiftu_health_path - the effective state of the path from port slot
- * @port_index to @gid (enum shift_ft_path_state in *@state).
+ * @port_index to @gid (enum shift_ft_path_state in *@state) and, if @since
+ * is not NULL, when the row last changed (CLOCK_MONOTONIC ns).
  *
  * Returns 0, -ENOENT when the table has no row for that path (nothing is
  * known: the caller treats it as UNKNOWN), -ENODEV, -ESTALE as above.
  * Thread safe, lock free; cold.
  */
 int shiftu_health_path(uint32_t port_index, const uint8_t gid[SHIFT_FT_GID_LEN],
-		       uint8_t *state);
+		       uint8_t *state, uint64_t *since);
 
 /*
  * shiftu_health_fd - the descriptor of /dev/shift_ft for poll() (POLLIN when

@@ -315,6 +315,9 @@ struct shiftu_vqp {
 	uint8_t report_down;
 	uint8_t reported;
 	uint64_t fb_wait_ns;		/* until then, wait for the peer's move back */
+	/* when the work last came back to the default QP (CLOCK_MONOTONIC
+	 * ns; fo_lock; read relaxed by shiftu_vqp_primary()) */
+	uint64_t back_ns;
 	uint8_t ctrl_default;		/* a control receive waits on the default QP */
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint32_t hs_peer;

@@ -164,11 +164,11 @@ TEST(health_strides)
 
 	EXPECT_EQ(-ENOENT, shiftu_health_port(0x3333, 1, &ph));
 
-	ASSERT_EQ(0, shiftu_health_path(0, gid_a, &st));
+	ASSERT_EQ(0, shiftu_health_path(0, gid_a, &st, NULL));
 	EXPECT_EQ(SHIFT_FT_PATH_UP, st);
-	ASSERT_EQ(0, shiftu_health_path(0, gid_b, &st));
+	ASSERT_EQ(0, shiftu_health_path(0, gid_b, &st, NULL));
 	EXPECT_EQ(SHIFT_FT_PATH_DOWN, st);
-	EXPECT_EQ(-ENOENT, shiftu_health_path(2, gid_a, &st));
+	EXPECT_EQ(-ENOENT, shiftu_health_path(2, gid_a, &st, NULL));
 
 	/* a freed row is not found */
 	PUT(port_at(page, 3), struct shift_ft_page_port, flags, 0);
@@ -273,7 +273,7 @@ TEST(health_seq_stuck)
 	ASSERT_EQ(0, shiftu_health_attach_mem(page, PAGE_LEN));
 	h->seq = 7;	/* a writer that never leaves */
 	EXPECT_EQ(-ESTALE, shiftu_health_port(0x1111, 1, &ph));
-	EXPECT_EQ(-ESTALE, shiftu_health_path(0, gid_a, &st));
+	EXPECT_EQ(-ESTALE, shiftu_health_path(0, gid_a, &st, NULL));
 	shiftu_health_detach();
 	free(page);
 }
@@ -309,6 +309,56 @@ TEST(health_refused)
 	EXPECT_EQ(-ENODEV, shiftu_health_fd());
 	EXPECT_EQ(-ENODEV, shiftu_health_open());
 	free(page);
+}
+
+/*
+ * What a QP reads of its primary: its port (slot 0, up) and its path to
+ * gid_b, down since 5000 ns.  A path that went down before the QP last came
+ * back to its default QP does not count: the probe proved it since.
+ */
+TEST(vqp_primary_stale_path)
+{
+	struct shiftu_ctx *s = calloc(1, sizeof(*s));
+	struct shiftu_vqp *vq = calloc(1, sizeof(*vq));
+	struct shiftu_port_health ph;
+	uint8_t *page = make_page(4), path;
+
+	quiet_env();
+	ASSERT_TRUE(s && vq && page);
+	PUT(path_at(page, 2), struct shift_ft_page_path, last_change_ns, (uint64_t)5000);
+	ASSERT_EQ(0, shiftu_health_attach_mem(page, PAGE_LEN));
+	s->node_guid = 0x1111;
+	vq->sctx = s;
+	vq->port_num = 1;
+	vq->has_dgid = 1;
+	memcpy(vq->dgid, gid_b, 16);
+
+	EXPECT_EQ(1, shiftu_vqp_primary(vq, &ph, &path));
+	EXPECT_EQ(SHIFT_FT_PATH_DOWN, path);
+	vq->back_ns = 4999;
+	EXPECT_EQ(1, shiftu_vqp_primary(vq, &ph, &path));
+	vq->back_ns = 5000;
+	EXPECT_EQ(0, shiftu_vqp_primary(vq, &ph, &path));
+	EXPECT_EQ(SHIFT_FT_PATH_DOWN, path);
+	/* down again after that: it counts */
+	PUT(path_at(page, 2), struct shift_ft_page_path, last_change_ns, (uint64_t)9000);
+	EXPECT_EQ(1, shiftu_vqp_primary(vq, &ph, &path));
+	/* down by the QP's own report: its probe tells */
+	vq->reported = 1;
+	EXPECT_EQ(0, shiftu_vqp_primary(vq, &ph, &path));
+	/* the port itself down always counts */
+	vq->reported = 0;
+	vq->back_ns = ~0ULL;
+	PUT(port_at(page, 0), struct shift_ft_page_port, state, SHIFT_FT_PORT_DOWN);
+	EXPECT_EQ(1, shiftu_vqp_primary(vq, &ph, &path));
+	/* a QP not bound to a port: unknown */
+	vq->port_num = 0;
+	EXPECT_EQ(-ENOENT, shiftu_vqp_primary(vq, &ph, &path));
+
+	shiftu_health_detach();
+	free(page);
+	free(vq);
+	free(s);
 }
 
 #define NQP 2000
