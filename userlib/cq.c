@@ -24,6 +24,7 @@
 #include "handshake.h"
 #include "interpose.h"
 #include "log.h"
+#include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
 
@@ -263,6 +264,8 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	cq_slow_ctx(s, true);
 	c->slow_leftover++;
 	pthread_mutex_unlock(&c->lock);
+	/* handed over: a drain need not wait for us (we may wait for it) */
+	shiftu_window_leave();
 	if (shiftu_failover(vq, wc_status_word(wc[i].status)) &&
 	    wc[i].status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
 		/* the transport's verdict on the path: for other processes too */

@@ -17,6 +17,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "quiesce.h"
 #include "util.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -366,36 +367,44 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
  */
 /*
  * The @n completions a poll took, from the @i-th on, the first that needs
- * a look: errors and receives.
+ * a look: errors and receives.  Leaves the poller's window (quiesce.h)
+ * once they are counted, or stashed for a failover.
  */
 static __attribute__((noinline)) int poll_took(struct shiftu_ctx *s, struct ibv_cq *cq,
 						int num, struct ibv_wc *wc, int n, int i)
 {
 	for (; i < n; i++) {
 		/* an error completion may start a failover (the transport's verdict) */
-		if (unlikely(wc[i].status != IBV_WC_SUCCESS))
-			return shiftu_poll_error(s, cq, num, wc, n);
+		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+			n = shiftu_poll_error(s, cq, num, wc, n);
+			break;
+		}
 		if (wc[i].opcode & IBV_WC_RECV)
 			shiftu_count_recv(s, wc[i].qp_num);
 	}
+	shiftu_window_leave();
 	return n;
 }
 
+/* Entered with the window open; a slow poll takes the CQ's lock, which
+ * keeps it out of a drain's way: no window. */
 static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
 				  int num, struct ibv_wc *wc)
 {
+	shiftu_window_leave();
 	if (shiftu_health_moved(&s->health_seen))
 		shiftu_ctx_health(s);
 	if (__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED))
 		return shiftu_poll_cq_slow(s, cq, num, wc);
+	shiftu_window_enter();
 	return poll_took(s, cq, num, wc, s->poll_cq(cq, num, wc), 0);
 }
 
 /*
- * The common path: the context (the newest, inline), the page's sequence,
- * the context's slow flag, the provider's poll, and a look at each
- * completion's status and opcode; a good send completion needs nothing
- * more.
+ * The common path: the context (the newest, inline), the poller's window,
+ * the page's sequence, the context's slow flag, the provider's poll, and a
+ * look at each completion's status and opcode; a good send completion
+ * needs nothing more.
  */
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
@@ -403,6 +412,8 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	int n, i;
 
 	shiftu_bump(&s->poll_cqs);
+	/* before the slow flag's load: a move that sets it waits for us */
+	shiftu_window_enter();
 	if (unlikely(shiftu_health_changed(s->health_seen)) ||
 	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return poll_moved(s, cq, num, wc);
@@ -410,6 +421,7 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	for (i = 0; i < n; i++)
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS || (wc[i].opcode & IBV_WC_RECV)))
 			return poll_took(ctx_of(cq->context), cq, num, wc, n, i);
+	shiftu_window_leave();
 	return n;
 }
 

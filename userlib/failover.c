@@ -38,6 +38,7 @@
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"
+#include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
 
@@ -45,6 +46,7 @@
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define PROBE_NS	(1000ULL * 1000 * 1000)
 #define GRACE_US	1000
+#define QUIESCE_NS	(200ULL * 1000 * 1000)
 
 static uint64_t now_ns(void)
 {
@@ -379,14 +381,20 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	/*
 	 * A poller of the application's may have taken some of the QP's
 	 * flushes ahead of our markers and still be on its way to stash
-	 * them (it waits for these locks): what it stashes within the grace
-	 * posters get is counted, instead of reaching the application as
-	 * errors once the move is done.  (Only the application polls the
-	 * default QP's CQs; a twin's are the library's.)
+	 * them (it waits for these locks): it is inside its window
+	 * (quiesce.h), and what it stashes is counted instead of reaching
+	 * the application as errors once the move is done.  Without
+	 * membarrier(2), or past the wait's bound, a grace is all it gets.
+	 * (Only the application polls the default QP's CQs; a twin's are
+	 * the library's.)
 	 */
 	if (!twin) {
 		shiftu_unlock_cqs(cqs[0], cqs[1]);
-		usleep(GRACE_US);
+		if (!shiftu_quiesce(QUIESCE_NS)) {
+			shiftu_dbg("qp %u: a poller stayed in its window: a grace instead",
+				   vq->reg.app_qp->qp_num);
+			usleep(GRACE_US);
+		}
 		shiftu_lock_cqs(cqs[0], cqs[1]);
 		ret = unstash_errors(vq, d);
 		if (ret < 0)

@@ -2,8 +2,9 @@
 /*
  * shiftu_unit: libshiftu's pure logic on the build host: the health page
  * reader against pages laid out in memory, the QP registry, the counts a
- * QP derives from the provider's producer indices, the configuration
- * parsers and shiftu_set_options() checks.
+ * QP derives from the provider's producer indices, the pollers' windows
+ * a move waits out, the configuration parsers and shiftu_set_options()
+ * checks.
  *
  * The pages use strides and offsets different from the reader's sizeof(), so
  * a reader that used its own sizes would find the wrong rows.  Each TEST runs
@@ -28,6 +29,7 @@
 #include "log.h"
 #include "provq.h"
 #include "qp.h"
+#include "quiesce.h"
 
 #include "kselftest_harness.h"
 
@@ -507,6 +509,68 @@ TEST(provq_derived_counts)
 	free(vq);
 	free(rq);
 	free(sq);
+}
+
+/* A poller that sits in its window until told to leave it. */
+struct sitter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stage;		/* 1: inside, 2: may leave, 3: left */
+};
+
+static void sitter_set(struct sitter *t, int stage)
+{
+	pthread_mutex_lock(&t->lock);
+	t->stage = stage;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void sitter_wait(struct sitter *t, int stage)
+{
+	pthread_mutex_lock(&t->lock);
+	while (t->stage < stage)
+		pthread_cond_wait(&t->cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *sitter(void *arg)
+{
+	struct sitter *t = arg;
+
+	shiftu_window_enter();
+	sitter_set(t, 1);
+	sitter_wait(t, 2);
+	shiftu_window_leave();
+	shiftu_window_leave();		/* twice is once */
+	sitter_set(t, 3);
+	return NULL;
+}
+
+/*
+ * A move waits for a poller inside its window, up to its bound, and not
+ * for one outside it, nor for itself, nor for a thread that has exited.
+ */
+TEST(quiesce_windows)
+{
+	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	pthread_t th;
+
+	quiet_env();
+	shiftu_window_enter();		/* our own window never blocks us */
+	if (!shiftu_quiesce(0))
+		SKIP(return, "membarrier(2) private expedited is not available here");
+	ASSERT_EQ(0, pthread_create(&th, NULL, sitter, &t));
+	sitter_wait(&t, 1);
+	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000));
+	sitter_set(&t, 2);
+	sitter_wait(&t, 3);
+	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	/* its word went with it */
+	EXPECT_TRUE(shiftu_quiesce(0));
+	shiftu_window_leave();
+	EXPECT_EQ(0, shiftu_window.seq & 1);
 }
 
 TEST(qp_state_public)

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * quiesce.c: the pollers' windows and the wait for them (quiesce.h).
+ */
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "quiesce.h"
+
+__thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shiftu_window *windows;	/* windows_lock */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t key;
+static bool key_ok, barrier_ok;
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+/* A thread that polled exits: its word goes with its TLS. */
+static void window_gone(void *arg)
+{
+	struct shiftu_window *w = arg, **p;
+
+	pthread_mutex_lock(&windows_lock);
+	for (p = &windows; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	pthread_mutex_unlock(&windows_lock);
+}
+
+static void init(void)
+{
+	key_ok = !pthread_key_create(&key, window_gone);
+	/* registered once; PRIVATE_EXPEDITED is refused without it */
+	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+	if (!barrier_ok)
+		shiftu_dbg("membarrier(2) private expedited not available: moves wait for pollers by a grace period");
+}
+
+void shiftu_window_register(void)
+{
+	struct shiftu_window *w = &shiftu_window;
+
+	pthread_once(&once, init);
+	/* without a destructor the word could outlive its thread: stay out */
+	if (!key_ok || pthread_setspecific(key, w)) {
+		w->registered = 2;
+		return;
+	}
+	pthread_mutex_lock(&windows_lock);
+	w->next = windows;
+	windows = w;
+	pthread_mutex_unlock(&windows_lock);
+	w->registered = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+bool shiftu_quiesce(uint64_t timeout_ns)
+{
+	uint64_t deadline = now_ns() + timeout_ns;
+	struct shiftu_window *w;
+	bool all = true;
+	uint32_t seq;
+
+	pthread_once(&once, init);
+	/* the caller's stores out, every poller's window stores in */
+	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return false;
+	/*
+	 * Under the registry's lock, so that no word goes while it is read:
+	 * a thread exiting waits here, one starting to poll too (before its
+	 * window opens).
+	 */
+	pthread_mutex_lock(&windows_lock);
+	for (w = windows; w; w = w->next) {
+		if (w == &shiftu_window)
+			continue;
+		seq = __atomic_load_n(&w->seq, __ATOMIC_RELAXED);
+		if (!(seq & 1))
+			continue;
+		while (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq) {
+			if (now_ns() >= deadline) {
+				all = false;
+				break;
+			}
+			sched_yield();
+		}
+	}
+	pthread_mutex_unlock(&windows_lock);
+	/* what a poller did in its window (a stash) the caller sees through
+	 * the CQ's lock, which the poller took to do it */
+	return all;
+}
