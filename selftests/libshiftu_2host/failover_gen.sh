@@ -57,10 +57,7 @@ drop()
 lu_bg_start bystander 40 "$GEN" -m write -D 40
 LU_DURING=drop
 lu_pair silent 1 "$GEN" -m write -r 3 -t 14 -D 25
-for side in cli srv; do
-	[ "$(cat "$FT_TMP/silent.$side.rc")" = 0 ] ||
-		lu_fail silent "$side exited $(cat "$FT_TMP/silent.$side.rc")"
-done
+lu_exited_ok silent
 grep -q 'transport retry counter exceeded: failed over to qp [0-9]* on rxe1' "$FT_TMP/silent.cli.shiftu" ||
 	lu_fail silent "the client did not fail over on the retry-exceeded completion"
 grep -q 'reported its path down to shift_ft' "$FT_TMP/silent.cli.shiftu" ||
@@ -101,10 +98,7 @@ stall_pull()
 
 LU_DURING=stall_pull
 lu_pair atomic 1 "$GEN" -m atomic --expect-errors -D 8
-for side in cli srv; do
-	[ "$(cat "$FT_TMP/atomic.$side.rc")" = 0 ] ||
-		lu_fail atomic "$side exited $(cat "$FT_TMP/atomic.$side.rc")"
-done
+lu_exited_ok atomic
 grep -q 'an atomic outstanding: not replayed' "$FT_TMP/atomic.cli.shiftu" ||
 	lu_fail atomic "the library did not refuse to replay the atomic"
 [ "$(lu_gen errors "$FT_TMP/atomic.cli.out")" -ge 1 ] ||

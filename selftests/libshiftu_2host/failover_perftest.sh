@@ -23,11 +23,7 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-lu_setup ib_send_bw ib_read_bw ib_write_lat
-ft_require_cmd redis-server redis-cli
-smr_redis_start
-LU_STORE=$SMR_STORE
-ft_defer lu_cable_restore
+lu_ride_setup ib_send_bw ib_read_bw ib_write_lat
 
 lu_ride 1 link ib_send_bw 65536 send_bw -D 22
 lu_ride 1 ip ib_send_bw 65536 send_bw_ip -D 22

@@ -22,12 +22,8 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-lu_setup ib_write_bw
-ft_require_cmd redis-server redis-cli
 [ -x "$SM" ] || skip "shiftmon not built (make -C $SHIFT_TOP/tools/shiftmon)"
-smr_redis_start
-LU_STORE=$SMR_STORE
-ft_defer lu_cable_restore
+lu_ride_setup ib_write_bw
 "$SMR_PATHS_CLEAR"
 lab-peer "$SMR_PATHS_CLEAR"
 ft_defer "lab-peer $SMR_PATHS_CLEAR"
@@ -51,15 +47,12 @@ log "without libshiftu, packets sent during the outage: rail 0 $p0, rail 1 $p1 (
 # BACK=1 must be back on rail 0 after the repair.
 ride()
 {
-	local tag=$1 cause=$2 back=$3 s0 s1 r0 r1 side
+	local tag=$1 cause=$2 back=$3 s0 s1 r0 r1
 	lu_pair "$tag" 1 ib_write_bw "${ARGS[@]}"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
 	log "$tag: with libshiftu, rail 0 down on host $LU_PULL_ON by $LU_PULL_BY; packets sent during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
-	for side in cli srv; do
-		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
-			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
-	done
+	lu_exited_ok "$tag"
 	# with -D the iteration count varies: any 65536-byte result line
 	[ -n "$(awk '$1 == 65536 && NF >= 5' "$FT_TMP/$tag.cli.out")" ] ||
 		lu_fail "$tag" "no result line from the client"

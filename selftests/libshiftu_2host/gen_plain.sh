@@ -54,14 +54,11 @@ expect()
 # run TAG MODE ARGS...: a plain pair in MODE, judged clean on both sides
 run()
 {
-	local tag=$1 mode=$2 side cli srv sent
+	local tag=$1 mode=$2 cli srv sent
 	shift 2
 
 	lu_pair "$tag" 0 "$GEN" -m "$mode" "$@"
-	for side in cli srv; do
-		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
-			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
-	done
+	lu_exited_ok "$tag"
 	cli=$(summary "$tag" cli)
 	srv=$(summary "$tag" srv)
 	[ -n "$cli" ] || lu_fail "$tag" "no summary line from the client"

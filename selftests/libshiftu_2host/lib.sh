@@ -98,6 +98,28 @@ lu_cable_restore()
 	lab-peer "lab-link eth0 on; ip link set eth0 up"
 }
 
+# lu_exited_ok TAG: both sides of the pair TAG exited 0.
+lu_exited_ok()
+{
+	local side
+	for side in cli srv; do
+		[ "$(cat "$FT_TMP/$1.$side.rc")" = 0 ] ||
+			lu_fail "$1" "$side exited $(cat "$FT_TMP/$1.$side.rc")"
+	done
+}
+
+# lu_ride_setup CMD...: lu_setup CMD... for rides through pulls: the
+# libraries' store is a Redis on host 1 (mgmt), and rail 0 comes back up
+# on both hosts at the end, whatever happened.
+lu_ride_setup()
+{
+	lu_setup "$@"
+	ft_require_cmd redis-server redis-cli
+	smr_redis_start
+	LU_STORE=$SMR_STORE
+	ft_defer lu_cable_restore
+}
+
 # lu_pkts DEV: packets host 1's RDMA device DEV has sent (port 1).
 lu_pkts()
 {
@@ -145,17 +167,14 @@ lu_pull()
 # packets during the outage and rail 0 after the repair.
 lu_ride()
 {
-	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1 side
+	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1
 	LU_PULL_ON=$1 LU_PULL_BY=$2
 	shift 5
 	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
 	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
-	for side in cli srv; do
-		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
-			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
-	done
+	lu_exited_ok "$tag"
 	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
 		lu_fail "$tag" "no result line from the client"
 	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.cli.shiftu" ||
@@ -350,12 +369,9 @@ lu_gen()
 # no error, the client saw no error, and the server's result is ok.
 lu_gen_clean()
 {
-	local tag=$1 side k
+	local tag=$1 k
 
-	for side in cli srv; do
-		[ "$(cat "$FT_TMP/$tag.$side.rc")" = 0 ] ||
-			lu_fail "$tag" "$side exited $(cat "$FT_TMP/$tag.$side.rc")"
-	done
+	lu_exited_ok "$tag"
 	for k in lost dup reorder corrupt errors; do
 		[ "$(lu_gen $k "$FT_TMP/$tag.srv.out")" = 0 ] ||
 			lu_fail "$tag" "server: $k=$(lu_gen $k "$FT_TMP/$tag.srv.out")"
