@@ -131,12 +131,13 @@ lu_pkts()
 # lu_cable) 5 s in and comes back at 10 s.  Host 1's packets per rail are
 # counted for 2 s from 1 s into the outage (TAG.outage: rail 0's, rail
 # 1's) and again for 2 s from half a second after the client's library
-# failed back, 12 s at most after the repair; with no library, 3 s after
-# the repair (TAG.after).
+# failed back, 12 s at most after the repair (TAG.fbwait: how long it
+# took, in tenths of a second); with no library, 3 s after the repair
+# (TAG.after).
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {
-	local tag=$1 a0 a1
+	local tag=$1 a0 a1 t=0
 
 	sleep 5
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
@@ -147,10 +148,11 @@ lu_pull()
 	sleep 2
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" on
 	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
-		for _ in $(seq 120); do
-			grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu" && break
+		while [ "$t" -lt 120 ] && ! grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu"; do
 			sleep 0.1
+			t=$((t + 1))
 		done
+		echo "$t" > "$FT_TMP/$tag.fbwait"
 		sleep 0.5
 	else
 		sleep 3
@@ -173,7 +175,7 @@ lu_ride()
 	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
-	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1"
+	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1 (the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair)"
 	lu_exited_ok "$tag"
 	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
 		lu_fail "$tag" "no result line from the client"
