@@ -130,11 +130,7 @@ static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *
 	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELAXED);
 }
 
-/*
- * Two-sided requests are numbered as they are posted (the handshake's
- * count), also when the provider's rings keep them: the rings cannot tell
- * how many came before the oldest they still hold.
- */
+/* Two-sided requests in @w's chain: the peer's receives they consume. */
 static inline uint64_t two_sided(const struct ibv_send_wr *w)
 {
 	uint64_t n = 0;
@@ -144,23 +140,27 @@ static inline uint64_t two_sided(const struct ibv_send_wr *w)
 	return n;
 }
 
+static inline uint64_t chain_len(const struct ibv_send_wr *w)
+{
+	uint64_t n = 0;
+
+	for (; w; w = w->next)
+		n++;
+	return n;
+}
+
 /* The provider refused @bad and what follows it: forget them. */
 static shiftu_cold void unrecord_send(struct shiftu_vqp *vq, struct ibv_send_wr *bad)
 {
-	uint64_t n = 0;
-	struct ibv_send_wr *w;
-
-	if (vq->rings == SHIFTU_RINGS_COPY)
-		for (w = bad; w; w = w->next)
-			n++;
-	__atomic_store_n(&vq->sq.head, vq->sq.head - n, __ATOMIC_RELAXED);
+	__atomic_store_n(&vq->sq.head, vq->sq.head - chain_len(bad), __ATOMIC_RELAXED);
 	vq->sent2 -= two_sided(bad);
 }
 
 /*
  * A post the common path does not take: the QP copies its requests
- * (SHIFTU_RINGS_COPY), records none, or the chain has two-sided requests
- * to number.  A QP whose counts are derived (provq.h) counts nothing else.
+ * (SHIFTU_RINGS_COPY) or records none, or, with the provider's rings, a
+ * chain, or a two-sided request to number: counted, and taken back if
+ * the provider refuses.
  */
 static __attribute__((noinline)) int post_counted(struct shiftu_vqp *vq, struct ibv_qp *qp,
 						   struct ibv_send_wr *wr,
@@ -169,19 +169,27 @@ static __attribute__((noinline)) int post_counted(struct shiftu_vqp *vq, struct 
 	struct ibv_send_wr *w;
 	int ret;
 
-	if (vq->rings == SHIFTU_RINGS_COPY)
+	if (vq->rings == SHIFTU_RINGS_COPY) {
 		for (w = wr; w; w = w->next)
 			record_send(vq, w);
-	else if (vq->rings == SHIFTU_RINGS_PROVIDER)
+	} else if (vq->rings == SHIFTU_RINGS_PROVIDER) {
+		__atomic_store_n(&vq->sq.head, vq->sq.head + chain_len(wr), __ATOMIC_RELAXED);
 		vq->sent2 += two_sided(wr);
+	}
 	ret = vq->post_send(qp, wr, bad_wr);
 	if (unlikely(ret) && vq->rings)
 		unrecord_send(vq, *bad_wr);
 	return ret;
 }
 
-/* One request, or the first of a chain, that the provider's rings keep
- * as they are and that needs no number: nothing to do but post it. */
+/*
+ * One one-sided request that the provider's rings keep: counted, and
+ * posted by a tail call.  A request the provider refuses stays counted:
+ * the count places what a failover reads from the provider's rings
+ * (provq.c) relative to its end, so one too many only shows in the
+ * statistics.  (The rings cannot count for us: rxe keeps their indices
+ * modulo their size.)
+ */
 static inline bool post_plain(const struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 {
 	return !vq->copying && !((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1) &&
@@ -191,8 +199,10 @@ static inline bool post_plain(const struct shiftu_vqp *vq, const struct ibv_send
 static inline int post_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	if (likely(post_plain(vq, wr)))
+	if (likely(post_plain(vq, wr))) {
+		__atomic_store_n(&vq->sq.head, vq->sq.head + 1, __ATOMIC_RELAXED);
 		return vq->post_send(qp, wr, bad_wr);
+	}
 	return post_counted(vq, qp, wr, bad_wr);
 }
 
@@ -240,7 +250,7 @@ static __attribute__((noinline)) int post_send_table(struct ibv_qp *qp,
 
 /*
  * The common path: a cache lookup, the page's sequence, the QP's gate,
- * the request's opcode, and a tail call to the provider.
+ * the request's opcode, the count, and a tail call to the provider.
  */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
@@ -254,6 +264,7 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	    unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1) ||
 	    unlikely(wr->next))
 		return post_send_other(vq, qp, wr, bad_wr);
+	__atomic_store_n(&vq->sq.head, vq->sq.head + 1, __ATOMIC_RELAXED);
 	return vq->post_send(qp, wr, bad_wr);
 }
 
@@ -296,15 +307,41 @@ static shiftu_cold void unrecord_recv(struct shiftu_vqp *vq, struct ibv_recv_wr 
 	__atomic_store_n(&vq->rq.head, vq->rq.head - n, __ATOMIC_RELAXED);
 }
 
-/* A QP that copies its receives (SHIFTU_RINGS_COPY), or records none. */
-static __attribute__((noinline)) int post_recv_copied(struct shiftu_vqp *vq,
-						       struct ibv_qp *qp,
-						       struct ibv_recv_wr *wr,
-						       struct ibv_recv_wr **bad_wr)
+/* Count @wr's chain (SHIFTU_RINGS_PROVIDER). */
+static inline void count_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *w)
+{
+	uint64_t n = 1;
+
+	for (w = w->next; unlikely(w); w = w->next)
+		n++;
+	__atomic_store_n(&vq->rq.head, vq->rq.head + n, __ATOMIC_RELAXED);
+}
+
+/*
+ * Receives are counted exactly, taken back when the provider refuses them:
+ * with one CQ for both queues, the receives a failover finds outstanding
+ * are those posted less those completed.
+ */
+static inline int post_recv_counted(struct shiftu_vqp *vq, struct ibv_qp *qp,
+				    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	int ret;
+
+	count_recv(vq, wr);
+	ret = vq->post_recv(qp, wr, bad_wr);
+	if (unlikely(ret))
+		unrecord_recv(vq, *bad_wr);
+	return ret;
+}
+
+static inline int post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
+				    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct ibv_recv_wr *w;
 	int ret;
 
+	if (likely(!vq->copying))
+		return post_recv_counted(vq, qp, wr, bad_wr);
 	if (vq->rings)
 		for (w = wr; w; w = w->next)
 			record_recv(vq, w);
@@ -317,9 +354,7 @@ static __attribute__((noinline)) int post_recv_copied(struct shiftu_vqp *vq,
 int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	if (likely(!vq->copying))
-		return vq->post_recv(qp, wr, bad_wr);
-	return post_recv_copied(vq, qp, wr, bad_wr);
+	return post_recv_default(vq, qp, wr, bad_wr);
 }
 
 /* The health page moved, the QP is on its slow path, or it copies. */
@@ -357,7 +392,7 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
 	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)))
 		return post_recv_other(vq, qp, wr, bad_wr);
-	return vq->post_recv(qp, wr, bad_wr);
+	return post_recv_counted(vq, qp, wr, bad_wr);
 }
 
 /*

@@ -539,8 +539,6 @@ static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n)
 		shiftu_stash_push(vq->scq, &flushed[i]);
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
-	/* counted for the statistics only, from here on */
-	shiftu_provq_rebase(vq);
 	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
 }
 
@@ -582,8 +580,6 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 		vq->scq->slow_leftover++;
 	vq->state = SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
-	/* everything of the library's is posted: the provider counts again */
-	shiftu_provq_rebase(vq);
 	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
 	vq->hs_sent = vq->hs_got = 0;
 	/* drained: no failover to it until the shadow thread has reset it */
@@ -872,7 +868,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 	case SHIFTU_SEND_DEFAULT:
 		if (ack || on_default) {
 			vq->hs_got = 0;		/* an earlier exchange's: done */
-		} else if (shiftu_sq_posted(vq) || shiftu_rq_posted(vq)) {
+		} else if (vq->sq.head || vq->rq.head) {
 			/* our traffic goes the same broken way: follow */
 			r = move_locked(vq, true, "the peer failed over", msgs, &n_msgs);
 		} else {
@@ -956,9 +952,6 @@ static bool release_held(struct shiftu_vqp *vq)
 	vq->hs_sent = vq->hs_got = 0;
 	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq, true))
 		vq->ctrl_rq = 1;
-	/* the held requests are posted: the provider counts again */
-	if (!ret)
-		shiftu_provq_rebase(vq);
 	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
 	vq->down = port_down_now(vq);
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);

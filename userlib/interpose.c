@@ -285,7 +285,6 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
 	vq->copying = vq->rings != SHIFTU_RINGS_PROVIDER;
-	shiftu_provq_rebase(vq);
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
 	vq->sctx = s;
@@ -304,7 +303,6 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = "out of memory";
 		vq->rings = 0;
 		vq->copying = 1;
-		vq->derived = 0;
 	}
 	pthread_mutex_lock(&vqp_lock);
 	n->next = vqp_list;
@@ -437,8 +435,8 @@ static void qp_detach(struct ibv_qp *qp)
 	if (n->next)
 		n->next->prev = n->prev;
 	retired.qps++;
-	retired.post_sends += shiftu_sq_posted(vq) - vq->wr_posts;
-	retired.post_recvs += shiftu_rq_posted(vq);
+	retired.post_sends += vq->sq.head - vq->wr_posts;
+	retired.post_recvs += vq->rq.head;
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
 	pthread_mutex_unlock(&vqp_lock);
@@ -643,8 +641,8 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 /*
  * One line of what went through the library, for the operator and the
  * tests, at info level; only when the application opened a device.
- * post_send and post_recv count work requests (the data path counts no
- * calls: it writes nothing), the others calls.
+ * post_send and post_recv count work requests (the data path counts them,
+ * not its calls), the others calls.
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
@@ -671,8 +669,8 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	wc = retired.wr_completes;
 	for (n = vqp_list; n; n = n->next) {
 		qps++;
-		ps += shiftu_sq_posted(&n->vq) - n->vq.wr_posts;
-		pr += shiftu_rq_posted(&n->vq);
+		ps += n->vq.sq.head - n->vq.wr_posts;
+		pr += n->vq.rq.head;
 		ws += n->vq.wr_starts;
 		wc += n->vq.wr_completes;
 	}

@@ -236,16 +236,7 @@ struct shiftu_vqp {
 	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
 	const struct rxe_queue_buf *psq, *prq;
 	uint32_t psq_mark, prq_mark;	/* their producer indices at a drain */
-	/*
-	 * SHIFTU_RINGS_PROVIDER, while the work is on the default QP: the
-	 * application's requests are not counted as they are posted, the
-	 * provider's producer indices count them.  @sq.head and @rq.head
-	 * then hold what they were when the producer indices were @psq_base
-	 * and @prq_base (provq.h).  Set and cleared under fo_lock.
-	 */
-	uint8_t derived;
 	uint8_t bak_ready;		/* the twin is in RTS: it can post */
-	uint32_t psq_base, prq_base;
 
 	uint64_t wr_posts;		/* requests posted by ibv_wr_complete() */
 	uint64_t wr_starts;

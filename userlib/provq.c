@@ -12,7 +12,8 @@
  * flushed are the n slots before the producer index as it was when the
  * drain stopped the QP (before its markers), and shiftu_provq_take()
  * copies them into the library's ring then, once.
- * The data path does not even count them: the producer indices do.
+ * The data path only counts (datapath.c).  It cannot leave even that to
+ * the producer indices: rxe keeps them modulo the ring's size.
  *
  * Where the provider keeps a ring's address is not ABI.  librxe keeps, in
  * its QP object after the struct ibv_qp, each ring's struct mminfo (the
@@ -224,61 +225,12 @@ static void take_recv(struct shiftu_vqp *vq, const struct rxe_recv_wqe *w,
 	}
 }
 
-/* pairs with the provider's release of the index after it wrote the slot */
-static uint32_t producer(const struct rxe_queue_buf *q)
-{
-	return q ? __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE) : 0;
-}
-
-/* Fold the producer indices' moves since the base, @ps and @pr now. */
-static void fold(struct shiftu_vqp *vq, uint32_t ps, uint32_t pr)
-{
-	if (!vq->derived)
-		return;
-	vq->sq.head += (uint32_t)(ps - vq->psq_base);
-	vq->rq.head += (uint32_t)(pr - vq->prq_base);
-	__atomic_store_n(&vq->derived, 0, __ATOMIC_RELEASE);
-}
-
-void shiftu_provq_rebase(struct shiftu_vqp *vq)
-{
-	uint32_t ps, pr;
-
-	if (vq->rings != SHIFTU_RINGS_PROVIDER)
-		return;
-	ps = producer(vq->psq);
-	pr = producer(vq->prq);
-	/* still derived (a move that gave up before its mark): keep those */
-	fold(vq, ps, pr);
-	vq->psq_base = ps;
-	vq->prq_base = pr;
-	__atomic_store_n(&vq->derived, 1, __ATOMIC_RELEASE);
-}
-
-void shiftu_provq_sync(struct shiftu_vqp *vq)
-{
-	fold(vq, producer(vq->psq), producer(vq->prq));
-}
-
 void shiftu_provq_mark(struct shiftu_vqp *vq)
 {
-	vq->psq_mark = producer(vq->psq);
-	vq->prq_mark = producer(vq->prq);
-	fold(vq, vq->psq_mark, vq->prq_mark);
-}
-
-uint64_t shiftu_sq_posted(const struct shiftu_vqp *vq)
-{
-	if (!__atomic_load_n(&vq->derived, __ATOMIC_ACQUIRE))
-		return vq->sq.head;
-	return vq->sq.head + (uint32_t)(producer(vq->psq) - vq->psq_base);
-}
-
-uint64_t shiftu_rq_posted(const struct shiftu_vqp *vq)
-{
-	if (!__atomic_load_n(&vq->derived, __ATOMIC_ACQUIRE))
-		return vq->rq.head;
-	return vq->rq.head + (uint32_t)(producer(vq->prq) - vq->prq_base);
+	/* the provider published its slots before the producer index */
+	vq->psq_mark = __atomic_load_n(&vq->psq->producer_index, __ATOMIC_ACQUIRE);
+	if (vq->prq)
+		vq->prq_mark = __atomic_load_n(&vq->prq->producer_index, __ATOMIC_ACQUIRE);
 }
 
 int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)

@@ -22,32 +22,9 @@ int shiftu_provq_find(struct shiftu_vqp *vq);
 /*
  * Note where the application's requests end in the provider's rings: the
  * drain calls it on the stopped QP before it posts its markers behind them.
- * Counts that were derived (below) are made exact there.
  * Context: fo_lock, the QP in the error state.
  */
 void shiftu_provq_mark(struct shiftu_vqp *vq);
-
-/*
- * Derived counts.  While the work is on the default QP the data path
- * counts nothing: every request that reaches the provider's rings then is
- * the application's, so the provider's producer indices count them.
- * shiftu_provq_rebase() starts that (@vq->derived), from the indices as
- * they are now: call it once the library's own requests are posted, when
- * the work is back on the default QP.  shiftu_provq_sync() ends it,
- * folding what the indices moved into @vq->sq.head and @vq->rq.head:
- * call it before the library posts a request of its own to the default
- * QP.  Both: fo_lock, or before the application has the QP.
- */
-void shiftu_provq_rebase(struct shiftu_vqp *vq);
-void shiftu_provq_sync(struct shiftu_vqp *vq);
-
-/*
- * The application's send and receive requests posted to @vq so far
- * (counted or derived).  Any thread: one being posted may be counted or
- * not.
- */
-uint64_t shiftu_sq_posted(const struct shiftu_vqp *vq);
-uint64_t shiftu_rq_posted(const struct shiftu_vqp *vq);
 
 /*
  * Copy the last @n_s send and @n_r receive requests the application

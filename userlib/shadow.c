@@ -27,7 +27,6 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
-#include "provq.h"
 #include "report.h"
 #include "shadow.h"
 #include "store.h"
@@ -908,7 +907,7 @@ static void failback_step(struct shiftu_vqp *vq)
 		 * server) does not lead: its peer, which sends, asks and probes
 		 * with what it sends; this side answers.
 		 */
-		if (!vq->steps.rts_mask && !shiftu_sq_posted(vq))
+		if (!vq->steps.rts_mask && !vq->sq.head)
 			return;
 		if (mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
@@ -1007,7 +1006,7 @@ static void failback_answer(struct shiftu_vqp *vq)
 		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin ||
 		       (vq->fb_stage == 1 && fb_leader(vq));
 	else
-		busy = shiftu_sq_posted(vq) != 0;
+		busy = vq->sq.head != 0;
 	if (busy || qp_reconnect(vq, psn, ours, mode)) {
 		snprintf(val, sizeof(val), "%u busy %u %u 0", seq, vq->peer.qpn, vq->peer.psn);
 	} else {

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * shiftu_unit: libshiftu's pure logic on the build host: the health page
- * reader against pages laid out in memory, the QP registry, the counts a
- * QP derives from the provider's producer indices, the pollers' windows
- * a move waits out, the configuration parsers and shiftu_set_options()
+ * reader against pages laid out in memory, the QP registry, the pollers'
+ * windows a move waits out, the configuration parsers and shiftu_set_options()
  * checks.
  *
  * The pages use strides and offsets different from the reader's sizeof(), so
@@ -19,7 +18,6 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
-#include <rdma/rdma_user_rxe.h>
 #include <shift_ft.h>
 
 #include "shiftu.h"
@@ -27,7 +25,6 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
-#include "provq.h"
 #include "qp.h"
 #include "quiesce.h"
 
@@ -435,80 +432,6 @@ TEST(qp_registry_cache)
 	shiftu_qp_registry_fini();
 	EXPECT_EQ(NULL, shiftu_qp_cache[8].key);
 	EXPECT_EQ(NULL, shiftu_qp_find(&qps[2]));
-}
-
-/*
- * While the work is on the default QP the data path counts nothing: the
- * provider's producer indices (which wrap at 2^32) count the application's
- * requests from the base the last rebase took; a drain's mark folds them
- * into the heads, and what the library posts between a mark and the next
- * rebase is not the application's.
- */
-TEST(provq_derived_counts)
-{
-	struct rxe_queue_buf *sq = calloc(1, sizeof(*sq)), *rq = calloc(1, sizeof(*rq));
-	struct shiftu_vqp *vq = calloc(1, sizeof(*vq));
-
-	ASSERT_TRUE(sq && rq && vq);
-	vq->rings = SHIFTU_RINGS_PROVIDER;
-	vq->psq = sq;
-	vq->prq = rq;
-	sq->producer_index = 0xfffffff0u;	/* wraps below */
-	rq->producer_index = 7;
-	shiftu_provq_rebase(vq);
-	EXPECT_EQ(1, vq->derived);
-	EXPECT_EQ(0, shiftu_sq_posted(vq));
-	EXPECT_EQ(0, shiftu_rq_posted(vq));
-
-	/* 32 sends and 5 receives posted on the common path */
-	sq->producer_index += 32;
-	rq->producer_index += 5;
-	EXPECT_EQ(32, shiftu_sq_posted(vq));
-	EXPECT_EQ(5, shiftu_rq_posted(vq));
-	EXPECT_EQ(0, vq->sq.head);
-
-	/* the drain's mark: exact counts, then its markers are not counted */
-	shiftu_provq_mark(vq);
-	EXPECT_EQ(0, vq->derived);
-	EXPECT_EQ(0x10u, vq->psq_mark);
-	EXPECT_EQ(32, vq->sq.head);
-	EXPECT_EQ(5, vq->rq.head);
-	sq->producer_index++;
-	rq->producer_index++;
-	EXPECT_EQ(32, shiftu_sq_posted(vq));
-	shiftu_provq_mark(vq);			/* a second mark adds nothing */
-	EXPECT_EQ(32, vq->sq.head);
-
-	/* on the twin the slow path counts; back on the default QP, after
-	 * the library's own posts there, the provider counts again */
-	vq->sq.head += 3;
-	sq->producer_index += 4;		/* probe and held requests */
-	shiftu_provq_rebase(vq);
-	EXPECT_EQ(35, shiftu_sq_posted(vq));
-	sq->producer_index += 2;
-	EXPECT_EQ(37, shiftu_sq_posted(vq));
-	shiftu_provq_sync(vq);
-	EXPECT_EQ(37, vq->sq.head);
-	EXPECT_EQ(5, shiftu_rq_posted(vq));
-
-	/* a rebase while derived keeps what was counted (a move that gave
-	 * up before its mark) */
-	shiftu_provq_rebase(vq);
-	sq->producer_index += 6;
-	shiftu_provq_rebase(vq);
-	EXPECT_EQ(43, shiftu_sq_posted(vq));
-	EXPECT_EQ(43, vq->sq.head);
-
-	/* a QP that copies is never derived */
-	memset(vq, 0, sizeof(*vq));
-	vq->rings = SHIFTU_RINGS_COPY;
-	vq->psq = sq;
-	shiftu_provq_rebase(vq);
-	EXPECT_EQ(0, vq->derived);
-	EXPECT_EQ(0, shiftu_sq_posted(vq));
-	free(vq);
-	free(rq);
-	free(sq);
 }
 
 /* A poller that sits in its window until told to leave it. */
