@@ -192,10 +192,10 @@ struct shiftu_peer {
  * The library's state of one application QP.  @reg is the registry entry
  * (qp.h) and comes first, so that a lookup's result is this struct.  The
  * fast path reads @reg.app_qp, @health_seen, @gate and the provider's
- * pointers, all on the first two cache lines, and writes nothing; the
- * counters are written by the posting thread with relaxed load and store
- * (statistics: concurrent posters on one QP may lose a count, never
- * corrupt anything).
+ * pointers and writes @sq.head, all on the first two cache lines, which
+ * no other QP's poster touches; the counters are written by the posting
+ * thread with relaxed load and store (statistics: concurrent posters on
+ * one QP may lose a count, never corrupt anything).
  */
 struct shiftu_vqp {
 	struct shiftu_qp reg;
@@ -231,12 +231,12 @@ struct shiftu_vqp {
 	};
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
 	uint8_t rings;			/* SHIFTU_RINGS_* */
+	uint8_t bak_ready;		/* the twin is in RTS: it can post */
 
 	struct shiftu_ring sq, rq;
 	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
 	const struct rxe_queue_buf *psq, *prq;
 	uint32_t psq_mark, prq_mark;	/* their producer indices at a drain */
-	uint8_t bak_ready;		/* the twin is in RTS: it can post */
 
 	uint64_t wr_posts;		/* requests posted by ibv_wr_complete() */
 	uint64_t wr_starts;
