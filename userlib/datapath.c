@@ -217,26 +217,38 @@ int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return post_default(vq, qp, wr, bad_wr);
 }
 
-static inline int post_send_vq(struct shiftu_vqp *vq, struct ibv_qp *qp,
-			       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
-{
-	if (unlikely(shiftu_health_moved(&vq->health_seen)))
-		shiftu_vqp_health(vq);
-	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)))
-		return shiftu_post_send_slow(vq, qp, wr, bad_wr);
-	return post_default(vq, qp, wr, bad_wr);
-}
-
-/* The health page moved, the QP is on its slow path, or the post counts. */
+/*
+ * The health page moved, the QP is on its slow path, or the post counts.
+ * Entered inside the posting thread's window (quiesce.h): a post to the
+ * default QP stays inside it, so that a move that closes the gate waits
+ * for it; what may wait for a move (the page's news, the slow path, which
+ * takes fo_lock) is done outside.
+ */
 static __attribute__((noinline)) int post_send_other(struct shiftu_vqp *vq,
 						      struct ibv_qp *qp,
 						      struct ibv_send_wr *wr,
 						      struct ibv_send_wr **bad_wr)
 {
-	return post_send_vq(vq, qp, wr, bad_wr);
+	int ret;
+
+	if (unlikely(shiftu_health_moved(&vq->health_seen))) {
+		shiftu_window_leave();
+		shiftu_vqp_health(vq);
+		shiftu_window_enter();
+	}
+	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED))) {
+		shiftu_window_leave();
+		return shiftu_post_send_slow(vq, qp, wr, bad_wr);
+	}
+	ret = post_default(vq, qp, wr, bad_wr);
+	shiftu_window_leave();
+	return ret;
 }
 
-/* A QP the registry's cache does not hold (one of two with a slot). */
+/*
+ * A QP the registry's cache does not hold (one of two with a slot), or the
+ * thread's first post (its window is not registered yet).
+ */
 static __attribute__((noinline)) int post_send_table(struct ibv_qp *qp,
 						      struct ibv_send_wr *wr,
 						      struct ibv_send_wr **bad_wr)
@@ -245,33 +257,42 @@ static __attribute__((noinline)) int post_send_table(struct ibv_qp *qp,
 
 	if (unlikely(!vq))
 		return post_send_unmanaged(qp, wr, bad_wr);
-	return post_send_vq(vq, qp, wr, bad_wr);
+	shiftu_window_enter();
+	return post_send_other(vq, qp, wr, bad_wr);
 }
 
 /*
- * The common path: a cache lookup, the page's sequence, the QP's gate,
- * the request's opcode, the count, and a tail call to the provider.
+ * The common path: a cache lookup, the posting thread's window, the page's
+ * sequence, the QP's gate, the request's opcode, the count, and the
+ * provider's post.
  */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
 {
 	struct shiftu_vqp *vq = vqp_cached(qp);
+	int ret;
 
-	if (unlikely(!vq))
+	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
 		return post_send_table(qp, wr, bad_wr);
+	/* before the gate's load: a move that closes it waits for us */
+	shiftu_window_open();
 	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
 	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)) ||
 	    unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1) ||
 	    unlikely(wr->next))
 		return post_send_other(vq, qp, wr, bad_wr);
-	__atomic_store_n(&vq->sq.head, vq->sq.head + 1, __ATOMIC_RELAXED);
-	return vq->post_send(qp, wr, bad_wr);
+	/* only the posting thread writes it; a move reads it once we are out */
+	vq->sq.head++;
+	ret = vq->post_send(qp, wr, bad_wr);
+	shiftu_window_close();
+	return ret;
 }
 
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr)
 {
-	return post_send_vq(vq, vq->reg.app_qp, wr, bad_wr);
+	shiftu_window_enter();
+	return post_send_other(vq, vq->reg.app_qp, wr, bad_wr);
 }
 
 /* Record @w in the receive ring (descriptor only), as record_send(). */
@@ -357,20 +378,30 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return post_recv_default(vq, qp, wr, bad_wr);
 }
 
-/* The health page moved, the QP is on its slow path, or it copies. */
+/* The health page moved, the QP is on its slow path, or it copies: as
+ * post_send_other(), inside the posting thread's window. */
 static __attribute__((noinline)) int post_recv_other(struct shiftu_vqp *vq,
 						      struct ibv_qp *qp,
 						      struct ibv_recv_wr *wr,
 						      struct ibv_recv_wr **bad_wr)
 {
-	if (shiftu_health_moved(&vq->health_seen))
+	int ret;
+
+	if (shiftu_health_moved(&vq->health_seen)) {
+		shiftu_window_leave();
 		shiftu_vqp_health(vq);
-	if (__atomic_load_n(&vq->slow, __ATOMIC_RELAXED))
+		shiftu_window_enter();
+	}
+	if (__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) {
+		shiftu_window_leave();
 		return shiftu_post_recv_slow(vq, qp, wr, bad_wr);
-	return shiftu_post_recv_default(vq, qp, wr, bad_wr);
+	}
+	ret = post_recv_default(vq, qp, wr, bad_wr);
+	shiftu_window_leave();
+	return ret;
 }
 
-/* A QP the registry's cache does not hold. */
+/* A QP the registry's cache does not hold, or the thread's first post. */
 static __attribute__((noinline)) int post_recv_table(struct ibv_qp *qp,
 						      struct ibv_recv_wr *wr,
 						      struct ibv_recv_wr **bad_wr)
@@ -379,6 +410,7 @@ static __attribute__((noinline)) int post_recv_table(struct ibv_qp *qp,
 
 	if (unlikely(!vq))
 		return post_recv_unmanaged(qp, wr, bad_wr);
+	shiftu_window_enter();
 	return post_recv_other(vq, qp, wr, bad_wr);
 }
 
@@ -386,13 +418,17 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr)
 {
 	struct shiftu_vqp *vq = vqp_cached(qp);
+	int ret;
 
-	if (unlikely(!vq))
+	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
 		return post_recv_table(qp, wr, bad_wr);
+	shiftu_window_open();
 	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
 	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)))
 		return post_recv_other(vq, qp, wr, bad_wr);
-	return post_recv_counted(vq, qp, wr, bad_wr);
+	ret = post_recv_counted(vq, qp, wr, bad_wr);
+	shiftu_window_close();
+	return ret;
 }
 
 /*
@@ -448,7 +484,9 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 
 	shiftu_bump(&s->poll_cqs);
 	/* before the slow flag's load: a move that sets it waits for us */
-	shiftu_window_enter();
+	if (unlikely(!shiftu_window_ready()))
+		shiftu_window_register();
+	shiftu_window_open();
 	if (unlikely(shiftu_health_changed(s->health_seen)) ||
 	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return poll_moved(s, cq, num, wc);
@@ -456,7 +494,7 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	for (i = 0; i < n; i++)
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS || (wc[i].opcode & IBV_WC_RECV)))
 			return poll_took(ctx_of(cq->context), cq, num, wc, n, i);
-	shiftu_window_leave();
+	shiftu_window_close();
 	return n;
 }
 

@@ -652,13 +652,18 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	}
 	/*
 	 * From here the application's posts and polls take the slow paths,
-	 * which wait for us.  One already past that check when we were
-	 * scheduled (the watcher's move, on one CPU) is let finish first:
-	 * otherwise its request could reach the QP after the drain's marker.
+	 * which wait for us.  One already past that check (the watcher's
+	 * move, or a poller's, while the application posts) is inside its
+	 * thread's window (quiesce.h) and is let finish first: otherwise its
+	 * request could reach the QP after the drain's marker, and be lost.
 	 */
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
 	shiftu_unlock_cqs(c, rc);
-	usleep(GRACE_US);
+	if (!shiftu_quiesce(QUIESCE_NS)) {
+		shiftu_dbg("qp %u: a poster or poller stayed in its window: a grace instead",
+			   vq->reg.app_qp->qp_num);
+		usleep(GRACE_US);
+	}
 	shiftu_lock_cqs(c, rc);
 	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
 		    msgs, n_msgs);

@@ -88,10 +88,15 @@ static inline struct shiftu_qp *shiftu_qp_cached(const struct ibv_qp *qp)
 	const struct shiftu_qp_slot *s =
 		&shiftu_qp_cache[qp->qp_num & (SHIFTU_QP_CACHE - 1)];
 
+	struct shiftu_qp *v;
+
 	/* pairs with the release store of key in shiftu_qp_register() */
-	if (__builtin_expect(__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == qp, 1))
-		return __atomic_load_n(&s->val, __ATOMIC_RELAXED);	/* stored before the key */
-	return NULL;
+	if (__builtin_expect(__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != qp, 0))
+		return NULL;
+	v = __atomic_load_n(&s->val, __ATOMIC_RELAXED);
+	if (!v)
+		__builtin_unreachable();	/* stored before the key */
+	return v;
 }
 
 static inline struct shiftu_qp *shiftu_qp_find(const struct ibv_qp *qp)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * quiesce.c: the pollers' windows and the wait for them (quiesce.h).
+ * quiesce.c: the posting and polling threads' windows and the wait for
+ * them (quiesce.h).
  */
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -46,7 +47,7 @@ static void init(void)
 	/* registered once; PRIVATE_EXPEDITED is refused without it */
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 	if (!barrier_ok)
-		shiftu_dbg("membarrier(2) private expedited not available: moves wait for pollers by a grace period");
+		shiftu_dbg("membarrier(2) private expedited not available: moves wait for posters and pollers by a grace period");
 }
 
 void shiftu_window_register(void)
@@ -82,7 +83,7 @@ bool shiftu_quiesce(uint64_t timeout_ns)
 	uint32_t seq;
 
 	pthread_once(&once, init);
-	/* the caller's stores out, every poller's window stores in */
+	/* the caller's stores out, every thread's window stores in */
 	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return false;
 	/*

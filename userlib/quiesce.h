@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * quiesce.h: waiting out the application's pollers that a move overtook.
+ * quiesce.h: waiting out the application's posts and polls that a move
+ * overtook.
  *
- * A thread polling a QP's CQ on the common path may take some of the
- * completions a move's drain is counting (the flushes of the QP it stops)
- * and be preempted before it hands them to the library: the drain must wait
- * for it, or count short.  Each polling thread therefore keeps a window
- * count in its own thread-local word: odd while it is inside
- * ibv_poll_cq(), even outside.  Entering and leaving are plain stores to
- * memory no other thread writes, with no fence: shiftu_quiesce() makes
- * them visible with membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, a full
- * barrier on every CPU running one of the process's threads) and then waits
- * for each window that was open to close.  The common path pays two
- * thread-local increments and a test.
+ * A move closes a QP's common paths (its slow flags) and then stops the QP.
+ * A thread that passed the check just before may still be in the data
+ * verb: a post whose request would reach the QP after the drain's marker
+ * (and be lost), or a poll that took some of the flushes the drain counts
+ * and has not handed them over yet (and the count would come short).  Each
+ * thread that posts or polls therefore keeps a window count in its own
+ * thread-local word: odd while it is inside such a verb, even outside.
+ * Opening and closing are plain increments of memory no other thread
+ * writes, with no fence: shiftu_quiesce() makes them visible with
+ * membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, a full barrier on every
+ * CPU running one of the process's threads) and then waits for each window
+ * that was open to close.
  *
- * A thread's word is registered (a list under a mutex) at its first poll,
- * and unregistered when it exits (a thread-specific key's destructor).
+ * A thread's word is registered (a list under a mutex) at its first data
+ * verb, and unregistered when it exits (a thread-specific key's
+ * destructor).
  */
 #ifndef _SHIFTU_QUIESCE_H
 #define _SHIFTU_QUIESCE_H
@@ -39,35 +42,59 @@ extern __thread struct shiftu_window shiftu_window
 /* Register the calling thread's window.  Cold; may allocate a key. */
 void shiftu_window_register(void);
 
-/*
- * The calling thread enters and leaves its window.  Only a thread's own
- * stores touch its word, relaxed; the compiler barriers keep the data verb
- * between them.  Leaving twice is leaving once: a slow path leaves as soon
- * as it has handed over what it took, before it may wait for a move.
- */
-static inline void shiftu_window_enter(void)
+/* The calling thread's window is registered (a data verb's first call
+ * registers it, out of line, and calls again). */
+static inline bool shiftu_window_ready(void)
 {
-	if (__builtin_expect(!shiftu_window.registered, 0))
-		shiftu_window_register();
-	__atomic_store_n(&shiftu_window.seq, shiftu_window.seq + 1, __ATOMIC_RELAXED);
+	return __builtin_expect(shiftu_window.registered != 0, 1);
+}
+
+/*
+ * The calling thread opens its window (it was closed) and closes it (it
+ * was open): one increment each.  Only the thread writes its word, with
+ * plain stores (one instruction on x86, where an aligned 32-bit store is
+ * atomic); shiftu_quiesce() reads it relaxed after membarrier(2) made it
+ * visible.  The compiler barriers keep the data verb between them.
+ */
+static inline void shiftu_window_open(void)
+{
+	shiftu_window.seq++;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+static inline void shiftu_window_close(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	shiftu_window.seq++;
+}
+
+/* Open it, registering first if needed (slow paths). */
+static inline void shiftu_window_enter(void)
+{
+	if (!shiftu_window_ready())
+		shiftu_window_register();
+	shiftu_window_open();
+}
+
+/*
+ * Close it if it is open.  A slow path leaves as soon as it has handed
+ * over what it took, before it may wait for a move; its caller's close
+ * then finds it closed.
+ */
 static inline void shiftu_window_leave(void)
 {
-	uint32_t seq = shiftu_window.seq;
-
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&shiftu_window.seq, seq + (seq & 1), __ATOMIC_RELAXED);
+	shiftu_window.seq += shiftu_window.seq & 1;
 }
 
 /*
  * Wait until every other thread that was inside its window when this was
  * called (after the caller's stores that send new calls elsewhere, such as
- * a CQ's slow flag) has left it, at most @timeout_ns.  Returns true when
- * all did (or none was inside), false on the timeout, or when membarrier(2)
- * is not there (the caller then falls back on a grace period).  Context:
- * no lock a poller may wait for (a CQ's) held.  Cold.
+ * a QP's or a CQ's slow flag) has left it, at most @timeout_ns.  Returns
+ * true when all did (or none was inside), false on the timeout, or when
+ * membarrier(2) is not there (the caller then falls back on a grace
+ * period).  Context: no lock a poller may wait for inside its window (a
+ * CQ's) held.  Cold.
  */
 bool shiftu_quiesce(uint64_t timeout_ns);
 
