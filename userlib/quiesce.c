@@ -41,9 +41,36 @@ static void window_gone(void *arg)
 	pthread_mutex_unlock(&windows_lock);
 }
 
+/*
+ * fork(2) waits for the registry's lock, so that the child's is free; the
+ * child has one thread, the caller's, and a new mm, which membarrier(2)
+ * must be told about again.
+ */
+static void prepare(void)
+{
+	pthread_mutex_lock(&windows_lock);
+}
+
+static void parent(void)
+{
+	pthread_mutex_unlock(&windows_lock);
+}
+
+static void child(void)
+{
+	struct shiftu_window *w = &shiftu_window;
+
+	pthread_mutex_unlock(&windows_lock);
+	windows = w->registered == 1 ? w : NULL;
+	if (windows)
+		w->next = NULL;
+	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+}
+
 static void init(void)
 {
 	key_ok = !pthread_key_create(&key, window_gone);
+	pthread_atfork(prepare, parent, child);
 	/* registered once; PRIVATE_EXPEDITED is refused without it */
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 	if (!barrier_ok)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <infiniband/verbs.h>
 #include <shift_ft.h>
@@ -472,12 +473,15 @@ static void *sitter(void *arg)
 
 /*
  * A move waits for a poller inside its window, up to its bound, and not
- * for one outside it, nor for itself, nor for a thread that has exited.
+ * for one outside it, nor for itself, nor for a thread that has exited;
+ * nor, in a child of fork(2), for the parent's other threads.
  */
 TEST(quiesce_windows)
 {
 	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
 	pthread_t th;
+	int status;
+	pid_t pid;
 
 	quiet_env();
 	shiftu_window_enter();		/* our own window never blocks us */
@@ -486,6 +490,13 @@ TEST(quiesce_windows)
 	ASSERT_EQ(0, pthread_create(&th, NULL, sitter, &t));
 	sitter_wait(&t, 1);
 	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000));
+	/* a child has only the forking thread: nothing to wait for there */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(shiftu_quiesce(0) ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sitter_set(&t, 2);
 	sitter_wait(&t, 3);
 	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000));
