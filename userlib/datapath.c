@@ -184,7 +184,7 @@ static __attribute__((noinline)) int post_counted(struct shiftu_vqp *vq, struct 
 
 /*
  * One one-sided request that the provider's rings keep: counted, and
- * posted by a tail call.  A request the provider refuses stays counted:
+ * posted.  A request the provider refuses stays counted:
  * the count places what a failover reads from the provider's rings
  * (provq.c) relative to its end, so one too many only shows in the
  * statistics.  (The rings cannot count for us: rxe keeps their indices
