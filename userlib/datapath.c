@@ -484,9 +484,7 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 
 	shiftu_bump(&s->poll_cqs);
 	/* before the slow flag's load: a move that sets it waits for us */
-	if (unlikely(!shiftu_window_ready()))
-		shiftu_window_register();
-	shiftu_window_open();
+	shiftu_window_enter();
 	if (unlikely(shiftu_health_changed(s->health_seen)) ||
 	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return poll_moved(s, cq, num, wc);
