@@ -34,7 +34,9 @@
 # ends up on the host), KSFT_DIR, and on PATH selftests/lab/guest:
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
-# Environment: LAB_TIMEOUT (seconds per VM run, default 1500), LAB_ACCEL
+# Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
+# info) and TORTURE_PULLS are passed on to a scenario's guest.
+# LAB_TIMEOUT (seconds per VM run, default 1500), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
@@ -426,6 +428,17 @@ cmd_run()
 	return $rc
 }
 
+# scenario_env: the "VAR=VALUE " words that carry the scenarios' knobs set
+# here (LU_LOG, TORTURE_PULLS) into the guest, shell-quoted.
+scenario_env()
+{
+	local v
+
+	for v in LU_LOG TORTURE_PULLS; do
+		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
+	done
+}
+
 cmd_scenario()
 {
 	local name=$1 nhosts rc=0 script
@@ -434,7 +447,7 @@ cmd_scenario()
 	script=$LAB_DIR/scenarios/$name.sh
 	[ -f "$script" ] || die "no scenario $script"
 	nhosts=$(parse_nhosts "${2:-two}")
-	INTERACTIVE=1 boot_lab "$nhosts" "bash $script"
+	INTERACTIVE=1 boot_lab "$nhosts" "$(scenario_env)bash $script"
 	check_token || rc=1
 	check_dmesg "$nhosts" || rc=1
 	rc=$(( rc | $(cat "$RUN/host1/out/rc" 2>/dev/null || echo 1) ))

@@ -60,6 +60,10 @@ log "$PULLS pulls: $host1 on host 1, $host2 on host 2, $ipdown of them by ip lin
 for m in imm send; do
 	lu_bg_wait "$m"
 done
+# what both pairs left, for a look after the run (lab: the run's out/)
+mkdir -p "$FT_OUT/torture"
+cp "$FT_TMP"/imm.* "$FT_TMP"/send.* "$FT_OUT/torture/"
+log "logs of both pairs in $FT_OUT/torture"
 for m in imm send; do
 	lu_gen_clean "$m"
 	lu_check_log "$m" cli "failovers>0" "failbacks>0"
