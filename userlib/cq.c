@@ -204,6 +204,68 @@ static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
 }
 
 /*
+ * The QP of the error completion @wc, polled from @cq, if the library can
+ * fail it over, now or once its twin is reset (shiftu_failover_on_error());
+ * else NULL: what shiftu_failover() would refuse is left to the application.
+ */
+static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
+				   const struct ibv_wc *wc)
+{
+	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
+
+	if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings &&
+	    (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || shiftu_twin_coming(vq)) &&
+	    vq->scq && vq->rcq && (vq->scq->app == cq || vq->rcq->app == cq) &&
+	    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
+	    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
+		return vq;
+	return NULL;
+}
+
+/* Fail @vq over on the error completion @wc a poller met (and stashed). */
+static void error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	if (shiftu_failover_on_error(vq, wc_status_word(wc->status)) &&
+	    wc->status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
+		/* the transport's verdict on the path: for other processes too */
+		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
+		shiftu_shadow_poke();
+	}
+}
+
+/*
+ * Completions @wc[0..k) just taken from @c's CQ: the first error of a QP
+ * the library can fail over, and what follows it, go to the stash; *@vq
+ * gets that QP (else NULL) and *@first the error, for the caller to fail
+ * over once it has dropped the lock.  Returns how many completions are
+ * left in @wc.  Context: c->lock held.
+ */
+static int hold_error(struct shiftu_ctx *s, struct shiftu_cq *c, struct ibv_wc *wc,
+		      int k, struct shiftu_vqp **vq, struct ibv_wc *first)
+{
+	int i, j;
+
+	for (i = 0; i < k; i++)
+		if (wc[i].status != IBV_WC_SUCCESS && (*vq = error_vq(s, c->app, &wc[i])))
+			break;
+	if (i == k) {
+		*vq = NULL;
+		return k;
+	}
+	for (j = i; j < k; j++)
+		if (shiftu_stash_push(c, &wc[j])) {
+			/* no memory to hold them: hand everything over as it is */
+			c->stash_n -= j - i;
+			*vq = NULL;
+			return k;
+		}
+	*first = wc[i];
+	cq_slow_ctx(s, true);
+	c->slow_leftover++;
+	return i;
+}
+
+/*
  * An error completion in what the provider returned.  If it is the first
  * error of a QP the library can fail over, everything from it on is
  * stashed, the QP fails over (which takes its other flushed completions
@@ -215,8 +277,9 @@ static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
 int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		      struct ibv_wc *wc, int n)
 {
+	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_vqp *vq = NULL;
-	struct shiftu_cq *c;
+	struct ibv_wc first;
 	int i, j;
 
 	/* the caller counted the receives before the first error, not after */
@@ -230,50 +293,27 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		if (wc[i].status == IBV_WC_SUCCESS || wc[i].wr_id != SHIFTU_BELL_ID)
 			wc[j++] = wc[i];
 	n = j;
-	for (i = 0; i < n; i++) {
-		if (wc[i].status == IBV_WC_SUCCESS)
-			continue;
-		vq = shiftu_vqp_by_num(s, wc[i].qp_num);
-		/* what shiftu_failover() would refuse is left to the application */
-		if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings &&
-		    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
-		    vq->scq && vq->rcq && (vq->scq->app == cq || vq->rcq->app == cq) &&
-		    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
-		    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
-			break;
+	if (c) {
+		/* the error and what follows it wait in the stash: the
+		 * failover counts the errors there, and what it leaves is
+		 * served in order.  Not the quiet lock: a drain waits for
+		 * this poller's window. */
+		pthread_mutex_lock(&c->lock);
+		n = hold_error(s, c, wc, n, &vq, &first);
+		pthread_mutex_unlock(&c->lock);
 	}
-	if (i == n) {
+	if (!vq) {
 		/* the library's own requests flushed with the QP are not shown */
 		for (i = 0, j = 0; i < n; i++)
 			if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
 				wc[j++] = wc[i];
 		return j;
 	}
-	c = vq->scq->app == cq ? vq->scq : vq->rcq;
-	pthread_mutex_lock(&c->lock);
-	/* the error and what follows it wait in the stash: the failover
-	 * counts the errors there, and what it leaves is served in order */
-	for (j = i; j < n; j++)
-		if (shiftu_stash_push(c, &wc[j])) {
-			/* no memory to hold them: hand everything over as it is */
-			c->stash_n -= j - i;
-			pthread_mutex_unlock(&c->lock);
-			return n;
-		}
-	/* the stash must be served: slow until it is empty */
-	cq_slow_ctx(s, true);
-	c->slow_leftover++;
-	pthread_mutex_unlock(&c->lock);
 	/* handed over: a drain need not wait for us (we may wait for it) */
 	shiftu_window_leave();
-	if (shiftu_failover(vq, wc_status_word(wc[i].status)) &&
-	    wc[i].status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
-		/* the transport's verdict on the path: for other processes too */
-		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
-		shiftu_shadow_poke();
-	}
-	if (i)
-		return i;
+	error_failover(vq, &first);
+	if (n)
+		return n;
 	return shiftu_poll_cq_slow(s, cq, num, wc);
 }
 
@@ -400,7 +440,8 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct shiftu_vqp *drained = NULL;
+	struct shiftu_vqp *drained = NULL, *fo = NULL;
+	struct ibv_wc first;
 	int n, k, n_msgs = 0;
 
 	if (!c)
@@ -414,10 +455,12 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		} else if (k > 0) {
 			k = app_ctrl(s, wc + n, k, msgs, &n_msgs);
 			shiftu_took(s, wc + n, k);
-			n += drop_probes(s, wc + n, k);
+			k = drop_probes(s, wc + n, k);
+			k = hold_error(s, c, wc + n, k, &fo, &first);
+			n += k;
 		}
 	}
-	if (n >= 0 && n < num && c->bak && c->n_twins) {
+	if (!fo && n >= 0 && n < num && c->bak && c->n_twins) {
 		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
 		if (k > 0)
 			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs, &drained);
@@ -429,6 +472,11 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	}
 	pthread_mutex_unlock(&c->lock);
 	shiftu_hs_deliver(msgs, n_msgs, drained);
+	if (fo) {
+		error_failover(fo, &first);
+		if (!n)
+			return shiftu_poll_cq_slow(s, cq, num, wc);
+	}
 	return n;
 }
 

@@ -47,6 +47,7 @@
 #define PROBE_NS	(1000ULL * 1000 * 1000)
 #define GRACE_US	1000
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
+#define TWIN_WAIT_NS	(2000ULL * 1000 * 1000)
 
 static uint64_t now_ns(void)
 {
@@ -820,6 +821,34 @@ bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 	fo_report(vq, r);
 	shiftu_hs_deliver(msgs, n_msgs, NULL);
 	return r != FO_NONE;
+}
+
+bool shiftu_twin_coming(const struct shiftu_vqp *vq)
+{
+	return !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
+	       (__atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED) & SHIFTU_QP_F_PROTECTED) &&
+	       __atomic_load_n(&vq->published, __ATOMIC_RELAXED) != 2;
+}
+
+/*
+ * Right after a two-sided failback the twin is stale until the shadow
+ * thread has reset it, and the default QP may fail at once: Soft-RoCE
+ * completes a request it cannot route (`ip link set down` took the route)
+ * with IBV_WC_LOC_QP_OP_ERR and stops the QP by itself.  Its flushed
+ * receives must wait for the twin, not reach the application.
+ */
+bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why)
+{
+	uint64_t until = now_ns() + TWIN_WAIT_NS;
+
+	if (shiftu_twin_coming(vq)) {
+		shiftu_info("qp %u on %s: %s while its twin is being reset: waiting for it",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		shiftu_shadow_poke();
+		while (shiftu_twin_coming(vq) && now_ns() < until)
+			usleep(100);
+	}
+	return shiftu_failover(vq, why);
 }
 
 void shiftu_switch_back(struct shiftu_vqp *vq)

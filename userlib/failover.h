@@ -25,6 +25,20 @@ struct shiftu_vqp;
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why);
 
 /*
+ * @vq's twin is being reset after a failback (the shadow thread, a moment):
+ * the QP is protected and will be able to fail over again.  Relaxed reads.
+ */
+bool shiftu_twin_coming(const struct shiftu_vqp *vq);
+
+/*
+ * shiftu_failover() for a poller that met @vq's error completions (already
+ * in the stash): if the twin is being reset, wait for it first (at most
+ * 2 s), rather than leave the flushed requests to the application.
+ * Context: no library lock held, the poller's window closed.  Cold.
+ */
+bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why);
+
+/*
  * Failing back: after the shadow thread reconnected the default QP with the
  * peer, probe it (true: good, the QP now waits for its fence); and release
  * the held requests once the twin has drained.
