@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "shiftu.h"
+#include "util.h"
 
 enum shiftu_stat {
 	SHIFTU_STAT_QPS_PROTECTED,	/* add 1 / subtract 1 ((uint64_t)-1) */
@@ -30,7 +31,7 @@ struct shiftu_stat_line {
 	uint64_t v;
 } __attribute__((aligned(64)));
 
-extern struct shiftu_stat_line shiftu_stat_lines[__SHIFTU_STAT_MAX];
+extern struct shiftu_stat_line shiftu_stat_lines[__SHIFTU_STAT_MAX] SHIFTU_HIDDEN;
 
 static inline void shiftu_stat_add(enum shiftu_stat s, uint64_t n)
 {

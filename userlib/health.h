@@ -23,6 +23,8 @@
 
 #include <shift_ft.h>
 
+#include "util.h"
+
 /*
  * The word the fast path loads: &hdr->seq of the mapped page, or
  * &shiftu_health_noseq.  Written once per attach with a release store after
@@ -31,7 +33,7 @@
  * back at shiftu_health_noseq while the library runs (tests detach only with
  * no readers).
  */
-extern const uint32_t *shiftu_health_seqp;
+extern const uint32_t *shiftu_health_seqp SHIFTU_HIDDEN;
 
 /*
  * The private word behind shiftu_health_seqp while no page is mapped.  It

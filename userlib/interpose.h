@@ -27,6 +27,7 @@
 #include <infiniband/verbs.h>
 
 #include "qp.h"
+#include "util.h"
 
 struct rxe_queue_buf;
 
@@ -371,7 +372,7 @@ struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num);
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx);
 
 /* The contexts, newest first (published with release; interpose.c). */
-extern struct shiftu_ctx *shiftu_ctx_list;
+extern struct shiftu_ctx *shiftu_ctx_list SHIFTU_HIDDEN;
 
 /* Statistics counter bump: relaxed load and store, no locked instruction. */
 static inline void shiftu_bump(uint64_t *c)

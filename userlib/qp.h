@@ -26,6 +26,7 @@
 #include <infiniband/verbs.h>
 
 #include "shiftu.h"
+#include "util.h"
 
 /*
  * Per-QP state the public query reports.  The interposer writes the fields
@@ -80,7 +81,7 @@ struct shiftu_qp_slot {
 	struct shiftu_qp *val;
 };
 
-extern struct shiftu_qp_slot shiftu_qp_cache[SHIFTU_QP_CACHE];
+extern struct shiftu_qp_slot shiftu_qp_cache[SHIFTU_QP_CACHE] SHIFTU_HIDDEN;
 
 /* @qp's entry if the cache holds it, else NULL (look it up in the table). */
 static inline struct shiftu_qp *shiftu_qp_cached(const struct ibv_qp *qp)

@@ -9,6 +9,13 @@
  * decides the version of what this marks. */
 #define SHIFTU_EXPORT	__attribute__((visibility("default")))
 
+/*
+ * On the library's own data declared extern: -fvisibility=hidden covers
+ * definitions only, so without it the compiler reaches such data through
+ * the GOT, one load more on the data path.
+ */
+#define SHIFTU_HIDDEN	__attribute__((visibility("hidden")))
+
 #define SHIFTU_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* Slow paths: out of line and out of the hot text. */
