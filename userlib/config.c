@@ -51,7 +51,7 @@ int shiftu_parse_bool(const char *s, bool *out)
 	return -EINVAL;
 }
 
-int shiftu_parse_probe_ms(const char *s, uint32_t *out)
+int shiftu_parse_ms(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
 	unsigned long v;
 	char *end;
@@ -60,10 +60,15 @@ int shiftu_parse_probe_ms(const char *s, uint32_t *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || *end || v < 1 || v > SHIFTU_PROBE_MS_MAX)
+	if (errno || *end || v < min || v > max)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int shiftu_parse_probe_ms(const char *s, uint32_t *out)
+{
+	return shiftu_parse_ms(s, 1, SHIFTU_PROBE_MS_MAX, out);
 }
 
 int shiftu_parse_record(const char *s, bool *copy)
@@ -211,6 +216,9 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 				  sizeof(cfg->health_dev), SHIFTU_HEALTH_DEV_DEFAULT);
 	if ((v = get("SHIFTU_RECORD")) && shiftu_parse_record(v, &cfg->record_copy))
 		nbad += bad("SHIFTU_RECORD", v, "auto");
+	if ((v = get("SHIFTU_TEST_TWIN_RESET_MS")) &&
+	    shiftu_parse_ms(v, 0, SHIFTU_TWIN_RESET_MS_MAX, &cfg->twin_reset_ms))
+		nbad += bad("SHIFTU_TEST_TWIN_RESET_MS", v, "0");
 	return nbad;
 }
 
@@ -236,6 +244,9 @@ static void config_read(void)
 		   log_names[config.log_level], config.store.url,
 		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,
 		   config.probe_ms, config.health_dev, config.record_copy ? "copy" : "auto");
+	if (config.twin_reset_ms)
+		shiftu_info("config: SHIFTU_TEST_TWIN_RESET_MS=%u: twins are reset %u ms after a failback (a test setting)",
+			    config.twin_reset_ms, config.twin_reset_ms);
 }
 
 const struct shiftu_config *shiftu_config(void)

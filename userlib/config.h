@@ -11,6 +11,7 @@
  *   SHIFTU_PROBE_MS	1..3600000				(100)
  *   SHIFTU_HEALTH_DEV	path					(/dev/shift_ft)
  *   SHIFTU_RECORD	auto|copy				(auto)
+ *   SHIFTU_TEST_TWIN_RESET_MS	0..10000 (0; tests only, see libshiftu(7))
  *
  * A value that does not parse is logged once (warn: variable and value) and
  * the default is used instead.
@@ -26,6 +27,7 @@
 
 #define SHIFTU_PROBE_MS_DEFAULT		100
 #define SHIFTU_PROBE_MS_MAX		3600000
+#define SHIFTU_TWIN_RESET_MS_MAX	10000
 #define SHIFTU_HEALTH_DEV_DEFAULT	"/dev/shift_ft"	/* SHIFT_FT_DEVICE_PATH */
 
 enum shiftu_store_kind {
@@ -58,6 +60,7 @@ struct shiftu_config {
 	char health_dev[PATH_MAX];
 	bool record_copy;		/* SHIFTU_RECORD=copy: never read the
 					 * provider's rings (provq.c) */
+	uint32_t twin_reset_ms;		/* tests: a stale twin's reset waits */
 };
 
 /*
@@ -82,6 +85,8 @@ const struct shiftu_config *shiftu_config_start(void);
 int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out);
 int shiftu_parse_bool(const char *s, bool *out);
 int shiftu_parse_probe_ms(const char *s, uint32_t *out);
+/* A decimal number of milliseconds in [@min, @max]. */
+int shiftu_parse_ms(const char *s, uint32_t min, uint32_t max, uint32_t *out);
 /* "auto" (false) or "copy" (true). */
 int shiftu_parse_record(const char *s, bool *copy);
 int shiftu_parse_store(const char *s, struct shiftu_store *out);

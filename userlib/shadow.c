@@ -790,6 +790,22 @@ static uint64_t mono_ns(void)
 }
 
 /*
+ * SHIFTU_TEST_TWIN_RESET_MS: a test holds a stale twin back for a while
+ * after the failback (the QP cannot fail over meanwhile), to reach what
+ * happens in that moment.  True while it waits; *@pending is set.
+ */
+static bool twin_reset_later(struct shiftu_vqp *vq, bool *pending)
+{
+	uint64_t at = __atomic_load_n(&vq->back_ns, __ATOMIC_RELAXED) +
+		      shiftu_config()->twin_reset_ms * 1000000ULL;
+
+	if (mono_ns() >= at)
+		return false;
+	*pending = true;
+	return true;
+}
+
+/*
  * Reset the application's QP and bring it back up with its own attributes
  * and the PSNs the two sides agreed on.  The QP carries nothing meanwhile:
  * its side is on the twin (the one that failed over) or passive (the peer).
@@ -1074,7 +1090,8 @@ static bool shadow_pass(void)
 			qp_peer(vq);
 			qp_connect(vq);
 		}
-		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT) {
+		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
+		    !twin_reset_later(vq, &pending)) {
 			twin_reset(vq);
 			/* the port failed again while the twin was stale */
 			if (vq->bak_ready && vq->down)

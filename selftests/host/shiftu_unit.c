@@ -584,6 +584,12 @@ TEST(config_parsers)
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("10ms", &ms));
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("3600001", &ms));
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("99999999999999999999", &ms));
+	EXPECT_EQ(0, shiftu_parse_ms("0", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
+	EXPECT_EQ(0, ms);
+	EXPECT_EQ(0, shiftu_parse_ms("10000", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
+	EXPECT_EQ(10000, ms);
+	EXPECT_EQ(-EINVAL, shiftu_parse_ms("10001", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_ms(" 5", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
 
 	EXPECT_EQ(0, shiftu_parse_store_dir("/run/user/1000/shiftu", dir));
 	EXPECT_STREQ("/run/user/1000/shiftu", dir);
@@ -618,6 +624,8 @@ static char *bad_env(const char *name)
 		return "relative/dir";
 	if (!strcmp(name, "SHIFTU_RECORD"))
 		return "always";
+	if (!strcmp(name, "SHIFTU_TEST_TWIN_RESET_MS"))
+		return "-1";
 	return NULL;
 }
 
@@ -632,7 +640,7 @@ TEST(config_bad_values)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
 	/* every bad value: one line, and the default */
-	EXPECT_EQ(7, shiftu_config_from_env(&cfg, bad_env));
+	EXPECT_EQ(8, shiftu_config_from_env(&cfg, bad_env));
 	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
 	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
 	EXPECT_FALSE(cfg.disabled);
@@ -640,13 +648,14 @@ TEST(config_bad_values)
 	EXPECT_STREQ(SHIFTU_HEALTH_DEV_DEFAULT, cfg.health_dev);
 	EXPECT_STREQ("", cfg.store.dir);
 	EXPECT_FALSE(cfg.record_copy);
+	EXPECT_EQ(0, cfg.twin_reset_ms);
 
 	n = read(fd, buf, sizeof(buf) - 1);
 	ASSERT_LT(0, n);
 	buf[n] = '\0';
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
-	EXPECT_EQ(7, lines);
+	EXPECT_EQ(8, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
@@ -654,6 +663,7 @@ TEST(config_bad_values)
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_HEALTH_DEV="));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE_DIR=relative/dir"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_RECORD=always"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_TWIN_RESET_MS=-1"));
 	EXPECT_EQ(0, strncmp(buf, "libshiftu[", 10));
 	EXPECT_NE(NULL, strstr(buf, "]: warn: "));
 
