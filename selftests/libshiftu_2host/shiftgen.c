@@ -66,7 +66,8 @@
  * exchange so both sides print their summary.  A watchdog (-W; default
  * -D + 30 s, else 60 s; a server adopts the client's + 5 s) ends a stalled run
  * with a message and exit 1, and alarm() backs it up should a verbs call
- * itself block.
+ * itself block.  SIGUSR1 ends a client's run at its next message, as if -D
+ * had run out (a test that is done with it need not wait).
  *
  * Output: with -v, a progress line per 1000 messages; at the end one flushed
  * summary line per side, key=value pairs read by name:
@@ -114,9 +115,13 @@
 #define MAX_DEPTH	4096
 #define MAX_CHUNKS	65535
 #define MAX_BUF		(1ull << 30)
+
 #define ERR_PRINT_MAX	20
 #define SEEN_BITS	4096		/* window of the dup/reorder detector */
 #define NS		1000000000ull
+
+/* SIGUSR1 came (finish()): the client's next message is its last */
+static volatile sig_atomic_t finish_now;
 
 enum sg_mode { MODE_WRITE_IMM, MODE_SEND, MODE_WRITE, MODE_ATOMIC, MODE__MAX };
 static const char *const mode_names[MODE__MAX] = {
@@ -1276,7 +1281,8 @@ static void client_stream(struct sg *g)
 		if (g->stop)
 			break;
 		/* decided before posting, so that the run's last WR is signaled */
-		final = (o->msgs && k + 1 >= o->msgs) || (end && now_ns() >= end);
+		final = (o->msgs && k + 1 >= o->msgs) || (end && now_ns() >= end) ||
+			finish_now;
 		slot = g->buf + (k % r->depth) * words;
 		fill(slot, words, k);
 		for (c = 0; c < nwr; c++) {
@@ -1341,7 +1347,7 @@ static void client_atomic(struct sg *g)
 			.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
 		};
 
-		if ((o->msgs && k >= o->msgs) || (end && now_ns() >= end))
+		if ((o->msgs && k >= o->msgs) || (end && now_ns() >= end) || finish_now)
 			break;
 		wr.wr.atomic.remote_addr = g->remote.addr;
 		wr.wr.atomic.rkey = g->remote.rkey;
@@ -1888,6 +1894,13 @@ out:
 	return ret;
 }
 
+/* SIGUSR1: the client's next message is its last */
+static void finish(int sig)
+{
+	(void)sig;
+	finish_now = 1;
+}
+
 /* the last resort, should a verbs call itself block past the watchdog */
 static void backstop(int sig)
 {
@@ -1912,6 +1925,7 @@ int main(int argc, char **argv)
 	run_from_opts(&g.run, &o);
 	g.deadline = now_ns() + o.watchdog * NS;
 	signal(SIGALRM, backstop);
+	signal(SIGUSR1, finish);
 	alarm(o.watchdog + 5);
 	srand48(now_ns() ^ getpid());
 

@@ -30,7 +30,8 @@ ft_defer "lab-peer 'lab-link eth0 on; ip link set eth0 up'"
 # rnd LO HI: a random number of milliseconds in [LO, HI], as seconds
 rnd() { local ms=$((RANDOM % ($2 - $1 + 1) + $1)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 
-# the run must outlast the pulls: 2.5 s each at most, and some to spare
+# the run must outlast the pulls (2.5 s each at most, and some to spare);
+# it ends 5 s after the last one (SIGUSR1: the clients' last message)
 DUR=$((PULLS * 5 / 2 + 20))
 for m in imm send; do
 	mode=$m; [ "$m" = imm ] && mode=write_imm
@@ -56,6 +57,12 @@ for i in $(seq "$PULLS"); do
 	$on $up
 done
 log "$PULLS pulls: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"
+sleep 5
+for m in imm send; do
+	# the client is timeout's child (env executes shiftgen)
+	pkill -USR1 -P "$(cat "$FT_TMP/$m.cli.pid")" shiftgen ||
+		fail "$m: the client is not running any more"
+done
 
 for m in imm send; do
 	lu_bg_wait "$m"
