@@ -8,12 +8,16 @@
 #
 # prints, per function FN of fns that was called:
 #   FN calls=N self=S internal=I external=E added_per_call=A
-# where S is FN's own Ir (inlined helpers included), I the inclusive Ir of
-# the calls FN makes into functions of an object whose path contains obj
-# (the library's out-of-line helpers: counted as added), E the inclusive Ir
-# of its calls elsewhere (the provider's verb: not added), N the calls
-# into FN from anywhere, and A = (S + I) / N.  Callgrind counts a tail jump
-# into another function as a call, so a jmp to the provider is in E.
+# where S is FN's own Ir (inlined helpers included), I what the calls FN
+# makes into functions of an object whose path contains obj (the library's
+# out-of-line helpers) cost in that object: counted as added, E the rest of
+# its calls' inclusive Ir (the provider's verb, also when a helper calls it:
+# not added), N the calls into FN from anywhere, and A = (S + I) / N.
+# Callgrind gives a call's inclusive cost, not how much of it a helper's
+# own callees took: a helper's calls are split in the proportion of its
+# totals over the whole run (exact for a helper called from one place).
+# Callgrind counts a tail jump into another function as a call, so a jmp
+# to the provider is in E.
 #
 # The file's name compression ("fn=(12) name", then "fn=(12)") is undone
 # per kind: objects (ob, cob), files (fl, fi, fe, cfi, cfl), functions
@@ -42,7 +46,7 @@ BEGIN {
 
 /^ob=/	{ ob = name("ob", substr($0, 4)); next }
 /^cob=/	{ cob = name("ob", substr($0, 5)); next }
-/^fn=/	{ fn = name("fn", substr($0, 4)); fnob[fn] = ob; cob = ""; next }
+/^fn=/	{ fn = name("fn", substr($0, 4)); fnob[fn] = ob; cob = ""; fns_seen[fn] = 1; next }
 /^cfn=/	{ cfn = name("fn", substr($0, 5)); next }
 /^calls=/ {
 	split(substr($0, 7), c, " ")
@@ -59,11 +63,32 @@ BEGIN {
 	incall = 0
 	callee_ob = cob != "" ? cob : ob
 	if (index(callee_ob, obj))
-		internal[fn] += cost
+		edge[fn, cfn] += cost
 	else
-		external[fn] += cost
+		outside[fn] += cost
+	callees[fn] = callees[fn] SUBSEP cfn
+	total[fn] += cost
 	cob = ""
 	next
+}
+
+# own[f]: the part of f's inclusive cost spent in the library itself
+function own_of(f,    k, m, parts, c, o, seen) {
+	if (f in own)
+		return own[f]
+	own[f] = self[f]		# a cycle counts its own cost once
+	o = self[f]
+	m = split(callees[f], parts, SUBSEP)
+	for (k = 2; k <= m; k++) {
+		c = parts[k]
+		if ((c in seen) || !((f, c) in edge))
+			continue
+		seen[c] = 1
+		if (total[c] + self[c] > 0)
+			o += edge[f, c] * own_of(c) / (total[c] + self[c])
+	}
+	own[f] = o
+	return o
 }
 
 END {
@@ -73,6 +98,8 @@ END {
 			continue
 		if (!index(fnob[f], obj))
 			continue
+		internal[f] = own_of(f) - self[f]
+		external[f] = total[f] - internal[f]
 		printf "%s calls=%d self=%d internal=%d external=%d added_per_call=%.1f\n",
 		       f, ncalls[f], self[f], internal[f], external[f],
 		       (self[f] + internal[f]) / ncalls[f]
