@@ -262,8 +262,28 @@ static __attribute__((noinline)) int post_send_table(struct ibv_qp *qp,
 }
 
 /*
+ * A two-sided request on the common path (counted already): numbered for
+ * the handshake, and the number taken back if the provider refuses it (the
+ * peer's receive count is compared with it).  Inside the window.
+ */
+static __attribute__((noinline)) int post_two_sided(struct shiftu_vqp *vq,
+						    struct ibv_qp *qp,
+						    struct ibv_send_wr *wr,
+						    struct ibv_send_wr **bad_wr)
+{
+	int ret;
+
+	vq->sent2++;
+	ret = vq->post_send(qp, wr, bad_wr);
+	if (unlikely(ret))
+		vq->sent2--;
+	shiftu_window_close();
+	return ret;
+}
+
+/*
  * The common path: a cache lookup, the posting thread's window, the page's
- * sequence, the QP's gate, the request's opcode, the count, and the
+ * sequence, the QP's gate, the count, the request's opcode, and the
  * provider's post.
  */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
@@ -278,11 +298,12 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	shiftu_window_open();
 	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
 	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)) ||
-	    unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1) ||
 	    unlikely(wr->next))
 		return post_send_other(vq, qp, wr, bad_wr);
 	/* only the posting thread writes it; a move reads it once we are out */
 	vq->sq.head++;
+	if (unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1))
+		return post_two_sided(vq, qp, wr, bad_wr);
 	ret = vq->post_send(qp, wr, bad_wr);
 	shiftu_window_close();
 	return ret;
@@ -482,7 +503,6 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	struct shiftu_ctx *s = ctx_of(cq->context);
 	int n, i;
 
-	shiftu_bump(&s->poll_cqs);
 	/* before the slow flag's load: a move that sets it waits for us */
 	shiftu_window_enter();
 	if (unlikely(shiftu_health_changed(s->health_seen)) ||

@@ -55,7 +55,7 @@ static pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The counts of QPs and contexts already gone; under vqp_lock / ctx_lock. */
 static struct {
 	uint64_t contexts, qps;
-	uint64_t post_sends, post_recvs, poll_cqs, wr_starts, wr_completes;
+	uint64_t post_sends, post_recvs, wr_starts, wr_completes;
 } retired;
 
 #define RESOLVE(field, name, ver) ({					\
@@ -136,8 +136,6 @@ static void ctx_attach(struct ibv_context *ctx)
 		}
 		s->next = shiftu_ctx_list;
 		fresh = true;
-	} else {
-		s->poll_cqs = 0;
 	}
 	snprintf(s->dev_name, sizeof(s->dev_name), "%s",
 		 shiftu_real.get_device_name(ctx->device));
@@ -182,7 +180,6 @@ static void ctx_detach(struct ibv_context *ctx)
 		if (vctx && s->create_qp_ex)
 			vctx->create_qp_ex = s->create_qp_ex;
 		retired.contexts++;
-		retired.poll_cqs += s->poll_cqs;
 		__atomic_store_n(&s->ctx, NULL, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&ctx_lock);
@@ -642,22 +639,19 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
  * One line of what went through the library, for the operator and the
  * tests, at info level; only when the application opened a device.
  * post_send and post_recv count work requests (the data path counts them,
- * not its calls), the others calls.
+ * not its calls), the others calls.  Polls are not counted: a count every
+ * polling thread wrote would be a shared line on the data path.
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
-	uint64_t contexts, qps, ps, pr, pc, ws, wc;
+	uint64_t contexts, qps, ps, pr, ws, wc;
 	struct shiftu_ctx *s;
 	struct vqp_node *n;
 
 	pthread_mutex_lock(&ctx_lock);
 	contexts = retired.contexts;
-	pc = retired.poll_cqs;
 	for (s = shiftu_ctx_list; s; s = s->next)
-		if (s->ctx) {
-			contexts++;
-			pc += s->poll_cqs;
-		}
+		contexts += s->ctx != NULL;
 	pthread_mutex_unlock(&ctx_lock);
 	if (!contexts)
 		return;
@@ -676,9 +670,9 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	}
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
-		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
+		    " post_recv=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
-		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr, pc, ws, wc,
+		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr, ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),

@@ -74,7 +74,7 @@ extern struct shiftu_real shiftu_real;
  * One per opened device context: the provider's function pointers that the
  * library replaced.  Written once at attach, before the context is handed to
  * the application (which is what orders it for the application's threads);
- * read-only after that.  poll_cqs is statistics (a relaxed, unlocked count).
+ * read-only after that.
  */
 struct shiftu_ctx {
 	struct ibv_context *ctx;
@@ -116,8 +116,6 @@ struct shiftu_ctx {
 	struct ibv_comp_channel *bak_channel;	/* its twin CQs' events */
 	uint8_t bak_port;
 	char bak_name[IBV_SYSFS_NAME_MAX];
-
-	uint64_t poll_cqs __attribute__((aligned(64)));
 };
 
 /*
