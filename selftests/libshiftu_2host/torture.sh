@@ -30,16 +30,17 @@ ft_defer "lab-peer 'lab-link eth0 on; ip link set eth0 up'"
 # rnd LO HI: a random number of milliseconds in [LO, HI], as seconds
 rnd() { local ms=$((RANDOM % ($2 - $1 + 1) + $1)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 
-# the run must outlast the pulls (2.5 s each at most, and some to spare);
-# it ends 5 s after the last one (SIGUSR1: the clients' last message)
-DUR=$((PULLS * 5 / 2 + 20))
+# the traffic ends 5 s after the last pull (SIGUSR1: the clients' last
+# message); -D is only its bound: a pull takes 2.5 s at most, and lab-peer's
+# round trips to host 2 add up to a second more
+DUR=$((PULLS * 4 + 30))
 for m in imm send; do
 	mode=$m; [ "$m" = imm ] && mode=write_imm
 	lu_bg_start "$m" "$DUR" "$GEN" -m "$mode" -D "$DUR" -W $((DUR + 30))
 done
 
 sleep 2
-host1=0 host2=0 ipdown=0
+host1=0 host2=0 ipdown=0 t0=$SECONDS
 for i in $(seq "$PULLS"); do
 	sleep "$(rnd 200 1000)"
 	if [ $((RANDOM % 2)) = 0 ]; then
@@ -56,12 +57,12 @@ for i in $(seq "$PULLS"); do
 	sleep "$(rnd 300 1500)"
 	$on $up
 done
-log "$PULLS pulls: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"
+log "$PULLS pulls in $((SECONDS - t0)) s: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"
 sleep 5
 for m in imm send; do
 	# the client is timeout's child (env executes shiftgen)
 	pkill -USR1 -P "$(cat "$FT_TMP/$m.cli.pid")" shiftgen ||
-		fail "$m: the client is not running any more"
+		fail "$m: the client ended before the pulls did"
 done
 
 for m in imm send; do
