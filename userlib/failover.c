@@ -79,20 +79,22 @@ static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 	return ret;
 }
 
-/*
- * Post one work request on the twin, keys translated.  Context: fo_lock.
- * Returns 0 or an errno (the verbs convention).
- */
-static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
-{
-	struct ibv_sge sge[16];
-	struct ibv_send_wr w = *wr, *bad;
-	int i, ret;
+#define MAX_SGE		16
 
-	if (wr->num_sge > (int)SHIFTU_ARRAY_SIZE(sge))
+/*
+ * @wr as the twin takes it, in @w with its list in @sge (MAX_SGE entries):
+ * keys translated, not linked.  Returns 0 or an errno.  Context: fo_lock.
+ */
+static int twin_wr(struct shiftu_vqp *vq, const struct ibv_send_wr *wr,
+		   struct ibv_send_wr *w, struct ibv_sge *sge)
+{
+	int i;
+
+	if (wr->num_sge > MAX_SGE)
 		return EINVAL;
-	w.next = NULL;
-	w.sg_list = sge;
+	*w = *wr;
+	w->next = NULL;
+	w->sg_list = sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		sge[i] = wr->sg_list[i];
 		if (!(wr->send_flags & IBV_SEND_INLINE) &&
@@ -101,22 +103,37 @@ static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 	}
 	if ((wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_READ ||
 	     wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
-	    shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w.wr.rdma.rkey))
+	    shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w->wr.rdma.rkey))
 		return EINVAL;
 	/* an atomic posted after the failover is new work, not a replay */
 	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	     wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
-	    shiftu_backup_rkey(vq, wr->wr.atomic.rkey, &w.wr.atomic.rkey))
+	    shiftu_backup_rkey(vq, wr->wr.atomic.rkey, &w->wr.atomic.rkey))
 		return EINVAL;
-	ret = vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
-	return ret;
+	return 0;
+}
+
+/*
+ * Post one work request on the twin, keys translated.  Context: fo_lock.
+ * Returns 0 or an errno (the verbs convention).
+ */
+static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
+{
+	struct ibv_sge sge[MAX_SGE];
+	struct ibv_send_wr w, *bad;
+	int ret;
+
+	ret = twin_wr(vq, wr, &w, sge);
+	if (ret)
+		return ret;
+	return vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
 }
 
 /* Post the recorded receive @e on the twin, keys translated.  fo_lock. */
 static int post_twin_recv(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 {
 	struct ibv_recv_wr w = { .wr_id = e->wr_id, .num_sge = e->num_sge }, *bad;
-	struct ibv_sge sge[16];
+	struct ibv_sge sge[MAX_SGE];
 	unsigned int i;
 	int ret;
 
@@ -428,13 +445,65 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 	return ret;
 }
 
-/* Post a recorded send on the QP the work goes to now.  fo_lock. */
-static int post_on(struct shiftu_vqp *vq, struct ibv_send_wr *w)
-{
-	struct ibv_send_wr *bad;
+/*
+ * Recorded sends on their way to the QP the work goes to now, posted as
+ * chains: a provider may ring its doorbell once per call (Soft-RoCE: a
+ * system call), and a failover replays up to a queue's worth.
+ */
+#define REPLAY_CHAIN	32
 
-	w->next = NULL;
-	return vq->on_twin ? post_twin(vq, w) : vq->post_send(vq->reg.app_qp, w, &bad);
+struct replay_chain {
+	struct ibv_send_wr w[REPLAY_CHAIN];
+	struct ibv_sge sge[REPLAY_CHAIN][MAX_SGE];
+	unsigned int n;
+};
+
+/* Post what @b holds; *@posted gets how many went.  Returns 0 or an errno. */
+static int chain_post(struct shiftu_vqp *vq, struct replay_chain *b, uint64_t *posted)
+{
+	struct ibv_send_wr *bad = NULL, *w;
+	struct ibv_qp *qp = vq->on_twin ? vq->bak_qp : vq->reg.app_qp;
+	int ret;
+
+	if (!b->n)
+		return 0;
+	ret = vq->on_twin ? qp->context->ops.post_send(qp, b->w, &bad) :
+			    vq->post_send(qp, b->w, &bad);
+	for (w = b->w; w && w != bad; w = w->next)
+		(*posted)++;
+	b->n = 0;
+	return ret;
+}
+
+/* Add the recorded send @e to @b (posting @b first when it is full). */
+static int chain_add(struct shiftu_vqp *vq, struct replay_chain *b,
+		     const struct ibv_send_wr *e, uint64_t *posted)
+{
+	unsigned int k;
+	int ret;
+
+	if (b->n == REPLAY_CHAIN) {
+		ret = chain_post(vq, b, posted);
+		if (ret)
+			return ret;
+	}
+	k = b->n;
+	if (vq->on_twin) {
+		ret = twin_wr(vq, e, &b->w[k], b->sge[k]);
+		if (ret)
+			return ret;
+	} else {
+		if (e->num_sge > MAX_SGE)
+			return EINVAL;
+		b->w[k] = *e;
+		b->w[k].next = NULL;
+		memcpy(b->sge[k], e->sg_list, e->num_sge * sizeof(*e->sg_list));
+		b->w[k].sg_list = b->sge[k];
+	}
+	if (k)
+		b->w[k - 1].next = &b->w[k];
+	b->n++;
+	return 0;
 }
 
 /* Post a recorded receive on the QP the work goes to now.  fo_lock. */
@@ -458,10 +527,11 @@ static int post_recv_on(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 {
 	struct shiftu_cq *c = vq->scq;
+	struct replay_chain *b;
 	uint64_t i, cut = from;
 	struct ibv_send_wr w;
 	struct ibv_wc wc;
-	int ret;
+	int ret = 0;
 
 	if (vq->hs_got)
 		for (i = from; i < vq->sq.head; i++) {
@@ -473,25 +543,30 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		}
 	*replayed = 0;
 	vq->twin_signaled = vq->twin_done = 0;
-	for (i = from; i < vq->sq.head; i++) {
+	b = malloc(sizeof(*b));
+	if (!b)
+		return ENOMEM;
+	b->n = 0;
+	for (i = from; i < vq->sq.head && !ret; i++) {
 		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
 		swqe_wr(e, &w);
 		if (i < cut && e->opcode != IBV_WR_RDMA_READ) {
 			if (signaled(vq, &w)) {
 				swqe_wc(vq, e, &wc);
-				if (shiftu_stash_push(c, &wc))
-					return ENOMEM;
+				ret = shiftu_stash_push(c, &wc) ? ENOMEM : 0;
 			}
 			continue;
 		}
 		/* counted like later posts: the fence waits for these too */
 		vq->twin_signaled += signaled(vq, &w);
-		ret = post_on(vq, &w);
-		if (ret)
-			return ret;
-		(*replayed)++;
+		ret = chain_add(vq, b, &w, replayed);
 	}
+	if (!ret)
+		ret = chain_post(vq, b, replayed);
+	free(b);
+	if (ret)
+		return ret;
 	if (cut > from)
 		shiftu_info("qp %u: the peer had received %" PRIu64 " of the outstanding requests: not replayed",
 			    vq->reg.app_qp->qp_num, cut - from);
