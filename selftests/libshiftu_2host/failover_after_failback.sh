@@ -1,17 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: a QP that fails again right after a two-sided failback, while its
-# twin is still being reset for the next failover, loses nothing.  Soft-RoCE
-# completes a request it cannot route with IBV_WC_LOC_QP_OP_ERR and stops
-# the QP by itself (`ip link set down` takes the route): the flushed
-# requests must wait for the twin, not reach the application as errors.
-# The moment is short (the backup thread resets a twin in a few ms), so the
-# libraries hold it open for 1.5 s (SHIFTU_TEST_TWIN_RESET_MS); host 1's
-# route goes 0.3 s after its library logged the failback, once the client
-# posts again (it has just replayed a window's worth and waits for credits).
+# twin is still being reset for the next failover, loses nothing.  The
+# default QP may stop by itself then: Soft-RoCE completes a request it
+# cannot route with IBV_WC_LOC_QP_OP_ERR (`ip link set down` takes the
+# route; the torture run's lost receives), or one it retried in vain with
+# IBV_WC_RETRY_EXC_ERR.  Its flushed requests must wait for the twin, not
+# reach the application as errors.  The moment is short (the backup
+# thread resets a twin in a few ms), so the libraries hold it open for
+# 1.5 s (SHIFTU_TEST_TWIN_RESET_MS), and shiftgen's QPs retry twice with a
+# 16 ms timeout (-r 2 -t 12), so that the second pull, 0.3 s after host 1's
+# library failed back, stops them within that time.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
-#     rxe0 ─ eth0 ═══ rail 0: cable out 3-5 s; route out 0.3 s after the failback, 3 s
+#     rxe0 ─ eth0 ═══ rail 0: out 3-5 s, and again 0.3 s after the failback, 3 s
 #     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
@@ -22,9 +24,9 @@ GEN=$LU_DIR/shiftgen
 [ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
 lu_ride_setup "$GEN"
 
-# cut TAG: the cable out from 3 s to 5 s; then, 0.3 s after the client's
-# failback, its route out for 3 s
-cut()
+# twice TAG: host 1's cable out from 3 s to 5 s; then, 0.3 s after its
+# library failed back, out again for 3 s
+twice()
 {
 	local f=$FT_TMP/$1.cli.shiftu
 
@@ -32,18 +34,19 @@ cut()
 	lab-link eth0 off
 	sleep 2
 	lab-link eth0 on
-	for _ in $(seq 1000); do
+	for _ in $(seq 500); do
 		grep -q 'failed back from' "$f" 2> /dev/null && break
 		sleep 0.02
 	done
 	grep -q 'failed back from' "$f" || return 1
 	sleep 0.3
-	ip link set eth0 down
+	lab-link eth0 off
 	sleep 3
-	ip link set eth0 up
+	lab-link eth0 on
 }
 
-LU_ENV=SHIFTU_TEST_TWIN_RESET_MS=1500 LU_DURING=cut lu_pair imm 1 "$GEN" -m write_imm -D 25
+LU_ENV=SHIFTU_TEST_TWIN_RESET_MS=1500 LU_DURING=twice \
+	lu_pair imm 1 "$GEN" -m write_imm -r 2 -t 12 -D 25
 lu_gen_clean imm
 f=$FT_TMP/imm.cli.shiftu
 grep -q 'while its twin is being reset: waiting for it' "$f" ||
