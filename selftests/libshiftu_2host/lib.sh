@@ -120,6 +120,37 @@ lu_ride_setup()
 	ft_defer lu_cable_restore
 }
 
+# lu_peer_open: a shell on host 2 for lu_peer_run, over one TCP connection
+# on mgmt (socat there, started once; bash's /dev/tcp here).  A command
+# then starts no process on either side, where lab-peer starts Python on
+# both: seconds each while pollers hold the guests' CPUs.
+LU_PEER_FD=
+lu_peer_open()
+{
+	local port=$LU_PORT pid i
+	LU_PORT=$((LU_PORT + 1))
+
+	pid=$(lab-peer --bg "exec socat TCP-LISTEN:$port,bind=$LU_TCP,reuseaddr EXEC:'bash $LU_DIR/peer-shell'") ||
+		fail "could not start a shell on host 2"
+	ft_defer "lab-peer 'kill $pid' 2> /dev/null"
+	for ((i = 0; i < 100; i++)); do
+		exec {LU_PEER_FD}<> "/dev/tcp/$LU_TCP/$port" 2> /dev/null && return 0
+		sleep 0.1
+	done
+	fail "the shell on host 2 did not listen on port $port"
+}
+
+# lu_peer_run CMD...: CMD run by lu_peer_open's shell on host 2 (its
+# output discarded); returns its status.
+lu_peer_run()
+{
+	local reply
+
+	echo "$*" >&"$LU_PEER_FD"
+	IFS= read -r -t 60 -u "$LU_PEER_FD" reply || fail "no answer from the shell on host 2 to: $*"
+	return "${reply#lu-peer }"
+}
+
 # lu_pkts DEV: packets host 1's RDMA device DEV has sent (port 1).
 lu_pkts()
 {

@@ -27,8 +27,8 @@ LU_STORE=$SMR_STORE
 ft_defer "lab-link eth0 on; ip link set eth0 up"
 ft_defer "lab-peer 'lab-link eth0 on; ip link set eth0 up'"
 
-# rnd LO HI: a random number of milliseconds in [LO, HI], as seconds
-rnd() { local ms=$((RANDOM % ($2 - $1 + 1) + $1)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
+# rnd VAR LO HI: VAR = a random number of milliseconds in [LO, HI], as seconds
+rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 
 # the traffic ends 5 s after the last pull (SIGUSR1: the clients' last
 # message); -D is only its bound: a pull takes 2.5 s at most, and lab-peer's
@@ -43,12 +43,13 @@ sleep 2
 host1=0 host2=0 ipdown=0 t0=$SECONDS
 # A pull costs little beyond its sleeps, or the pulls stretch well past
 # their schedule: four pollers share the guests' CPUs.  Host 1 pulls with
-# lab-lib.sh's lab_link (no process); host 2 pulls in one lab-peer call
-# (a Python start each) that sleeps there.
+# lab-lib.sh's lab_link, host 2 through lu_peer_run: no process started.
 . lab-lib.sh
-for i in $(seq "$PULLS"); do
-	sleep "$(rnd 200 1000)"
-	out=$(rnd 300 1500)
+lu_peer_open
+for ((i = 0; i < PULLS; i++)); do
+	rnd gap 200 1000
+	rnd out 300 1500
+	lab_nap "$gap"
 	if [ $((RANDOM % 3)) = 0 ]; then
 		down="ip link set eth0 down" up="ip link set eth0 up"; ipdown=$((ipdown + 1))
 	else
@@ -57,11 +58,11 @@ for i in $(seq "$PULLS"); do
 	if [ $((RANDOM % 2)) = 0 ]; then
 		host1=$((host1 + 1))
 		$down
-		sleep "$out"
+		lab_nap "$out"
 		$up
 	else
 		host2=$((host2 + 1))
-		lab-peer ". lab-lib.sh; $down; sleep $out; $up"
+		lu_peer_run "$down; sleep $out; $up" || fail "host 2: $down; $up failed"
 	fi
 done
 log "$PULLS pulls in $((SECONDS - t0)) s: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"

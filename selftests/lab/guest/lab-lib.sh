@@ -10,6 +10,9 @@
 #                            not for concurrent use by several processes
 #                            (the lab-link command serialises callers)
 #   lab_gid_index DEV        print the GID index of DEV's IPv4 RoCE v2 GID
+#   lab_nap SECONDS          sleep without starting a process (read -t on a
+#                            FIFO of the shell's own; one mkfifo the first
+#                            time)
 
 LAB_CTL=/dev/ttyS1
 
@@ -57,4 +60,17 @@ lab_gid_index()
 		esac
 	done
 	return 1
+}
+
+lab_nap()
+{
+	local f
+
+	if [ -z "${LAB_NAP_FD:-}" ]; then
+		f=/tmp/.lab-nap.$$.$RANDOM
+		mkfifo "$f" || return
+		exec {LAB_NAP_FD}<> "$f"
+		rm -f "$f"
+	fi
+	read -r -t "$1" -u "$LAB_NAP_FD" _ || true
 }

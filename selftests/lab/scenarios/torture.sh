@@ -3,8 +3,9 @@
 #
 # torture: libshiftu under TORTURE_PULLS (default 50) rail-0 pulls at random
 # moments on either host, with NCCL-style checked traffic
-# (selftests/libshiftu_2host/torture.sh; `make torture`).  Not part of
-# `make check` until it passes reliably; see that script for what it proves.
+# (selftests/libshiftu_2host/torture.sh, also part of `make check`;
+# `make torture` runs it alone, TORTURE_PULLS and LU_LOG passed on); see
+# that script for what it proves.
 # Runs on host 1; host 2 is reached with lab-peer.
 
 set -e
