@@ -700,7 +700,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		/* the next post asks again; so does the shadow thread once it
 		 * has reset a twin a failback stopped (a moment) */
 		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-		if (vq->twin_stale)
+		if (vq->twin_stale || shiftu_twin_coming(vq))
 			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		else if (!vq->told_waiting++)

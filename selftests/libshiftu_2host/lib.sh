@@ -134,7 +134,8 @@ lu_peer_open()
 		fail "could not start a shell on host 2"
 	ft_defer "lab-peer 'kill $pid' 2> /dev/null"
 	for ((i = 0; i < 100; i++)); do
-		exec {LU_PEER_FD}<> "/dev/tcp/$LU_TCP/$port" 2> /dev/null && return 0
+		# the group's 2> is undone after it, the exec's fd stays
+		{ exec {LU_PEER_FD}<> "/dev/tcp/$LU_TCP/$port"; } 2> /dev/null && return 0
 		sleep 0.1
 	done
 	fail "the shell on host 2 did not listen on port $port"
