@@ -505,6 +505,7 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 
 	/* before the slow flag's load: a move that sets it waits for us */
 	shiftu_window_enter();
+	shiftu_window.polls++;
 	if (unlikely(shiftu_health_changed(s->health_seen)) ||
 	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
 		return poll_moved(s, cq, num, wc);

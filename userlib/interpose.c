@@ -25,6 +25,7 @@
 #include "event.h"
 #include "log.h"
 #include "provq.h"
+#include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
 #include "wrapi.h"
@@ -639,8 +640,9 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
  * One line of what went through the library, for the operator and the
  * tests, at info level; only when the application opened a device.
  * post_send and post_recv count work requests (the data path counts them,
- * not its calls), the others calls.  Polls are not counted: a count every
- * polling thread wrote would be a shared line on the data path.
+ * not its calls), the others calls.  Each thread counts its polls in its
+ * own window word (quiesce.h): one count every polling thread wrote would
+ * be a shared line on the data path.
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
@@ -670,9 +672,9 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	}
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
-		    " post_recv=%" PRIu64 " wr_start=%" PRIu64
+		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
-		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr, ws, wc,
+		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr, shiftu_window_polls(), ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),

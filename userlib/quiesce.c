@@ -18,6 +18,7 @@ __thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-ex
 
 static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_window *windows;	/* windows_lock */
+static uint64_t polls_gone;		/* windows_lock: exited threads' polls */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static bool key_ok, barrier_ok;
@@ -38,7 +39,21 @@ static void window_gone(void *arg)
 			*p = w->next;
 			break;
 		}
+	polls_gone += w->polls;
 	pthread_mutex_unlock(&windows_lock);
+}
+
+uint64_t shiftu_window_polls(void)
+{
+	struct shiftu_window *w;
+	uint64_t n;
+
+	pthread_mutex_lock(&windows_lock);
+	n = polls_gone;
+	for (w = windows; w; w = w->next)
+		n += __atomic_load_n(&w->polls, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&windows_lock);
+	return n;
 }
 
 /*

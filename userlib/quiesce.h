@@ -30,6 +30,7 @@ struct shiftu_window {
 	uint32_t seq;			/* odd: inside; written by its thread only */
 	uint8_t registered;
 	struct shiftu_window *next;	/* the registry, under its mutex */
+	uint64_t polls;			/* statistics: this thread's poll_cq calls */
 };
 
 /*
@@ -41,6 +42,13 @@ extern __thread struct shiftu_window shiftu_window
 
 /* Register the calling thread's window.  Cold; may allocate a key. */
 void shiftu_window_register(void);
+
+/*
+ * The poll_cq calls of every thread that registered a window, the exited
+ * ones' included (statistics: each thread counts its own, in its own
+ * word, so that no polling thread writes a line another one writes).
+ */
+uint64_t shiftu_window_polls(void);
 
 /* The calling thread's window is registered (a data verb's first call
  * registers it, out of line, and calls again). */
