@@ -226,9 +226,11 @@ lu_ride()
 
 # lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
 # on host 1, over rail 0 (rxe0, 10.0.0.x; TCP over mgmt), on a TCP port of
-# their own, both preloaded or neither.  Leaves in $FT_TMP: TAG.cli.out, TAG.cli.rc,
-# TAG.srv.out, TAG.srv.rc and, when preloaded, TAG.cli.shiftu and
-# TAG.srv.shiftu (the libshiftu logs; the server's fetched from host 2).
+# their own, both preloaded or neither; the client also gets the words of
+# LU_CLI_ENV (VAR=VALUE) and LU_CLI_ARGS (after ARGS).  Leaves in $FT_TMP:
+# TAG.cli.out, TAG.cli.rc, TAG.srv.out, TAG.srv.rc and, when preloaded,
+# TAG.cli.shiftu and TAG.srv.shiftu (the libshiftu logs; the server's
+# fetched from host 2).
 # Fails only when the pair could not be run; the caller judges the results.
 lu_pair()
 {
@@ -252,8 +254,9 @@ lu_pair()
 	# timeout before env, as on host 2; with LU_DURING set, that command
 	# runs while the client does (pulling cables, say)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
-		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
+	# shellcheck disable=SC2086 # LU_CLI_*: words
+	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ${LU_CLI_ENV:-} \
+		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" ${LU_CLI_ARGS:-} "$LU_TCP" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
 	if [ -n "${LU_DURING:-}" ]; then
 		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
