@@ -82,10 +82,11 @@ static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 #define MAX_SGE		16
 
 /*
- * @wr as the twin takes it, in @w with its list in @sge (MAX_SGE entries):
- * keys translated, not linked.  Returns 0 or an errno.  Context: fo_lock.
+ * A copy of @wr in @w with its list in @sge (MAX_SGE entries), not linked;
+ * with @twin, as the twin takes it: keys translated.  Returns 0 or an
+ * errno.  Context: fo_lock.
  */
-static int twin_wr(struct shiftu_vqp *vq, const struct ibv_send_wr *wr,
+static int copy_wr(struct shiftu_vqp *vq, const struct ibv_send_wr *wr, bool twin,
 		   struct ibv_send_wr *w, struct ibv_sge *sge)
 {
 	int i;
@@ -97,10 +98,12 @@ static int twin_wr(struct shiftu_vqp *vq, const struct ibv_send_wr *wr,
 	w->sg_list = sge;
 	for (i = 0; i < wr->num_sge; i++) {
 		sge[i] = wr->sg_list[i];
-		if (!(wr->send_flags & IBV_SEND_INLINE) &&
+		if (twin && !(wr->send_flags & IBV_SEND_INLINE) &&
 		    lkey_of(vq, sge[i].lkey, &sge[i].lkey))
 			return EINVAL;
 	}
+	if (!twin)
+		return 0;
 	if ((wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_READ ||
 	     wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
 	    shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w->wr.rdma.rkey))
@@ -123,7 +126,7 @@ static int post_twin(struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 	struct ibv_send_wr w, *bad;
 	int ret;
 
-	ret = twin_wr(vq, wr, &w, sge);
+	ret = copy_wr(vq, wr, true, &w, sge);
 	if (ret)
 		return ret;
 	return vq->bak_qp->context->ops.post_send(vq->bak_qp, &w, &bad);
@@ -488,18 +491,9 @@ static int chain_add(struct shiftu_vqp *vq, struct replay_chain *b,
 			return ret;
 	}
 	k = b->n;
-	if (vq->on_twin) {
-		ret = twin_wr(vq, e, &b->w[k], b->sge[k]);
-		if (ret)
-			return ret;
-	} else {
-		if (e->num_sge > MAX_SGE)
-			return EINVAL;
-		b->w[k] = *e;
-		b->w[k].next = NULL;
-		memcpy(b->sge[k], e->sg_list, e->num_sge * sizeof(*e->sg_list));
-		b->w[k].sg_list = b->sge[k];
-	}
+	ret = copy_wr(vq, e, vq->on_twin, &b->w[k], b->sge[k]);
+	if (ret)
+		return ret;
 	if (k)
 		b->w[k - 1].next = &b->w[k];
 	b->n++;
@@ -700,7 +694,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		/* the next post asks again; so does the shadow thread once it
 		 * has reset a twin a failback stopped (a moment) */
 		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-		if (vq->twin_stale || shiftu_twin_coming(vq))
+		if (shiftu_twin_coming(vq))
 			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		else if (!vq->told_waiting++)

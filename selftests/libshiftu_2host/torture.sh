@@ -31,8 +31,8 @@ ft_defer "lab-peer 'lab-link eth0 on; ip link set eth0 up'"
 rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 
 # the traffic ends 5 s after the last pull (SIGUSR1: the clients' last
-# message); -D is only its bound: a pull takes 2.5 s at most, and lab-peer's
-# round trips to host 2 add up to a second more
+# message); -D is only its bound: 2.5 s a pull at most, with room for a
+# slow guest
 DUR=$((PULLS * 4 + 30))
 for m in imm send; do
 	mode=$m; [ "$m" = imm ] && mode=write_imm
