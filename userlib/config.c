@@ -219,6 +219,9 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 	if ((v = get("SHIFTU_TEST_TWIN_RESET_MS")) &&
 	    shiftu_parse_ms(v, 0, SHIFTU_TWIN_RESET_MS_MAX, &cfg->twin_reset_ms))
 		nbad += bad("SHIFTU_TEST_TWIN_RESET_MS", v, "0");
+	if ((v = get("SHIFTU_TEST_FAILBACK_DELAY_MS")) &&
+	    shiftu_parse_ms(v, 0, SHIFTU_FAILBACK_DELAY_MS_MAX, &cfg->failback_delay_ms))
+		nbad += bad("SHIFTU_TEST_FAILBACK_DELAY_MS", v, "0");
 	return nbad;
 }
 
@@ -247,6 +250,9 @@ static void config_read(void)
 	if (config.twin_reset_ms)
 		shiftu_info("config: SHIFTU_TEST_TWIN_RESET_MS=%u: twins are reset %u ms after a failback (a test setting)",
 			    config.twin_reset_ms, config.twin_reset_ms);
+	if (config.failback_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
+			    config.failback_delay_ms, config.failback_delay_ms);
 }
 
 const struct shiftu_config *shiftu_config(void)

@@ -205,27 +205,33 @@ static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
 
 /*
  * The QP of the error completion @wc, polled from @cq, if the library can
- * fail it over, now or once its twin is reset (shiftu_failover_on_error());
- * else NULL: what shiftu_failover() would refuse is left to the application.
+ * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
+ * or move it onto its twin again as it goes back (shiftu_rejoin()); else
+ * NULL: what the library would refuse is left to the application.
  */
 static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
 				   const struct ibv_wc *wc)
 {
 	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
 
-	if (vq && vq->state == SHIFTU_SEND_DEFAULT && vq->rings &&
+	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
+	    (vq->scq->app != cq && vq->rcq->app != cq))
+		return NULL;
+	if (shiftu_going_back(vq))
+		return vq;
+	if (vq->state == SHIFTU_SEND_DEFAULT &&
 	    (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || shiftu_twin_coming(vq)) &&
-	    vq->scq && vq->rcq && (vq->scq->app == cq || vq->rcq->app == cq) &&
 	    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
 	    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
 		return vq;
 	return NULL;
 }
 
-/* Fail @vq over on the error completion @wc a poller met (and stashed). */
-static void error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc)
+/* Fail @vq over on the error completion @wc a poller met (and stashed);
+ * @wait: see shiftu_failover_on_error(). */
+static void error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc, bool wait)
 {
-	if (shiftu_failover_on_error(vq, wc_status_word(wc->status)) &&
+	if (shiftu_failover_on_error(vq, wc_status_word(wc->status), wait) &&
 	    wc->status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
 		/* the transport's verdict on the path: for other processes too */
 		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
@@ -311,7 +317,7 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	}
 	/* handed over: a drain need not wait for us (we may wait for it) */
 	shiftu_window_leave();
-	error_failover(vq, &first);
+	error_failover(vq, &first, true);
 	if (n)
 		return n;
 	return shiftu_poll_cq_slow(s, cq, num, wc);
@@ -405,7 +411,8 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 void shiftu_app_serve(struct shiftu_cq *c)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct ibv_wc wc[16];
+	struct shiftu_vqp *fo = NULL, *v;
+	struct ibv_wc wc[16], first;
 	int k, i, n_msgs = 0;
 
 	shiftu_cq_lock_quiet(c);
@@ -414,8 +421,15 @@ void shiftu_app_serve(struct shiftu_cq *c)
 		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
 		shiftu_took(c->sctx, wc, k);
 		k = drop_probes(c->sctx, wc, k);
-		for (i = 0; i < k; i++)
+		for (i = 0; i < k; i++) {
+			/* a QP's first error: the move counts it in the stash */
+			if (!fo && wc[i].status != IBV_WC_SUCCESS &&
+			    (v = error_vq(c->sctx, c->app, &wc[i]))) {
+				fo = v;
+				first = wc[i];
+			}
 			shiftu_stash_push(c, &wc[i]);
+		}
 		if (k) {
 			cq_slow_ctx(c->sctx, true);
 			c->slow_leftover++;
@@ -423,6 +437,9 @@ void shiftu_app_serve(struct shiftu_cq *c)
 	}
 	pthread_mutex_unlock(&c->lock);
 	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	/* this is the shadow thread, which resets twins: no waiting */
+	if (fo)
+		error_failover(fo, &first, false);
 }
 
 void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained)
@@ -473,7 +490,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	pthread_mutex_unlock(&c->lock);
 	shiftu_hs_deliver(msgs, n_msgs, drained);
 	if (fo) {
-		error_failover(fo, &first);
+		error_failover(fo, &first, true);
 		if (!n)
 			return shiftu_poll_cq_slow(s, cq, num, wc);
 	}

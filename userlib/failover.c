@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "cq.h"
 #include "event.h"
 #include "failover.h"
@@ -652,10 +653,13 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
 	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
 	vq->hs_sent = vq->hs_got = 0;
-	/* drained: no failover to it until the shadow thread has reset it */
-	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
-	vq->twin_stale = 1;
-	shiftu_shadow_poke();
+	vq->rejoin_want = 0;
+	/* drained and not renewed (a test's delay): no failover to it until
+	 * the shadow thread has reset it */
+	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE)) {
+		vq->twin_stale = 1;
+		shiftu_shadow_poke();
+	}
 	vq->fb_wait_ns = 0;
 	vq->down = port_down_now(vq);
 	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
@@ -666,31 +670,76 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 }
 
 /*
- * Move @vq's work to its twin (@to_twin: a failover), or back to the
- * default QP (a two-sided failback, 4.3.3 done as a failover in reverse):
- * stop and drain the QP left, repost the receives it held on the other,
- * tell the peer our receive count there, and replay the sends, now or,
- * if which of them arrived matters and the peer has not told us yet, when
- * it does (SHIFTU_SEND_HANDSHAKE).  Going back always waits for the
- * peer's count: its receives must be on its default QP before ours go.
+ * The moves of a QP's work (move_locked()): to its twin (a failover); back
+ * to the default QP (a two-sided failback, 4.3.3 done as a failover in
+ * reverse); or, when a failback is cut short, onto the twin renewed
+ * (shiftu_rejoin()), from whichever QP holds the work.
+ */
+enum move_kind { MOVE_OVER, MOVE_BACK, MOVE_REJOIN };
+
+/* Where the sends posted on the QP a move leaves end: held ones follow. */
+static uint64_t posted_end(const struct shiftu_vqp *vq)
+{
+	if (vq->state == SHIFTU_SEND_HANDSHAKE)
+		return vq->replay_start;
+	if (vq->state == SHIFTU_SEND_WAIT_DRAINED)
+		return vq->held_start;
+	return vq->sq.head;
+}
+
+/*
+ * Move @vq's work as @kind says: stop and drain the QP it leaves, repost
+ * the receives it held on the other, tell the peer our receive count there,
+ * and replay the sends, now or, if which of them arrived matters and the
+ * peer has not told us yet, when it does (SHIFTU_SEND_HANDSHAKE).  Going
+ * back always waits for the peer's count: its receives must be on its
+ * default QP before ours go.  A rejoin the peer must be asked for
+ * (@asking) sends nothing and waits: the peer's twin may not be renewed
+ * yet, and the peer speaks first once it is.
  * Context: fo_lock held; the caller delivers @msgs once it is dropped.
  */
-static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const char *why,
-				  struct shiftu_hs_msg *msgs, int *n_msgs)
+static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bool asking,
+				  const char *why, struct shiftu_hs_msg *msgs, int *n_msgs)
 {
+	static const char *const done[] = {
+		[MOVE_OVER] = "failed over to", [MOVE_BACK] = "going back from",
+		[MOVE_REJOIN] = "back on",
+	};
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct ibv_wc *flushed = NULL;
-	uint64_t t0 = now_ns(), start, i, n_r, replayed = 0;
+	uint64_t t0 = now_ns(), start, end, i, n_r, replayed = 0;
 	uint64_t consumed;
 	int n = 0, nr, n_s, ret;
-	bool atomic = false, held = false;
+	bool atomic = false, held = false, from_twin, to_twin = kind != MOVE_BACK;
 	enum fo_result r;
 
-	if (to_twin && vq->state != SHIFTU_SEND_DEFAULT)
-		return FO_NONE;
-	if (!to_twin && (vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin))
-		return FO_NONE;
-	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !c || !rc) {
+	switch (kind) {
+	case MOVE_OVER:
+		if (vq->state != SHIFTU_SEND_DEFAULT)
+			return FO_NONE;
+		break;
+	case MOVE_BACK:
+		if (vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin)
+			return FO_NONE;
+		break;
+	case MOVE_REJOIN:
+		if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD)
+			return FO_NONE;
+		break;
+	}
+	from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
+	/* leaving the default QP for a twin a failback drained: renew it */
+	if (kind == MOVE_REJOIN && !from_twin &&
+	    !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE)) {
+		ret = shiftu_twin_renew(vq);
+		if (ret) {
+			shiftu_warn("qp %u on %s: %s, but its twin cannot be renewed: %s",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, strerror(-ret));
+			return FO_NONE;
+		}
+	}
+	if ((kind != MOVE_REJOIN && !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE)) ||
+	    !c || !rc) {
 		/* the next post asks again; so does the shadow thread once it
 		 * has reset a twin a failback stopped (a moment) */
 		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
@@ -707,15 +756,15 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		return FO_NONE;
 
 	shiftu_lock_cqs(c, rc);
-	if (to_twin && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
-			rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
+	if (kind == MOVE_OVER && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
+				  rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
 		shiftu_unlock_cqs(c, rc);
 		free(flushed);
 		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
 			    vq->reg.app_qp->qp_num);
 		return FO_NONE;
 	}
-	if (to_twin) {
+	if (kind == MOVE_OVER) {
 		shiftu_cq_slow(vq, true);
 		shiftu_twins_add(c, vq);
 		shiftu_twins_add(rc, vq);
@@ -735,7 +784,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		usleep(GRACE_US);
 	}
 	shiftu_lock_cqs(c, rc);
-	ret = drain(vq, !to_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
+	end = posted_end(vq);
+	ret = drain(vq, from_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
 		    msgs, n_msgs);
 	if (ret < 0) {
 		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
@@ -751,7 +801,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	 */
 	consumed = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
 	n_r = nr >= 0 ? (uint64_t)nr : vq->rq.head - consumed;
-	if (nr >= 0 && to_twin && vq->rq.head - n_r > consumed) {
+	if (nr >= 0 && !from_twin && vq->rq.head - n_r > consumed) {
 		uint64_t owed = vq->rq.head - n_r - consumed;
 
 		__atomic_fetch_add(&vq->recv_owed, owed, __ATOMIC_RELAXED);
@@ -761,13 +811,13 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	}
 	n_s = n - (int)n_r;
 	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
-	    (uint64_t)n_s > vq->sq.head) {
+	    (uint64_t)n_s > end) {
 		shiftu_warn("qp %u on %s: %d flushed, %" PRIu64 " receives outstanding: the count does not add up: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n, n_r);
 		goto dead;
 	}
 	/* a QP that only counted its requests has them in the provider's rings */
-	if (to_twin && vq->rings == SHIFTU_RINGS_PROVIDER) {
+	if (!from_twin && vq->rings == SHIFTU_RINGS_PROVIDER) {
 		ret = shiftu_provq_take(vq, n_s, n_r);
 		if (ret) {
 			shiftu_warn("qp %u on %s: %d sends and %" PRIu64 " receives outstanding: cannot read them from the provider's rings: %s: unprotected",
@@ -776,7 +826,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 			goto dead;
 		}
 	}
-	start = vq->sq.head - n_s;
+	start = end - n_s;
 	for (i = start; i < vq->sq.head; i++) {
 		uint32_t op = shiftu_swqe_at(&vq->sq, i)->opcode;
 
@@ -787,6 +837,24 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		shiftu_warn("qp %u on %s: %s with an atomic outstanding: not replayed, the application gets the errors",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		goto dead;
+	}
+	/*
+	 * A twin left is renewed at once (reset, and joined to the peer's
+	 * with the PSNs both published), so that the peer can reach it again
+	 * whatever becomes of this move; a test may put that off to the
+	 * shadow thread (SHIFTU_TEST_TWIN_RESET_MS).
+	 */
+	if (from_twin) {
+		__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
+		if (kind == MOVE_REJOIN || !shiftu_config()->twin_reset_ms) {
+			ret = shiftu_twin_renew(vq);
+			if (ret && kind == MOVE_REJOIN) {
+				shiftu_warn("qp %u on %s: cannot renew its twin: %s: unprotected",
+					    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+					    strerror(-ret));
+				goto dead;
+			}
+		}
 	}
 	/* the receives first: the peer may send as soon as it hears from us */
 	vq->on_twin = to_twin;
@@ -800,7 +868,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 	}
 	vq->rx_moved = to_twin;
 	shiftu_qp_set_recv_state(&vq->reg, to_twin ? SHIFTU_RECV_FALLBACK : SHIFTU_RECV_DEFAULT);
-	if (!vq->hs_sent) {
+	if (!vq->hs_sent && !asking) {
 		/* an answer if the peer spoke first */
 		ret = shiftu_ctrl_send(vq, vq->hs_got);
 		if (ret) {
@@ -810,14 +878,14 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 		}
 	}
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
-	if (to_twin)
+	if (kind == MOVE_OVER)
 		__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
-	if ((held || !to_twin) && !vq->hs_got) {
+	if (asking || ((held || kind == MOVE_BACK) && !vq->hs_got)) {
 		/* which of them arrived only the peer knows: wait for its count */
 		vq->state = SHIFTU_SEND_HANDSHAKE;
 		vq->replay_start = start;
 		vq->hs_since_ns = t0;
-		r = to_twin ? FO_DONE : FO_NONE;
+		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
 	} else {
 		ret = replay(vq, start, &replayed);
 		if (ret) {
@@ -827,14 +895,17 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, bool to_twin, const cha
 			goto dead;
 		}
 		r = moved(vq, replayed);
+		/* a rejoin goes on with the failover reported already */
+		if (kind == MOVE_REJOIN && r == FO_DONE)
+			r = FO_NONE;
 	}
 	shiftu_unlock_cqs(c, rc);
 	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
-		    to_twin ? "failed over to" : "going back from", vq->bak_qp->qp_num,
-		    vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
-		    vq->state == SHIFTU_SEND_HANDSHAKE ? "sends held for the peer's count" :
-		    "replayed", (now_ns() - t0) / 1e6);
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, done[kind],
+		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
+		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
+		    asking ? "sends held until the peer joins" : "sends held for the peer's count",
+		    (now_ns() - t0) / 1e6);
 	free(flushed);
 	return r;
 
@@ -885,7 +956,7 @@ bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 	int n_msgs = 0;
 
 	pthread_mutex_lock(&vq->fo_lock);
-	r = move_locked(vq, true, why, msgs, &n_msgs);
+	r = move_locked(vq, MOVE_OVER, false, why, msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
 	shiftu_hs_deliver(msgs, n_msgs, NULL);
@@ -906,10 +977,21 @@ bool shiftu_twin_coming(const struct shiftu_vqp *vq)
  * with IBV_WC_LOC_QP_OP_ERR and stops the QP by itself.  Its flushed
  * receives must wait for the twin, not reach the application.
  */
-bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why)
+bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 {
 	uint64_t until = now_ns() + TWIN_WAIT_NS;
 
+	if (shiftu_going_back(vq)) {
+		/* the shadow thread moves it (shiftu_rejoin()): its drain
+		 * takes these errors out of the stash */
+		__atomic_store_n(&vq->rejoin_want, 1, __ATOMIC_RELEASE);
+		shiftu_shadow_poke();
+		while (wait && shiftu_going_back(vq) && now_ns() < until)
+			usleep(100);
+		return true;
+	}
+	if (!wait)
+		return shiftu_failover(vq, why);
 	if (shiftu_twin_coming(vq)) {
 		shiftu_info("qp %u on %s: %s while its twin is being reset: waiting for it",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
@@ -920,6 +1002,76 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why)
 	return shiftu_failover(vq, why);
 }
 
+bool shiftu_going_back(const struct shiftu_vqp *vq)
+{
+	return __atomic_load_n(&vq->state, __ATOMIC_RELAXED) == SHIFTU_SEND_HANDSHAKE &&
+	       !__atomic_load_n(&vq->on_twin, __ATOMIC_RELAXED);
+}
+
+/*
+ * A failback cut short: we went back, and the default QP failed before
+ * the peer's count came (our own may never have reached it).  The peer
+ * may still be on its twin as it was, or back on its default QP, or on its
+ * renewed twin: the work goes onto our twin, renewed when we left it, and
+ * waits there for the peer's count.  The shadow thread asks the peer to
+ * join (rejoin_ask): the peer renews its twin if it is the old one, and
+ * speaks first.  Context: the shadow thread, vq->lock held.
+ */
+void shiftu_rejoin(struct shiftu_vqp *vq, const char *why)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	enum fo_result r = FO_NONE;
+	int n_msgs = 0;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	if (shiftu_going_back(vq)) {
+		r = move_locked(vq, MOVE_REJOIN, true, why, msgs, &n_msgs);
+		if (!shiftu_going_back(vq) && vq->state == SHIFTU_SEND_HANDSHAKE) {
+			/* nothing said on the twin: the peer's count is answered */
+			vq->hs_sent = 0;
+			vq->ctrl_default = 0;
+			vq->rejoin_ask = 1;
+		}
+	}
+	__atomic_store_n(&vq->rejoin_want, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&vq->fo_lock);
+	fo_report(vq, r);
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
+}
+
+/*
+ * The peer asks us to join its renewed twin (shiftu_rejoin()).  Our twin
+ * may still be joined to the peer's old one (a failback we granted, and
+ * whose message never came): the work on it moves onto it renewed, and we
+ * speak first.  Back on our default QP, we fail over as if the peer had
+ * told us on its twin.  Already on a renewed twin, we have spoken, or
+ * will: nothing to do.  Context: the shadow thread, vq->lock held.
+ */
+void shiftu_rejoin_serve(struct shiftu_vqp *vq)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	enum fo_result r = FO_NONE;
+	int n_msgs = 0;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	if (vq->state == SHIFTU_SEND_DEFAULT) {
+		if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE))
+			shiftu_twin_renew(vq);
+		r = move_locked(vq, MOVE_OVER, false, "the peer went back to its twin",
+				msgs, &n_msgs);
+	} else if (vq->on_twin && vq->tw_old) {
+		vq->hs_sent = vq->hs_got = 0;
+		vq->ctrl_default = 0;
+		r = move_locked(vq, MOVE_REJOIN, false, "the peer renewed its twin", msgs, &n_msgs);
+	} else {
+		shiftu_dbg("qp %u: the peer asks to join its renewed twin: joined already",
+			   vq->reg.app_qp->qp_num);
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
+	fo_report(vq, r);
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
+}
+
 void shiftu_switch_back(struct shiftu_vqp *vq)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -928,7 +1080,7 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
 
 	pthread_mutex_lock(&vq->fo_lock);
 	vq->hs_sent = vq->hs_got = 0;		/* a new exchange */
-	r = move_locked(vq, false, "its port is back", msgs, &n_msgs);
+	r = move_locked(vq, MOVE_BACK, false, "its port is back", msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
 	shiftu_hs_deliver(msgs, n_msgs, NULL);
@@ -946,21 +1098,38 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 	enum fo_result r = FO_NONE;
 	uint64_t replayed;
 	int ret, n_msgs = 0;
+	bool expected;
 
 	pthread_mutex_lock(&vq->fo_lock);
 	if (!on_default && vq->ctrl_rq)
 		vq->ctrl_rq--;
+	/* a failback we granted, unless we have joined the peer anew since */
+	expected = on_default && vq->ctrl_default;
 	if (on_default)
 		vq->ctrl_default = 0;
 	shiftu_dbg("qp %u: the peer's %s on its %s QP: it has received %u messages",
 		   vq->reg.app_qp->qp_num, ack ? "answer" : "move",
 		   on_default ? "default" : "backup", imm & ~SHIFTU_HS_ACK);
-	if (on_default && vq->on_twin && vq->state == SHIFTU_SEND_FALLBACK && !ack) {
+	if (expected && vq->on_twin && vq->state == SHIFTU_SEND_FALLBACK && !ack) {
 		/* the peer goes back: follow */
 		vq->hs_sent = 0;
 		vq->hs_got = 1;
 		vq->hs_peer = imm & ~SHIFTU_HS_ACK;
-		r = move_locked(vq, false, "the peer fails back", msgs, &n_msgs);
+		r = move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
+		goto out;
+	}
+	if (!on_default && !vq->on_twin && vq->state == SHIFTU_SEND_HANDSHAKE && !ack) {
+		/*
+		 * We are going back, and the peer, which had gone back first,
+		 * failed over again: its renewed twin reached ours, renewed
+		 * when we left it.  Follow, answering.
+		 */
+		vq->hs_sent = 0;
+		vq->hs_got = 1;
+		vq->hs_peer = imm & ~SHIFTU_HS_ACK;
+		vq->ctrl_default = 0;
+		r = move_locked(vq, MOVE_REJOIN, false, "the peer failed over while we went back",
+				msgs, &n_msgs);
 		goto out;
 	}
 	if (on_default == vq->on_twin && vq->state != SHIFTU_SEND_DEFAULT)
@@ -973,7 +1142,7 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 			vq->hs_got = 0;		/* an earlier exchange's: done */
 		} else if (vq->sq.head || vq->rq.head) {
 			/* our traffic goes the same broken way: follow */
-			r = move_locked(vq, true, "the peer failed over", msgs, &n_msgs);
+			r = move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, &n_msgs);
 		} else {
 			/* nothing of ours to move: answer, stay */
 			vq->on_twin = 1;
@@ -988,9 +1157,12 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 		break;
 	case SHIFTU_SEND_HANDSHAKE:
 		shiftu_lock_cqs(vq->scq, vq->rcq);
-		ret = replay(vq, vq->replay_start, &replayed);
+		/* a rejoin we asked for: the peer spoke first, we answer */
+		ret = vq->hs_sent ? 0 : shiftu_ctrl_send(vq, true);
+		if (!ret)
+			ret = replay(vq, vq->replay_start, &replayed);
 		if (ret) {
-			shiftu_warn("qp %u on %s: replay failed: %s: unprotected",
+			shiftu_warn("qp %u on %s: the peer's count came, but answering or replaying failed: %s: unprotected",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
 			go_dead(vq, NULL, 0);
 			r = FO_DEAD;

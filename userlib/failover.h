@@ -33,10 +33,28 @@ bool shiftu_twin_coming(const struct shiftu_vqp *vq);
 /*
  * shiftu_failover() for a poller that met @vq's error completions (already
  * in the stash): if the twin is being reset, wait for it first (at most
- * 2 s), rather than leave the flushed requests to the application.
+ * 2 s), rather than leave the flushed requests to the application.  A QP
+ * going back (a two-sided failback waiting for the peer's count) is left
+ * to the shadow thread (shiftu_rejoin()), waited for the same way.
+ * Without @wait (the shadow thread itself), nothing is waited for.
  * Context: no library lock held, the poller's window closed.  Cold.
  */
-bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why);
+bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait);
+
+/* @vq went back to its default QP and waits for the peer's count there.
+ * Relaxed reads. */
+bool shiftu_going_back(const struct shiftu_vqp *vq);
+
+/*
+ * A two-sided failback cut short (its default QP failed while it waited
+ * for the peer's count): the work goes onto the renewed twin, and the
+ * peer is asked to join it (@vq->rejoin_ask).  Context: the shadow thread,
+ * vq->lock held.
+ */
+void shiftu_rejoin(struct shiftu_vqp *vq, const char *why);
+
+/* The peer asks us to join its renewed twin.  Context: as above. */
+void shiftu_rejoin_serve(struct shiftu_vqp *vq);
 
 /*
  * Failing back: after the shadow thread reconnected the default QP with the

@@ -309,6 +309,18 @@ struct shiftu_vqp {
 	 * ns; fo_lock; read relaxed by shiftu_vqp_primary()) */
 	uint64_t back_ns;
 	uint8_t ctrl_default;		/* a control receive waits on the default QP */
+	/*
+	 * A two-sided failback cut short (failover.c, shiftu_rejoin()): the
+	 * side going back lost its default QP before the peer's count came.
+	 * @tw_old: our twin is still joined to the peer's as it was before
+	 * the peer renewed its own (we granted its failback).  @rejoin_want:
+	 * a poller met the default QP's errors meanwhile (any thread; the
+	 * shadow thread acts).  @rejoin_ask: ask the peer to join our
+	 * renewed twin (the shadow thread, through the store).
+	 */
+	uint8_t tw_old;
+	uint8_t rejoin_want;
+	uint8_t rejoin_ask;
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint32_t hs_peer;
 	uint64_t replay_start;

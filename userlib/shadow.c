@@ -688,7 +688,7 @@ static void qp_connect(struct shiftu_vqp *vq)
 	struct verbs_context *vctx;
 	int ret;
 
-	/* a stale twin (drained by a failback) is reset first: twin_reset() */
+	/* a stale twin (drained by a move) is reset first: shiftu_twin_renew() */
 	if (vq->bak_ready || vq->twin_stale || !vq->peer_known || !st->init_mask ||
 	    !st->rtr_mask)
 		return;
@@ -751,25 +751,31 @@ fail:
 }
 
 /*
- * After a two-sided failback the twin was stopped: reset it and bring it
- * back with the PSNs both sides published, so that no exchange is needed,
- * and a control receive at its head again.  Context: vq->lock held.
+ * A move drained the twin: reset it and bring it back with the PSNs both
+ * sides published, so that no exchange is needed, and a control receive
+ * at its head again.  The peer renews its own in the same move.
  */
-static void twin_reset(struct shiftu_vqp *vq)
+int shiftu_twin_renew(struct shiftu_vqp *vq)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	int ret;
 
 	vq->twin_stale = 0;
 	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
 	vq->bak_rtr = 0;
 	vq->ctrl_rq = 0;
-	if (shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE)) {
-		shiftu_warn("qp %u: cannot reset its twin: unprotected", vq->reg.app_qp->qp_num);
+	vq->twin_recvs = 0;
+	vq->tw_old = 0;
+	ret = shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE);
+	if (ret) {
+		shiftu_warn("qp %u: cannot reset its twin: %s: unprotected",
+			    vq->reg.app_qp->qp_num, strerror(ret));
 		vq->published = 2;
-		return;
+		return -ret;
 	}
 	vq->reconnects++;
 	qp_connect(vq);
+	return __atomic_load_n(&vq->bak_ready, __ATOMIC_RELAXED) ? 0 : -EIO;
 }
 
 /* ---- failing back (4.3.3): the shadow threads of both sides ------------ */
@@ -778,8 +784,10 @@ static void twin_reset(struct shiftu_vqp *vq)
 #define FB_MAX_MS	5000
 #define FB_BUSY_MS	1000
 
-/* How long a QP holds its sends for the peer's count (handshake.h). */
+/* How long a QP holds its sends for the peer's count (handshake.h); going
+ * back, how long before it joins the peer on the twins again. */
 #define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
+#define REJOIN_NS	(2ULL * 1000 * 1000 * 1000)
 
 static uint64_t mono_ns(void)
 {
@@ -969,10 +977,39 @@ static void failback_step(struct shiftu_vqp *vq)
 	if (mode) {
 		shiftu_info("qp %u on %s: probe good: going back with the peer",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		if (shiftu_config()->failback_delay_ms) {
+			shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    shiftu_config()->failback_delay_ms);
+			usleep(shiftu_config()->failback_delay_ms * 1000U);
+		}
 		shiftu_switch_back(vq);
 		return;
 	}
 	shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+}
+
+/*
+ * Our failback was cut short (shiftu_rejoin()): ask the peer, through the
+ * store, to join our renewed twin.  Its message on the twin answers.
+ */
+static void rejoin_ask(struct shiftu_vqp *vq)
+{
+	char key[96], val[96], g[33];
+
+	if (!kv_ready())
+		return;
+	gid_hex(vq->dgid, g);
+	snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->steps.rtr.dest_qp_num);
+	snprintf(val, sizeof(val), "%u rejoin %u %u 1", ++vq->fb_seq, vq->peer.qpn,
+		 vq->peer.psn);
+	if (shiftu_kv_put(kv, key, val)) {
+		vq->fb_seq--;
+		return;		/* the next pass tries again */
+	}
+	vq->rejoin_ask = 0;
+	shiftu_info("qp %u on %s: asked the peer to join its renewed twin",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 }
 
@@ -993,21 +1030,33 @@ static void failback_answer(struct shiftu_vqp *vq)
 {
 	char key[96], val[96], g[33];
 	unsigned int seq, psn, tq, tp, tw, mode;
+	char word[16];
 	bool busy;
 	uint32_t ours;
 
 	if (mono_ns() < vq->fb_poll_ns || !vq->published || vq->published == 2 ||
 	    !kv_ready())
 		return;
-	vq->fb_poll_ns = mono_ns() + 500000000ULL;
+	/* soon after a failback granted or done, the peer may ask us to join */
+	vq->fb_poll_ns = mono_ns() + (mono_ns() < vq->fb_wait_ns ||
+				      mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
+				      50000000ULL : 500000000ULL);
 	gid_hex(vq->sgid, g);
 	snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
 	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
-	    sscanf(val, "%u %u %u %u %u", &seq, &psn, &tq, &tp, &tw) != 5 ||
+	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &tw) != 5 ||
 	    seq == vq->fb_answered || !vq->bak_qp || tq != vq->bak_qp->qp_num ||
 	    tp != vq->bak_psn)
 		return;		/* none, answered, or meant for an earlier process */
 	vq->fb_answered = seq;
+	if (!strcmp(word, "rejoin")) {
+		shiftu_info("qp %u on %s: the peer's failback was cut short: it asks us to join its renewed twin",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_rejoin_serve(vq);
+		return;
+	}
+	if (sscanf(word, "%u", &psn) != 1)
+		return;
 	gid_hex(vq->dgid, g);
 	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->steps.rtr.dest_qp_num);
 	ours = (uint32_t)random() & 0xffffff;
@@ -1032,6 +1081,9 @@ static void failback_answer(struct shiftu_vqp *vq)
 			/* our own request, if any, is dropped: the peer leads */
 			vq->fb_stage = 0;
 			vq->fb_wait_ns = mono_ns() + 10000000000ULL;
+			/* the peer renews its twin as it goes back, ours waits
+			 * for its message (or its request to join: rejoin) */
+			vq->tw_old = 1;
 		}
 		shiftu_info("qp %u on %s: reset for the peer's failback",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
@@ -1092,16 +1144,28 @@ static bool shadow_pass(void)
 		}
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
 		    !twin_reset_later(vq, &pending)) {
-			twin_reset(vq);
+			pthread_mutex_lock(&vq->fo_lock);
+			shiftu_twin_renew(vq);
+			pthread_mutex_unlock(&vq->fo_lock);
 			/* the port failed again while the twin was stale */
 			if (vq->bak_ready && vq->down)
 				shiftu_failover(vq, "port or path down");
 		}
-		if (vq->state == SHIFTU_SEND_HANDSHAKE) {
+		if (shiftu_going_back(vq)) {
+			if (__atomic_load_n(&vq->rejoin_want, __ATOMIC_ACQUIRE))
+				shiftu_rejoin(vq, "its default QP failed while it went back");
+			else if (!primary_ok(vq))
+				shiftu_rejoin(vq, "its port or path went down while it went back");
+			else if (mono_ns() - vq->hs_since_ns > REJOIN_NS)
+				shiftu_rejoin(vq, "no word from the peer on its default QP");
+			pending = true;
+		} else if (vq->state == SHIFTU_SEND_HANDSHAKE) {
 			if (mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
 				shiftu_hs_timeout(vq);
 			pending = true;
 		}
+		if (vq->rejoin_ask)
+			rejoin_ask(vq);
 		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq);
 		report_step(vq);

@@ -106,6 +106,14 @@ void shiftu_shadow_poke(void);
 struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq);
 
 /*
+ * Reset @vq's twin, which a move has drained, and join it again to the
+ * peer's with the PSNs both sides published, a control receive at its
+ * head.  Returns 0 or -errno (then the QP is left unprotected).  Context:
+ * fo_lock held (the QP's connection steps are settled by then).
+ */
+int shiftu_twin_renew(struct shiftu_vqp *vq);
+
+/*
  * The backup lkey of local @lkey on @vq's device, and the peer's backup
  * rkey of @rkey (fetched from the store on first use, then cached).
  * Return 0 or -ENOENT.  Cold; any thread.

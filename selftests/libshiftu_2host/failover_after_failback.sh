@@ -6,11 +6,12 @@
 # cannot route with IBV_WC_LOC_QP_OP_ERR (`ip link set down` takes the
 # route; the torture run's lost receives), or one it retried in vain with
 # IBV_WC_RETRY_EXC_ERR.  Its flushed requests must wait for the twin, not
-# reach the application as errors.  The moment is short (the backup
-# thread resets a twin in a few ms), so host 1's library holds it open for
-# 1.5 s (SHIFTU_TEST_TWIN_RESET_MS), and the client's QPs retry twice with
-# a 67 ms timeout (shiftgen -r 2 -t 14), so that the second pull, 0.3 s
-# after its library failed back, stops its QP about 0.2 s later.  (The twin
+# reach the application as errors.  A failback renews its twin itself now,
+# so host 1's library is made to leave it to the backup thread and to hold
+# it back for 1.5 s (SHIFTU_TEST_TWIN_RESET_MS), and the client's QPs retry
+# twice with a 67 ms timeout (shiftgen -r 2 -t 14), so that the second
+# pull, 0.3 s after its library failed back, stops its QP about 0.2 s
+# later.  (The twin
 # takes the same attributes; with a 16 ms timeout it gave up on a peer
 # merely slow under emulation.)  The server keeps perftest's and NCCL's
 # kind of retry count (7: for ever on Soft-RoCE): what it sends to the held
