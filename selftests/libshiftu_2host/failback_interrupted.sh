@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: a two-sided failback cut short loses nothing.  The side that goes
+# back first (the asker) moves its receives to its default QP and sends
+# the peer its receive count there; if the port goes in that moment, the
+# count is lost with the QP (Soft-RoCE completes a request it cannot route
+# with IBV_WC_LOC_QP_OP_ERR), and the peer, still on its twin, never hears.
+# The asker must then put its work back on its twin, renewed when it left
+# it, and ask the peer through the store to join it there (the peer renews
+# its own twin and speaks first); the failback comes later, as usual.
+# Both libraries wait 2 s between a failback's good probe and going back
+# (SHIFTU_TEST_FAILBACK_DELAY_MS), and the asker's rail 0 goes down by
+# `ip link set down` inside that wait.
+#
+#     host 1 (shiftgen client)                       host 2 (shiftgen server)
+#     rxe0 ─ eth0 ═══ rail 0: host 1's out 2 s; then the asker's ip link down in its wait
+#     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
+#     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GEN=$LU_DIR/shiftgen
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_ride_setup "$GEN"
+ft_defer "ip link set eth0 up"
+ft_defer "lab-peer 'ip link set eth0 up'"
+. lab-lib.sh
+lu_peer_open
+
+WAITING='going back in 2000 ms'
+
+# asker TAG: which host's library waits to go back (1 or 2), within 20 s
+asker()
+{
+	local i
+
+	for ((i = 0; i < 100; i++)); do
+		if grep -q "$WAITING" "$FT_TMP/$1.cli.shiftu" 2> /dev/null; then
+			echo 1
+			return 0
+		fi
+		if lu_peer_run "grep -q '$WAITING' $LU_RDIR/$1.srv.shiftu"; then
+			echo 2
+			return 0
+		fi
+		lab_nap 0.2
+	done
+	return 1
+}
+
+# cut TAG: host 1's cable out for 2 s; when a library waits to go back,
+# that host's rail 0 down (ip link) for 3 s
+cut()
+{
+	local who
+
+	lab_nap 3
+	lab_link eth0 off
+	lab_nap 2
+	lab_link eth0 on
+	who=$(asker "$1") || { echo "no library went back within 20 s" > "$FT_TMP/$1.asker"; return 0; }
+	if [ "$who" = 1 ]; then
+		ip link set eth0 down
+		lab_nap 3
+		ip link set eth0 up
+	else
+		lu_peer_run "ip link set eth0 down; sleep 3; ip link set eth0 up" ||
+			return 1
+	fi
+	echo "$who" > "$FT_TMP/$1.asker"
+}
+
+LU_ENV=SHIFTU_TEST_FAILBACK_DELAY_MS=2000 LU_DURING=cut \
+	lu_pair imm 1 "$GEN" -m write_imm -D 35
+# both sides' logs, for a look after the run (lab: the run's out/)
+mkdir -p "$FT_OUT/failback_interrupted"
+cp "$FT_TMP"/imm.* "$FT_OUT/failback_interrupted/"
+lu_gen_clean imm
+who=$(cat "$FT_TMP/imm.asker")
+[[ $who == [12] ]] || fail "imm: $who"
+if [ "$who" = 1 ]; then
+	ask=$FT_TMP/imm.cli.shiftu peer=$FT_TMP/imm.srv.shiftu
+else
+	ask=$FT_TMP/imm.srv.shiftu peer=$FT_TMP/imm.cli.shiftu
+fi
+log "imm: host $who asked to go back, and lost its rail 0 while it waited"
+lu_check_log imm cli "failovers>=1" "failbacks>=1" "twin_wcs>0"
+lu_check_log imm srv "failovers>=1" "failbacks>=1"
+grep -qE 'while it went back: back on qp' "$ask" ||
+	fail "imm: host $who's library did not move its work back onto its twin"
+grep -q 'asked the peer to join its renewed twin' "$ask" ||
+	fail "imm: host $who's library did not ask the peer to join it"
+grep -q 'the peer renewed its twin: back on qp' "$peer" ||
+	fail "imm: the peer's library did not join the renewed twin"
+log "imm asker: $(grep -oE 'qp [0-9]+ on rxe0: [^:]* while it went back: .*' "$ask")"
+log "imm peer: $(grep -oE 'qp [0-9]+ on rxe0: the peer renewed its twin: .*' "$peer")"
+log "imm asker: $(grep -o 'failed back from.*' "$ask" | tail -n 1)"
+log "imm: $(grep '^shiftgen: role=server' "$FT_TMP/imm.srv.out")"
