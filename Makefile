@@ -9,8 +9,8 @@
 #   make check        install what is missing, build, host unit tests, the lab
 #   make demo         the two-host lab: a link pulled, the table changing
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
-#                     NCCL-style traffic (the two-host lab; not in check
-#                     yet); TORTURE_PULLS=N, LU_LOG=debug
+#                     NCCL-style traffic, alone (the two-host lab; check
+#                     runs it too); TORTURE_PULLS=N, LU_LOG=debug
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout

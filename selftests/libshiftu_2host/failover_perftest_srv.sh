@@ -22,9 +22,4 @@ set -e
 
 lu_ride_setup ib_send_bw ib_read_bw ib_write_lat
 
-lu_ride 2 link ib_send_bw 65536 send_bw_srv -D 26
-lu_ride 2 ip ib_send_bw 65536 send_bw_srv_ip -D 26
-lu_ride 2 link ib_read_bw 65536 read_bw_srv -D 26
-lu_ride 2 ip ib_read_bw 65536 read_bw_srv_ip -D 26
-lu_ride 2 link ib_write_lat 2 write_lat_srv -D 26
-lu_ride 2 ip ib_write_lat 2 write_lat_srv_ip -D 26
+lu_rides 2 _srv

@@ -224,6 +224,26 @@ lu_ride()
 	log "$tag: client: $(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")"
 }
 
+# lu_rides ON SUFFIX: lu_ride for ib_send_bw, ib_read_bw and ib_write_lat,
+# each through host ON's rail 0 going down by QEMU's set_link and by ip
+# link, for 20 s (the after-window ends about 13 s in, once the client has
+# failed back); the tags end in SUFFIX, and _ip for ip link.
+lu_rides()
+{
+	local on=$1 by sfx run prog size name
+
+	for run in ib_send_bw:65536:send_bw ib_read_bw:65536:read_bw ib_write_lat:2:write_lat; do
+		IFS=: read -r prog size name <<< "$run"
+		for by in link ip; do
+			sfx=$2
+			if [ "$by" = ip ]; then
+				sfx=${2}_ip
+			fi
+			lu_ride "$on" "$by" "$prog" "$size" "$name$sfx" -D 20
+		done
+	done
+}
+
 # lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
 # on host 1, over rail 0 (rxe0, 10.0.0.x; TCP over mgmt), on a TCP port of
 # their own, both preloaded or neither; the client also gets the words of

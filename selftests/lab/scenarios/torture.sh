@@ -3,11 +3,10 @@
 #
 # torture: libshiftu under TORTURE_PULLS (default 50) rail-0 pulls at random
 # moments on either host, with NCCL-style checked traffic
-# (selftests/libshiftu_2host/torture.sh; TORTURE_PULLS and LU_LOG are
-# passed on).  Not part of `make check` while a pull during the handshake
-# of a two-sided failback can leave a QP unprotected
-# (Documentation/libshiftu.rst); see that script for what it proves.
-# Runs on host 1; host 2 is reached with lab-peer.
+# (selftests/libshiftu_2host/torture.sh, also part of `make check`;
+# TORTURE_PULLS and LU_LOG are passed on): `make torture` runs it alone.
+# See that script for what it proves.  Runs on host 1; host 2 is reached
+# with lab-peer.
 
 set -e
 cd "$SHIFT_TOP/selftests/libshiftu_2host"
