@@ -24,8 +24,10 @@
 # iteration); d. failover time by
 # cause: health page (host 1's rail 0 pulled) and error completion (a
 # silent drop on host 1's rail 0, as a dead switch port makes it, so the
-# page sees nothing; shiftgen with NCCL's transport timeout, 18, and retry
-# count 6: Soft-RoCE takes 7 as "retry forever");
+# page sees nothing; shiftgen with NCCL's transport timeout, 20 (the
+# default of current releases, 4.3 s an attempt; older ones used 18, a
+# quarter of that), and retry count 6, one short of NCCL's 7, which
+# Soft-RoCE takes as "retry forever");
 # e. bandwidth on rail 1 during the outage against rail 0 before it.
 
 set -e
@@ -344,7 +346,7 @@ err_during()
 	t0=$EPOCHREALTIME
 	tc qdisc add dev eth0 root netem loss 100%
 	t1=$EPOCHREALTIME
-	for _ in $(seq 300); do
+	for _ in $(seq 600); do
 		grep -q 'failed over to qp' "$OUT/$tag.cli.shiftu" 2> /dev/null && break
 		sleep 0.1
 	done
@@ -360,7 +362,7 @@ step_errcqe()
 	tc qdisc add dev lo root netem delay 0ms 2> /dev/null &&
 		tc qdisc del dev lo root || skip "no netem qdisc in the guest kernel"
 	BP_DURING=err_during
-	bp "$tag" 1 120 "$SHIFTGEN" -m write -r 6 -t 18 -D 30 || log "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	bp "$tag" 1 150 "$SHIFTGEN" -m write -r 6 -t 20 -D 60 || log "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
 	BP_DURING=''
 	read -r t_pull t_linked < "$OUT/$tag.times"
 	put fo.e.cmd "$(cat "$OUT/$tag.cmd"); tc qdisc add dev eth0 root netem loss 100% 2 s after rail 0 starts sending"
