@@ -971,11 +971,12 @@ bool shiftu_twin_coming(const struct shiftu_vqp *vq)
 }
 
 /*
- * Right after a two-sided failback the twin is stale until the shadow
- * thread has reset it, and the default QP may fail at once: Soft-RoCE
- * completes a request it cannot route (`ip link set down` took the route)
- * with IBV_WC_LOC_QP_OP_ERR and stops the QP by itself.  Its flushed
- * receives must wait for the twin, not reach the application.
+ * A twin a failback left to the shadow thread (SHIFTU_TEST_TWIN_RESET_MS)
+ * is stale until that thread has reset it, and the default QP may fail at
+ * once: Soft-RoCE completes a request it cannot route (`ip link set down`
+ * took the route) with IBV_WC_LOC_QP_OP_ERR and stops the QP by itself.
+ * Its flushed receives must wait for the twin, not reach the application;
+ * so must those of a QP going back (shiftu_rejoin()).
  */
 bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 {

@@ -25,8 +25,9 @@ struct shiftu_vqp;
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why);
 
 /*
- * @vq's twin is being reset after a failback (the shadow thread, a moment):
- * the QP is protected and will be able to fail over again.  Relaxed reads.
+ * @vq's twin is being reset (by the shadow thread, after a failback that
+ * left it there): the QP is protected and will be able to fail over
+ * again.  Relaxed reads.
  */
 bool shiftu_twin_coming(const struct shiftu_vqp *vq);
 

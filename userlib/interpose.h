@@ -278,7 +278,7 @@ struct shiftu_vqp {
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
 	unsigned int n_lkeys;
 	unsigned int told_waiting;	/* "cannot fail over yet" said once */
-	unsigned int reconnects;	/* twin resets after two-sided failbacks */
+	unsigned int reconnects;	/* twin renewals (shiftu_twin_renew()) */
 
 	/*
 	 * The two-way handshake (handshake.c; fo_lock).  Each side sends
@@ -294,7 +294,7 @@ struct shiftu_vqp {
 	uint8_t ctrl_rq;
 	uint8_t rx_moved;		/* our receives live on the twin */
 	uint8_t on_twin;		/* the work goes to the twin */
-	uint8_t twin_stale;		/* the twin was stopped: reset it (shadow) */
+	uint8_t twin_stale;		/* a drained twin left to the shadow thread */
 	/*
 	 * Path reports (report.c): set by the poller that failed the QP over
 	 * on a retry-exceeded completion; the shadow thread reports the path

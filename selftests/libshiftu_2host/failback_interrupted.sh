@@ -25,6 +25,7 @@ GEN=$LU_DIR/shiftgen
 lu_ride_setup "$GEN"
 ft_defer "ip link set eth0 up"
 ft_defer "lab-peer 'ip link set eth0 up'"
+# shellcheck disable=SC1091 # lab-lib.sh is on the guests' PATH
 . lab-lib.sh
 lu_peer_open
 
