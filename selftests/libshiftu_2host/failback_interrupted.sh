@@ -72,11 +72,9 @@ cut()
 	echo "$who" > "$FT_TMP/$1.asker"
 }
 
+lu_keep imm failback_interrupted
 LU_ENV=SHIFTU_TEST_FAILBACK_DELAY_MS=2000 LU_DURING=cut \
 	lu_pair imm 1 "$GEN" -m write_imm -D 35
-# both sides' logs, for a look after the run (lab: the run's out/)
-mkdir -p "$FT_OUT/failback_interrupted"
-cp "$FT_TMP"/imm.* "$FT_OUT/failback_interrupted/"
 lu_gen_clean imm
 who=$(cat "$FT_TMP/imm.asker")
 [[ $who == [12] ]] || fail "imm: $who"

@@ -83,6 +83,7 @@ cycles()
 	echo "$((c < 3 ? c + 1 : 3))" > "$FT_TMP/$1.cycles"
 }
 
+lu_keep imm failover_after_failback
 LU_CLI_ENV=SHIFTU_TEST_TWIN_RESET_MS=1500 LU_CLI_ARGS="-r 2 -t 14" LU_DURING=cycles \
 	lu_pair imm 1 "$GEN" -m write_imm -D 40
 lu_gen_clean imm

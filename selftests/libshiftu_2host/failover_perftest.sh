@@ -26,5 +26,5 @@ set -e
 lu_ride_setup ib_send_bw ib_read_bw ib_write_lat
 
 lu_rides 1 ''
-# perftest refuses -D with -e: about 17 s of messages at the lab's rate
-lu_ride 1 link ib_send_bw 65536 send_bw_events -e -n 7000
+# perftest refuses -D with -e: about 22 s of messages at the lab's rate
+lu_ride 1 link ib_send_bw 65536 send_bw_events -e -n 9000

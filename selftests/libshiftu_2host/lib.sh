@@ -224,6 +224,23 @@ lu_ride()
 	log "$tag: client: $(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")"
 }
 
+# lu_keep TAG DIR: when the test ends, passed or not, the files of the pair
+# TAG (host 2's libshiftu log fetched if lu_pair did not get that far) are
+# kept in $FT_OUT/DIR (lab: the run's out/), for a look after the run.
+lu_keep()
+{
+	ft_defer lu_keep_now "$1" "$2"
+}
+
+lu_keep_now()
+{
+	mkdir -p "$FT_OUT/$2"
+	cp "$FT_TMP/$1".* "$FT_OUT/$2/" 2> /dev/null
+	[ -s "$FT_OUT/$2/$1.srv.shiftu" ] ||
+		lab-peer "cat $LU_RDIR/$1.srv.shiftu" > "$FT_OUT/$2/$1.srv.shiftu" 2> /dev/null
+	return 0
+}
+
 # lu_rides ON SUFFIX: lu_ride for ib_send_bw, ib_read_bw and ib_write_lat,
 # each through host ON's rail 0 going down by QEMU's set_link and by ip
 # link, for 20 s (the after-window ends about 13 s in, once the client has
