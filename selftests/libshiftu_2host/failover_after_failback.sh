@@ -61,7 +61,9 @@ back()
 # race: host 1's cable out for 2 s; 0.3 s after its library failed back,
 # out again for 2 s; back on rail 0 before the next.  Whether the second
 # pull stops the QP in time depends on its having requests unacknowledged
-# then (not while it waits for credits), which is up to the traffic.
+# then (not while it waits for credits), which is up to the traffic.  The
+# client runs until the cycles are done (SIGUSR1), 55 s at most: three
+# cycles took longer than its 40 s once.
 cycles()
 {
 	local f=$FT_TMP/$1.cli.shiftu c n
@@ -81,11 +83,13 @@ cycles()
 		[ "$(lines "$f" 'while its twin is being reset')" = 0 ] || break
 	done
 	echo "$((c < 3 ? c + 1 : 3))" > "$FT_TMP/$1.cycles"
+	# the client is the only shiftgen on host 1
+	pkill -USR1 -x shiftgen || true
 }
 
 lu_keep imm failover_after_failback
 LU_CLI_ENV=SHIFTU_TEST_TWIN_RESET_MS=1500 LU_CLI_ARGS="-r 2 -t 14" LU_DURING=cycles \
-	lu_pair imm 1 "$GEN" -m write_imm -D 40
+	lu_pair imm 1 "$GEN" -m write_imm -D 55
 lu_gen_clean imm
 f=$FT_TMP/imm.cli.shiftu
 lu_check_log imm cli "failovers>=2" "failbacks>=2" "twin_wcs>0"
