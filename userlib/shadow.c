@@ -861,6 +861,15 @@ static bool primary_ok(struct shiftu_vqp *vq)
 	return shiftu_vqp_primary(vq, &ph, &path) == 0;
 }
 
+/* The table shows @vq's own port down (not merely unknown). */
+static bool port_down(struct shiftu_vqp *vq)
+{
+	struct shiftu_port_health ph;
+	uint8_t path;
+
+	return shiftu_vqp_primary(vq, &ph, &path) == 1 && path != SHIFT_FT_PATH_DOWN;
+}
+
 /*
  * Tell shift_ft what the transport told us (report.c): the path down after
  * a failover on a retry-exceeded completion, up again once the QP is back
@@ -1072,6 +1081,13 @@ static void failback_answer(struct shiftu_vqp *vq)
 		       (vq->fb_stage == 1 && fb_leader(vq));
 	else
 		busy = vq->sq.head != 0;
+	/*
+	 * Our own port still down (the peer may not know it: a remote port
+	 * reaches its table only through the agents): the peer's probe
+	 * would fail, and back it off for up to FB_MAX_MS past our repair.
+	 * Busy asks it again within FB_BUSY_MS.
+	 */
+	busy |= port_down(vq);
 	if (busy || qp_reconnect(vq, psn, ours, mode)) {
 		snprintf(val, sizeof(val), "%u busy %u %u 0", seq, vq->peer.qpn, vq->peer.psn);
 	} else {
