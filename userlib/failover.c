@@ -845,6 +845,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 * shadow thread (SHIFTU_TEST_TWIN_RESET_MS).
 	 */
 	if (from_twin) {
+		/* drained: the shadow thread must not connect it as it is */
+		vq->twin_stale = 1;
 		__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
 		if (kind == MOVE_REJOIN || !shiftu_config()->twin_reset_ms) {
 			ret = shiftu_twin_renew(vq);

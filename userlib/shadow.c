@@ -680,7 +680,7 @@ static int rts_attr(const struct shiftu_qp_steps *st, struct ibv_qp_attr *a)
  * read from), then RTS (it can post).  A passive side (perftest's server)
  * never goes past RTR.
  */
-static void qp_connect(struct shiftu_vqp *vq)
+static void twin_connect(struct shiftu_vqp *vq)
 {
 	struct shiftu_qp_steps *st = &vq->steps;
 	struct ibv_qp_attr a;
@@ -688,9 +688,7 @@ static void qp_connect(struct shiftu_vqp *vq)
 	struct verbs_context *vctx;
 	int ret;
 
-	/* a stale twin (drained by a move) is reset first: shiftu_twin_renew() */
-	if (vq->bak_ready || vq->twin_stale || !vq->peer_known || !st->init_mask ||
-	    !st->rtr_mask)
+	if (!vq->peer_known || !st->init_mask || !st->rtr_mask)
 		return;
 	if (vq->bak_rtr)
 		goto rts;
@@ -751,6 +749,19 @@ fail:
 }
 
 /*
+ * twin_connect() for the shadow thread's passes.  A twin a move has
+ * drained (twin_stale, set before bak_ready is cleared) is left alone: it
+ * is reset first, by shiftu_twin_renew(), which may be running on another
+ * thread under fo_lock.
+ */
+static void qp_connect(struct shiftu_vqp *vq)
+{
+	if (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || vq->twin_stale)
+		return;
+	twin_connect(vq);
+}
+
+/*
  * A move drained the twin: reset it and bring it back with the PSNs both
  * sides published, so that no exchange is needed, and a control receive
  * at its head again.  The peer renews its own in the same move.
@@ -760,7 +771,8 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 	int ret;
 
-	vq->twin_stale = 0;
+	/* the shadow thread's qp_connect() keeps off meanwhile */
+	vq->twin_stale = 1;
 	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
 	vq->bak_rtr = 0;
 	vq->ctrl_rq = 0;
@@ -771,10 +783,12 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 		shiftu_warn("qp %u: cannot reset its twin: %s: unprotected",
 			    vq->reg.app_qp->qp_num, strerror(ret));
 		vq->published = 2;
+		vq->twin_stale = 0;
 		return -ret;
 	}
 	vq->reconnects++;
-	qp_connect(vq);
+	twin_connect(vq);
+	vq->twin_stale = 0;
 	return __atomic_load_n(&vq->bak_ready, __ATOMIC_RELAXED) ? 0 : -EIO;
 }
 
@@ -1160,8 +1174,10 @@ static bool shadow_pass(void)
 		}
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
 		    !twin_reset_later(vq, &pending)) {
+			/* still stale once no move is under way */
 			pthread_mutex_lock(&vq->fo_lock);
-			shiftu_twin_renew(vq);
+			if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT)
+				shiftu_twin_renew(vq);
 			pthread_mutex_unlock(&vq->fo_lock);
 			/* the port failed again while the twin was stale */
 			if (vq->bak_ready && vq->down)
