@@ -614,6 +614,34 @@ static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n)
 }
 
 /*
+ * Back on its default QP, @vq gives up the slow polls its failover took,
+ * unless the library still holds completions for its CQs: then each CQ
+ * with a stash keeps a count of its own (slow_leftover), dropped by the
+ * slow poll that finds that stash empty.  A count left on the send CQ for
+ * the receive CQ's stash was dropped by a poll of the send CQ, and the
+ * receive CQ's next polls took the common path past its stash: a receive
+ * completion the drain had kept reached the application a failover later
+ * (torture: a notification late and out of order).  Context: both CQs'
+ * locks held.
+ */
+static void slow_handover(struct shiftu_vqp *vq)
+{
+	struct shiftu_cq *s = vq->scq, *r = vq->rcq;
+
+	if (!s->stash_n && !r->stash_n) {
+		shiftu_cq_slow(vq, false);
+		return;
+	}
+	if (s->stash_n)
+		s->slow_leftover++;
+	if (r != s && r->stash_n) {
+		if (s->stash_n)
+			shiftu_cq_slow(vq, true);	/* a count for each */
+		r->slow_leftover++;
+	}
+}
+
+/*
  * @vq->down once it is back on its default QP: the probe proved the path,
  * so a path the page may still show down (a peer's cable relayed late by
  * the agents) does not count, its next move tells again; the local port
@@ -644,11 +672,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	}
 	shiftu_twins_del(vq->scq, vq);
 	shiftu_twins_del(vq->rcq, vq);
-	/* the CQs stay slow while the library still holds completions */
-	if (!vq->scq->stash_n && !vq->rcq->stash_n)
-		shiftu_cq_slow(vq, false);
-	else
-		vq->scq->slow_leftover++;
+	slow_handover(vq);
 	vq->state = SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
 	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
@@ -1211,11 +1235,7 @@ static bool release_held(struct shiftu_vqp *vq)
 	shiftu_lock_cqs(c, vq->rcq);
 	shiftu_twins_del(c, vq);
 	shiftu_twins_del(vq->rcq, vq);
-	/* the CQ stays slow while the library still holds completions */
-	if (!c->stash_n && !vq->rcq->stash_n)
-		shiftu_cq_slow(vq, false);
-	else
-		c->slow_leftover++;
+	slow_handover(vq);
 	shiftu_unlock_cqs(c, vq->rcq);
 	vq->state = ret ? SHIFTU_SEND_DEAD : SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
