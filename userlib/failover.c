@@ -1200,6 +1200,8 @@ void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
 			r = moved(vq, replayed);
 			if (r == FO_DONE)
 				r = FO_NONE;	/* reported when it started */
+			/* a rejoin the peer joined before we could ask */
+			vq->rejoin_ask = 0;
 		}
 		shiftu_unlock_cqs(vq->scq, vq->rcq);
 		break;
