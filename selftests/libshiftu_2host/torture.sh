@@ -35,6 +35,7 @@ rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((m
 # slow guest
 DUR=$((PULLS * 4 + 30))
 for m in imm send; do
+	lu_keep "$m" torture
 	mode=$m; [ "$m" = imm ] && mode=write_imm
 	lu_bg_start "$m" "$DUR" "$GEN" -m "$mode" -D "$DUR" -W $((DUR + 30))
 done
@@ -76,10 +77,6 @@ done
 for m in imm send; do
 	lu_bg_wait "$m"
 done
-# what both pairs left, for a look after the run (lab: the run's out/)
-mkdir -p "$FT_OUT/torture"
-cp "$FT_TMP"/imm.* "$FT_TMP"/send.* "$FT_OUT/torture/"
-log "logs of both pairs in $FT_OUT/torture"
 [ -z "$early" ] || fail "${early# }: the client ended before the pulls did"
 for m in imm send; do
 	lu_gen_clean "$m"
