@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -82,11 +83,25 @@ void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
 		if (!shiftu_log_enabled(lvl))
 			goto out;
 	}
-	len = snprintf(buf, sizeof(buf), "libshiftu[%d]: %s: ", (int)getpid(),
+	n = 0;
+	/* at debug, UTC wall time first: lines of two hosts can be merged */
+	if (shiftu_log_enabled(SHIFTU_LOG_DEBUG)) {
+		struct timespec ts;
+		unsigned int day;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		day = (unsigned int)(ts.tv_sec % 86400);
+		len = snprintf(buf, sizeof(buf), "%02u:%02u:%02u.%06ld ", day / 3600,
+			       day / 60 % 60, day % 60, ts.tv_nsec / 1000);
+		if (len < 0)
+			goto out;
+		n = len;
+	}
+	len = snprintf(buf + n, sizeof(buf) - n, "libshiftu[%d]: %s: ", (int)getpid(),
 		       level_names[lvl]);
 	if (len < 0)
 		goto out;
-	n = len;
+	n += len;
 	va_start(ap, fmt);
 	len = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
 	va_end(ap);

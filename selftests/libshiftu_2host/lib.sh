@@ -377,7 +377,7 @@ lu_fail()
 # lu_exit_lines FILE: the "exit:" lines of a libshiftu log.
 lu_exit_lines()
 {
-	grep -E '^libshiftu\[[0-9]+\]: info: exit:( |$)' "$1" 2> /dev/null || true
+	grep -E '^([0-9:.]+ )?libshiftu\[[0-9]+\]: info: exit:( |$)' "$1" 2> /dev/null || true
 }
 
 # lu_stat FILE KEY: the value of KEY in the "exit:" line of a libshiftu log
@@ -402,7 +402,7 @@ lu_check_log()
 	[ -s "$f" ] || lu_fail "$tag" "$side: no libshiftu log"
 	n=$(lu_exit_lines "$f" | wc -l)
 	[ "$n" -eq 1 ] || lu_fail "$tag" "$side: $n exit lines in the libshiftu log, expected 1"
-	grep -qE '^libshiftu\[[0-9]+\]: info: context rxe0: interposed( |$)' "$f" ||
+	grep -qE '^([0-9:.]+ )?libshiftu\[[0-9]+\]: info: context rxe0: interposed( |$)' "$f" ||
 		lu_fail "$tag" "$side: no \"context rxe0: interposed\" line"
 	if grep -qE '^libshiftu\[[0-9]+\]: (error|warn): ' "$f"; then
 		lu_fail "$tag" "$side: the library logged errors or warnings"
@@ -422,7 +422,7 @@ lu_check_log()
 		'=') [ "$got" -eq "$want" ] ;;
 		esac || lu_fail "$tag" "$side: $key is $got, expected $op$want"
 	done
-	log "$tag $side: $(lu_exit_lines "$f" | sed 's/^[^:]*: info: exit: //')"
+	log "$tag $side: $(lu_exit_lines "$f" | sed 's/^.*: info: exit: //')"
 }
 
 # lu_result FILE SIZE ITERS: the result line of a perftest output (its
