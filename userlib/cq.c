@@ -116,7 +116,7 @@ static const char *wc_status_word(enum ibv_wc_status st)
 static bool ours(const struct ibv_wc *wc)
 {
 	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
-	       wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID ||
+	       shiftu_ctrl_def_id(wc->wr_id) || wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID ||
 	       wc->wr_id == SHIFTU_BELL_ID;
 }
 
@@ -352,6 +352,7 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				msgs[*n_msgs].vq = t;
 				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
 				msgs[*n_msgs].on_default = false;
+				msgs[*n_msgs].gen = 0;
 				(*n_msgs)++;
 			}
 			continue;
@@ -386,12 +387,13 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 	int i, kept = 0;
 
 	for (i = 0; i < k; i++) {
-		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV) &&
+		if (shiftu_ctrl_def_id(wc[i].wr_id) && (wc[i].opcode & IBV_WC_RECV) &&
 		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			if (*n_msgs < SHIFTU_HS_BATCH) {
 				msgs[*n_msgs].vq = vq;
 				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
 				msgs[*n_msgs].on_default = true;
+				msgs[*n_msgs].gen = (uint16_t)wc[i].wr_id;
 				(*n_msgs)++;
 			}
 			continue;
@@ -447,7 +449,7 @@ void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *dra
 	int i;
 
 	for (i = 0; i < n; i++)
-		shiftu_hs_message(msgs[i].vq, msgs[i].imm, msgs[i].on_default);
+		shiftu_hs_message(&msgs[i]);
 	if (drained)
 		shiftu_try_drain(drained);
 }

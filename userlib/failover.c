@@ -234,7 +234,7 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		d->smark = true;
 	} else if (wc->wr_id == RMARKER_WR_ID) {
 		d->rmark = true;
-	} else if (wc->wr_id == SHIFTU_CTRL_RECV_ID) {
+	} else if (wc->wr_id == SHIFTU_CTRL_RECV_ID || shiftu_ctrl_def_id(wc->wr_id)) {
 		if (twin)
 			vq->ctrl_rq = 0;
 	} else if (wc->wr_id != SHIFTU_CTRL_SEND_ID) {
@@ -1118,16 +1118,28 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
  * and on which QP it came (a message on the default QP is a two-sided
  * failback's).  Context: any thread, no library lock held.
  */
-void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default)
+void shiftu_hs_message(const struct shiftu_hs_msg *m)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	bool ack = imm & SHIFTU_HS_ACK;
+	struct shiftu_vqp *vq = m->vq;
+	bool ack = m->imm & SHIFTU_HS_ACK, on_default = m->on_default;
+	uint32_t imm = m->imm;
 	enum fo_result r = FO_NONE;
 	uint64_t replayed;
 	int ret, n_msgs = 0;
 	bool expected;
 
 	pthread_mutex_lock(&vq->fo_lock);
+	if (on_default && m->gen != (uint16_t)vq->ctrl_gen) {
+		/*
+		 * Received before the default QP was last reset, and left in
+		 * a CQ nobody polled meanwhile (the peer's count for a
+		 * failback that a rejoin cut short): not the message awaited.
+		 */
+		shiftu_dbg("qp %u: a message on the default QP from before its reset (generation %u, now %u): dropped",
+			   vq->reg.app_qp->qp_num, m->gen, (uint16_t)vq->ctrl_gen);
+		goto out;
+	}
 	if (!on_default && vq->ctrl_rq)
 		vq->ctrl_rq--;
 	/* a failback we granted, unless we have joined the peer anew since */

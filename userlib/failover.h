@@ -12,6 +12,7 @@
 #include <infiniband/verbs.h>
 
 struct shiftu_ctx;
+struct shiftu_hs_msg;
 struct shiftu_vqp;
 
 /*
@@ -88,7 +89,7 @@ void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
 /* The peer's count did not come in time: give up on @vq (shadow thread). */
 void shiftu_hs_timeout(struct shiftu_vqp *vq);
 
-/* The peer's control message @imm arrived (handshake.h).  No lock held. */
-void shiftu_hs_message(struct shiftu_vqp *vq, uint32_t imm, bool on_default);
+/* The peer's control message @m arrived (handshake.h).  No lock held. */
+void shiftu_hs_message(const struct shiftu_hs_msg *m);
 
 #endif /* _SHIFTU_FAILOVER_H */

@@ -31,6 +31,9 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 {
 	struct ibv_recv_wr w = { .wr_id = SHIFTU_CTRL_RECV_ID }, *bad;
 
+	if (!twin)
+		w.wr_id = SHIFTU_CTRL_DEF_ID(++vq->ctrl_gen);
+
 	/* the provider's own: the application's context's ops are ours */
 	return twin ? vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad) :
 		      vq->post_recv(vq->reg.app_qp, &w, &bad);

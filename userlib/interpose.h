@@ -309,6 +309,7 @@ struct shiftu_vqp {
 	 * ns; fo_lock; read relaxed by shiftu_vqp_primary()) */
 	uint64_t back_ns;
 	uint8_t ctrl_default;		/* a control receive waits on the default QP */
+	uint16_t ctrl_gen;		/* its generation: SHIFTU_CTRL_DEF_ID() */
 	/*
 	 * A two-sided failback cut short (failover.c, shiftu_rejoin()): the
 	 * side going back lost its default QP before the peer's count came.

@@ -161,7 +161,7 @@ out:
 static bool library_id(uint64_t id)
 {
 	return id == MARKER_WR_ID || id == RMARKER_WR_ID || id == PROBE_WR_ID ||
-	       id == SHIFTU_CTRL_SEND_ID || id == SHIFTU_CTRL_RECV_ID ||
+	       id == SHIFTU_CTRL_SEND_ID || id == SHIFTU_CTRL_RECV_ID || shiftu_ctrl_def_id(id) ||
 	       id == SHIFTU_BELL_ID;
 }
 
