@@ -184,26 +184,6 @@ void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
 }
 
 /*
- * A probe completion the application's poll met: the shadow thread's, not
- * the application's.  Returns the number of completions left in @wc.
- */
-static int drop_probes(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
-{
-	struct shiftu_vqp *vq;
-	int i, k = 0;
-
-	for (i = 0; i < n; i++) {
-		if (wc[i].wr_id == PROBE_WR_ID &&
-		    (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
-			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
-			continue;
-		}
-		wc[k++] = wc[i];
-	}
-	return k;
-}
-
-/*
  * The QP of the error completion @wc, polled from @cq, if the library can
  * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
  * or move it onto its twin again as it goes back (shiftu_rejoin()); else
@@ -375,13 +355,8 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 	return kept;
 }
 
-/*
- * A peer's control message on a default QP (a two-sided failback's)
- * among @k completions taken from an application's CQ: taken out, to
- * @msgs.  Returns how many are left.
- */
-static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs)
+int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+		   struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct shiftu_vqp *vq;
 	int i, kept = 0;
@@ -398,10 +373,29 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 			}
 			continue;
 		}
-		if (ours(&wc[i]))
-			continue;	/* the library's own, flushed */
+		if (wc[i].wr_id == PROBE_WR_ID && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
+			continue;
+		}
 		wc[kept++] = wc[i];
 	}
+	return kept;
+}
+
+/*
+ * What an application's poll took: the library's own completions taken
+ * out (shiftu_app_own(), and its flushed requests).  Returns how many are
+ * left.
+ */
+static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+		    struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	int i, kept = 0;
+
+	k = shiftu_app_own(s, wc, k, msgs, n_msgs);
+	for (i = 0; i < k; i++)
+		if (!ours(&wc[i]))
+			wc[kept++] = wc[i];
 	return kept;
 }
 
@@ -422,7 +416,6 @@ void shiftu_app_serve(struct shiftu_cq *c)
 	if (k > 0) {
 		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
 		shiftu_took(c->sctx, wc, k);
-		k = drop_probes(c->sctx, wc, k);
 		for (i = 0; i < k; i++) {
 			/* a QP's first error: the move counts it in the stash */
 			if (!fo && wc[i].status != IBV_WC_SUCCESS &&
@@ -474,7 +467,6 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		} else if (k > 0) {
 			k = app_ctrl(s, wc + n, k, msgs, &n_msgs);
 			shiftu_took(s, wc + n, k);
-			k = drop_probes(s, wc + n, k);
 			k = hold_error(s, c, wc + n, k, &fo, &first);
 			n += k;
 		}

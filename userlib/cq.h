@@ -62,6 +62,15 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained);
 void shiftu_twin_serve(struct shiftu_cq *c);
 
+/*
+ * Completions taken from an application's CQ: the library's own on a
+ * default QP taken out, a peer's control message (a two-sided failback's)
+ * to @msgs and a probe's to its QP.  Flushed requests of the library's
+ * are left: a drain counts its markers.  Returns how many are left.
+ */
+int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+		   struct shiftu_hs_msg *msgs, int *n_msgs);
+
 /* The shadow thread's poll of an application CQ the application may not
  * poll while a two-sided failback's message is awaited on it. */
 void shiftu_app_serve(struct shiftu_cq *c);

@@ -371,8 +371,11 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			if (k < 0)
 				return -EIO;
 			none &= !k;
-			if (!twin)
+			if (!twin) {
+				/* a peer's message, a probe: not the application's */
+				k = shiftu_app_own(vq->sctx, wc, k, msgs, n_msgs);
 				shiftu_took(vq->sctx, wc, k);
+			}
 			for (i = 0, kept = 0; i < k; i++) {
 				if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
 					wc[kept++] = wc[i];
@@ -1311,10 +1314,11 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 {
 	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_cq *c = vq->scq;
 	uint64_t deadline = now_ns() + PROBE_NS, i0;
 	struct ibv_wc wc[16];
-	int k, i;
+	int k, i, n_msgs;
 
 	/*
 	 * Aim the empty WRITE at memory the application writes to, with its
@@ -1342,17 +1346,18 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 		return false;
 	shiftu_dbg("qp %u: probe posted", vq->reg.app_qp->qp_num);
 	while (vq->probe_state == 1 && now_ns() < deadline) {
+		n_msgs = 0;
 		shiftu_cq_lock_quiet(c);
 		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
-		shiftu_took(vq->sctx, wc, k);
-		for (i = 0; i < k; i++) {
-			if (wc[i].wr_id == PROBE_WR_ID &&
-			    wc[i].qp_num == vq->reg.app_qp->qp_num)
-				vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
-			else
-				shiftu_stash_push(c, &wc[i]);
+		if (k > 0) {
+			/* the probe's completion, and a peer's message, taken out */
+			k = shiftu_app_own(vq->sctx, wc, k, msgs, &n_msgs);
+			shiftu_took(vq->sctx, wc, k);
 		}
+		for (i = 0; i < k; i++)
+			shiftu_stash_push(c, &wc[i]);
 		pthread_mutex_unlock(&c->lock);
+		shiftu_hs_deliver(msgs, n_msgs, NULL);
 		if (k <= 0)
 			sched_yield();
 	}
