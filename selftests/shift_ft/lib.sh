@@ -78,6 +78,7 @@ ft_exit()
 		fi
 	fi
 	rm -rf "$FT_TMP"
+	echo "# $FT_TEST took ${SECONDS} s"
 	case $rc in
 	0) echo "# PASS: $FT_TEST" ;;
 	"$ksft_skip") ;;
