@@ -204,6 +204,7 @@ lu_ride()
 	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1
 	LU_PULL_ON=$1 LU_PULL_BY=$2
 	shift 5
+	lu_keep "$tag" rides
 	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
