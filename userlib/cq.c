@@ -116,8 +116,8 @@ static const char *wc_status_word(enum ibv_wc_status st)
 static bool ours(const struct ibv_wc *wc)
 {
 	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
-	       shiftu_ctrl_def_id(wc->wr_id) || wc->wr_id == MARKER_WR_ID || wc->wr_id == RMARKER_WR_ID ||
-	       wc->wr_id == SHIFTU_BELL_ID;
+	       shiftu_ctrl_def_id(wc->wr_id) || wc->wr_id == MARKER_WR_ID ||
+	       wc->wr_id == RMARKER_WR_ID || wc->wr_id == SHIFTU_BELL_ID;
 }
 
 /*

@@ -47,6 +47,7 @@ static inline bool shiftu_ctrl_def_id(uint64_t id)
 {
 	return (id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0);
 }
+
 /* the immediate: bit 31 marks an answer, bits 0-30 the receive count */
 #define SHIFTU_HS_ACK		0x80000000U
 #define SHIFTU_HS_BATCH		8

@@ -405,7 +405,7 @@ lu_check_log()
 	[ "$n" -eq 1 ] || lu_fail "$tag" "$side: $n exit lines in the libshiftu log, expected 1"
 	grep -qE '^([0-9:.]+ )?libshiftu\[[0-9]+\]: info: context rxe0: interposed( |$)' "$f" ||
 		lu_fail "$tag" "$side: no \"context rxe0: interposed\" line"
-	if grep -qE '^libshiftu\[[0-9]+\]: (error|warn): ' "$f"; then
+	if grep -qE '^([0-9:.]+ )?libshiftu\[[0-9]+\]: (error|warn): ' "$f"; then
 		lu_fail "$tag" "$side: the library logged errors or warnings"
 	fi
 	for req in "$@"; do
