@@ -61,6 +61,29 @@ static inline struct shiftu_ctx *ctx_of(const struct ibv_context *ctx)
 	return shiftu_ctx_find(ctx);
 }
 
+/*
+ * The common paths' test of a QP: the page has not moved since the QP last
+ * looked, and its gate is open (interpose.h).  The word's load is a plain
+ * one, after the sequence's, so that it folds into the compare: one aligned
+ * load, which sees a racing writer's member before or after its store,
+ * whole, and either way is handled (a post that passed is waited for by
+ * the move, one that did not takes the other path).
+ */
+static inline bool vqp_open(const struct shiftu_vqp *vq)
+{
+	uint64_t seq = shiftu_health_seq();
+
+	return likely(vq->seen_gate == seq);
+}
+
+/* The same for a context's polls: its page seq and its slow CQs. */
+static inline bool ctx_open(const struct shiftu_ctx *s)
+{
+	uint64_t seq = shiftu_health_seq();
+
+	return likely(s->seen_slow == seq);
+}
+
 /* reg is the first member: the registry's entry is the vqp */
 static inline struct shiftu_vqp *vqp_cached(const struct ibv_qp *qp)
 {
@@ -282,9 +305,9 @@ static __attribute__((noinline)) int post_two_sided(struct shiftu_vqp *vq,
 }
 
 /*
- * The common path: a cache lookup, the posting thread's window, the page's
- * sequence, the QP's gate, the count, the request's opcode, and the
- * provider's post.
+ * The common path: a cache lookup, the posting thread's window, the QP's
+ * word against the page's sequence, the count, the request's opcode, and
+ * the provider's post.
  */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr)
@@ -296,9 +319,7 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		return post_send_table(qp, wr, bad_wr);
 	/* before the gate's load: a move that closes it waits for us */
 	shiftu_window_open();
-	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
-	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)) ||
-	    unlikely(wr->next))
+	if (unlikely(!vqp_open(vq)) || unlikely(wr->next))
 		return post_send_other(vq, qp, wr, bad_wr);
 	/* only the posting thread writes it; a move reads it once we are out */
 	vq->sq.head++;
@@ -444,8 +465,7 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
 		return post_recv_table(qp, wr, bad_wr);
 	shiftu_window_open();
-	if (unlikely(shiftu_health_changed(vq->health_seen)) ||
-	    unlikely(__atomic_load_n(&vq->gate, __ATOMIC_RELAXED)))
+	if (unlikely(!vqp_open(vq)))
 		return post_recv_other(vq, qp, wr, bad_wr);
 	ret = post_recv_counted(vq, qp, wr, bad_wr);
 	shiftu_window_close();
@@ -494,7 +514,7 @@ static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
 
 /*
  * The common path: the context (the newest, inline), the poller's window,
- * the page's sequence, the context's slow flag, the provider's poll, and a
+ * the context's word against the page's sequence, the provider's poll, and a
  * look at each completion's status and opcode; a good send completion
  * needs nothing more.
  */
@@ -506,8 +526,7 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	/* before the slow flag's load: a move that sets it waits for us */
 	shiftu_window_enter();
 	shiftu_window.polls++;
-	if (unlikely(shiftu_health_changed(s->health_seen)) ||
-	    unlikely(__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED)))
+	if (unlikely(!ctx_open(s)))
 		return poll_moved(s, cq, num, wc);
 	n = s->poll_cq(cq, num, wc);
 	for (i = 0; i < n; i++)

@@ -73,16 +73,16 @@ static inline bool shiftu_health_moved(uint32_t *seen)
 }
 
 /*
- * shiftu_health_changed - has the table changed since @seen?  As
- * shiftu_health_moved(), without taking the new value: for a fast path
- * that folds the test with others and lets its cold path call
- * shiftu_health_moved().
+ * shiftu_health_seq - the page's sequence now, with the loads (and the
+ * ordering) of shiftu_health_moved(), for a fast path that folds "has it
+ * moved?" into a compare of its own word (a QP's or a context's,
+ * interpose.h) and lets its cold path call shiftu_health_moved().
  */
-static inline bool shiftu_health_changed(uint32_t seen)
+static inline uint32_t shiftu_health_seq(void)
 {
 	const uint32_t *p = __atomic_load_n(&shiftu_health_seqp, __ATOMIC_ACQUIRE);
 
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE) != seen;
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
 /* One port row and its backup's, from one consistent snapshot. */

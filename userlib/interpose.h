@@ -92,17 +92,26 @@ struct shiftu_ctx {
 				       struct ibv_qp_init_attr_ex *attr);
 
 	/*
-	 * Non-zero while any of the context's CQs needs the slow poll: a QP
-	 * on its backup, or completions the library holds.  Read relaxed by
-	 * every poll_cq; written under shadow_lock.
+	 * What a poll's common path compares with the health page's sequence
+	 * (zero-extended): one 64-bit word, so that a page that moved and a
+	 * context that needs the slow poll are one test.  Each half is
+	 * written on its own, relaxed; the poller reads the word in one
+	 * aligned load, which sees each half whole.
+	 *
+	 * @health_seen: page seq the context's pollers last acted on (a
+	 * sender whose send queue is full only polls, so the poll path must
+	 * notice a failure too).  Written only when the page moved (rarely).
+	 * @slow_cqs: non-zero while any of the context's CQs needs the slow
+	 * poll: a QP on its backup, or completions the library holds.
+	 * Written under the CQ's lock (atomic add).
 	 */
-	uint32_t slow_cqs;
-	/*
-	 * Page seq the context's pollers last acted on: a sender whose send
-	 * queue is full only polls, so the poll path must notice a failure
-	 * too.  Written only when the page moved (rarely), relaxed.
-	 */
-	uint32_t health_seen;
+	union {
+		struct {
+			uint32_t health_seen;
+			uint32_t slow_cqs;
+		};
+		uint64_t seen_slow;
+	};
 
 	/*
 	 * Receive completions are counted per QP (the two-way handshake,
@@ -190,8 +199,8 @@ struct shiftu_peer {
 /*
  * The library's state of one application QP.  @reg is the registry entry
  * (qp.h) and comes first, so that a lookup's result is this struct.  The
- * fast path reads @reg.app_qp, @health_seen, @gate and the provider's
- * pointers and writes @sq.head, all on the first two cache lines, which
+ * fast path reads @reg.app_qp, @seen_gate and the provider's pointers and
+ * writes @sq.head, all on the first two cache lines, which
  * no other QP's poster touches; the counters are written by the posting
  * thread with relaxed load and store (statistics: concurrent posters on
  * one QP may lose a count, never corrupt anything).
@@ -199,11 +208,36 @@ struct shiftu_peer {
 struct shiftu_vqp {
 	struct shiftu_qp reg;
 	struct shiftu_ctx *sctx;
-	uint32_t health_seen;		/* page seq last acted on (health.h) */
+	/*
+	 * The posts' common path serves a QP whose @seen_gate equals the
+	 * health page's sequence, zero-extended: the page has not moved since
+	 * the QP last looked, and no flag of its gate (the high half) is set.
+	 * One 64-bit compare; each member is written on its own, relaxed, and
+	 * the poster reads the word in one aligned load, which sees each
+	 * member whole.
+	 *
+	 * @health_seen: page seq the QP last acted on (health.h), written by
+	 * its posters.  @slow: set while posts need the slow path (the QP is
+	 * on its backup, or its port is down but it could not fail over yet),
+	 * written by the thread that changes the state.  @copying: set for
+	 * good when the QP does not keep its requests in the provider's rings
+	 * (@rings is not SHIFTU_RINGS_PROVIDER).  @gate_zero is never set.
+	 */
+	union {
+		struct {
+			uint32_t health_seen;
+			uint8_t slow;
+			uint8_t copying;
+			uint16_t gate_zero;
+		};
+		uint64_t seen_gate;
+	};
 	uint8_t down;			/* the table shows our port or path down */
 	uint8_t port_num;		/* from ibv_modify_qp(IBV_QP_PORT), 0: unset */
 	uint8_t has_dgid;
-	uint8_t pad;
+	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
+	uint8_t rings;			/* SHIFTU_RINGS_* */
+	uint8_t bak_ready;		/* the twin is in RTS: it can post */
 	uint8_t dgid[16];		/* from ibv_modify_qp(IBV_QP_AV) */
 
 	/* the provider's, copied here so the fast path touches one object */
@@ -212,25 +246,6 @@ struct shiftu_vqp {
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
 	struct shiftu_wrbatch *wb;	/* the extended send API's batch (wrapi.c) */
-
-	/*
-	 * The posts' common path serves a QP whose @gate is zero.  @slow is
-	 * set while posts need the slow path: the QP is on its backup, or
-	 * its port is down but it could not fail over yet; written by the
-	 * thread that changes the state, read relaxed by posters.  @copying
-	 * is set for good when the QP does not keep its requests in the
-	 * provider's rings (@rings is not SHIFTU_RINGS_PROVIDER).
-	 */
-	union {
-		struct {
-			uint8_t slow;
-			uint8_t copying;
-		};
-		uint16_t gate;
-	};
-	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
-	uint8_t rings;			/* SHIFTU_RINGS_* */
-	uint8_t bak_ready;		/* the twin is in RTS: it can post */
 
 	struct shiftu_ring sq, rq;
 	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
