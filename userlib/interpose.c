@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +46,51 @@ static bool real_ok;
 struct shiftu_ctx *shiftu_ctx_list;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Every managed QP, for the exit statistics; under vqp_lock. */
+/*
+ * Every managed QP, for the exit statistics; under vqp_lock.  A node that
+ * was registered is never freed: a context's receive cache may still point
+ * at it after its QP is gone (a poller that loaded it before qp_detach()
+ * cleared the slot, or shiftu_count_recv_slow() storing what it found as
+ * the QP went), and the poller reads its app_qp->qp_num to see that it is
+ * not the QP looked for.  A QP that goes leaves its node on vqp_spare, for
+ * the next QP, with app_qp at qp_gone (before the provider frees the QP),
+ * which stays until the next QP's replaces it.
+ */
 struct vqp_node {
 	struct shiftu_vqp vq;
 	struct vqp_node *prev, *next;
 };
-static struct vqp_node *vqp_list;
+static struct vqp_node *vqp_list, *vqp_spare;
 static pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_qp qp_gone = { .qp_num = UINT32_MAX };	/* QP numbers have 24 bits */
+
+/* A zeroed node: a spare one, or a new one. */
+static struct vqp_node *vqp_node_get(void)
+{
+	struct vqp_node *n;
+
+	pthread_mutex_lock(&vqp_lock);
+	n = vqp_spare;
+	if (n)
+		vqp_spare = n->next;
+	pthread_mutex_unlock(&vqp_lock);
+	if (!n)
+		return calloc(1, sizeof(*n));
+	/* all but app_qp, the first word, which a reader may compare */
+	memset(&n->vq.reg.send_state, 0,
+	       sizeof(*n) - offsetof(struct vqp_node, vq.reg.send_state));
+	return n;
+}
+
+/* @n's QP is gone, or was never managed: the node waits for the next QP. */
+static void vqp_node_put(struct vqp_node *n)
+{
+	__atomic_store_n(&n->vq.reg.app_qp, &qp_gone, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&vqp_lock);
+	n->next = vqp_spare;
+	vqp_spare = n;
+	pthread_mutex_unlock(&vqp_lock);
+}
 
 /* The counts of QPs and contexts already gone; under vqp_lock / ctx_lock. */
 static struct {
@@ -260,7 +299,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 
 	if (!s)
 		return;
-	n = calloc(1, sizeof(*n));
+	n = vqp_node_get();
 	if (!n) {
 		shiftu_warn("qp %u on %s: out of memory: not managed",
 			    qp->qp_num, s->dev_name);
@@ -293,7 +332,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 			    qp->qp_num, s->dev_name);
 		free(vq->sq.slots);
 		free(vq->rq.slots);
-		free(n);
+		vqp_node_put(n);
 		return;
 	}
 	/* registered first: the library's builders find their entry */
@@ -443,7 +482,7 @@ static void qp_detach(struct ibv_qp *qp)
 	shiftu_wr_detach(vq);
 	free(vq->sq.slots);
 	free(vq->rq.slots);
-	free(n);
+	vqp_node_put(n);
 }
 
 /* ---- the exported verbs -------------------------------------------------- */
