@@ -2,11 +2,12 @@
 /*
  * datapath.c: libshiftu's versions of the provider's data verbs.
  *
- * Each finds the library's object for the QP or CQ (a lock-free lookup),
- * asks the health page whether anything changed (one acquire load and a
- * compare, health.h), and calls the provider's function.  Everything else
- * is in cold functions.  No syscall, lock or allocation here, and no store
- * to memory that another QP's poster uses.
+ * Each finds the library's object for the QP or CQ (the one the thread
+ * used last, else a lock-free lookup), asks the health page whether
+ * anything changed (one acquire load and a compare, health.h), and calls
+ * the provider's function.  Everything else is in cold functions.  No
+ * syscall, lock or allocation here, and no store to memory that another
+ * QP's poster uses.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -50,15 +51,33 @@ static shiftu_cold int post_recv_unmanaged(struct ibv_qp *qp,
 	return s->post_recv(qp, wr, bad_wr);
 }
 
-/* Most programs open one device: the newest context first, inline. */
-static inline struct shiftu_ctx *ctx_of(const struct ibv_context *ctx)
-{
-	/* pairs with the release in ctx_attach() */
-	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
+/* What a thread's anchors point at before its first post and poll. */
+static struct shiftu_vqp vqp_none;	/* reg.app_qp NULL: no QP's */
+static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
 
-	if (likely(s && s->ctx == ctx))
-		return s;
-	return shiftu_ctx_find(ctx);
+/*
+ * The thread's window (quiesce.h) and its anchors.  Most threads post to
+ * one QP and poll one context's CQs: the anchor's compare (its object's
+ * app_qp or ctx) replaces a lookup.  A thread that posts to several QPs
+ * pays the registry's cache, as all did before; one that polls CQs of two
+ * contexts finds the other one in ctx_before.  The compare is a plain
+ * load: an anchored QP may be gone, its node kept for another QP
+ * (interpose.c), and whatever app_qp a racing attach or detach leaves
+ * there, it is not the QP the thread posts to (that one is alive, its node
+ * is its own).  Contexts' nodes are never freed either.
+ */
+__thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec"))) = {
+	.vq = &vqp_none,
+	.ctx = &ctx_none,
+	.ctx_before = &ctx_none,
+};
+
+/* @vq becomes the thread's QP, its window registered first. */
+static void vqp_anchor(struct shiftu_vqp *vq)
+{
+	if (!shiftu_window_ready())
+		shiftu_window_register();
+	shiftu_window.vq = vq;
 }
 
 /*
@@ -245,12 +264,13 @@ int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
  * Entered inside the posting thread's window (quiesce.h): a post to the
  * default QP stays inside it, so that a move that closes the gate waits
  * for it; what may wait for a move (the page's news, the slow path, which
- * takes fo_lock) is done outside.
+ * takes fo_lock) is done outside.  @vq comes last: the common path's
+ * jump here leaves the verb's arguments where they are.
  */
-static __attribute__((noinline)) int post_send_other(struct shiftu_vqp *vq,
-						      struct ibv_qp *qp,
+static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 						      struct ibv_send_wr *wr,
-						      struct ibv_send_wr **bad_wr)
+						      struct ibv_send_wr **bad_wr,
+						      struct shiftu_vqp *vq)
 {
 	int ret;
 
@@ -266,22 +286,6 @@ static __attribute__((noinline)) int post_send_other(struct shiftu_vqp *vq,
 	ret = post_default(vq, qp, wr, bad_wr);
 	shiftu_window_leave();
 	return ret;
-}
-
-/*
- * A QP the registry's cache does not hold (one of two with a slot), or the
- * thread's first post (its window is not registered yet).
- */
-static __attribute__((noinline)) int post_send_table(struct ibv_qp *qp,
-						      struct ibv_send_wr *wr,
-						      struct ibv_send_wr **bad_wr)
-{
-	struct shiftu_vqp *vq = vqp_lookup(qp);
-
-	if (unlikely(!vq))
-		return post_send_unmanaged(qp, wr, bad_wr);
-	shiftu_window_enter();
-	return post_send_other(vq, qp, wr, bad_wr);
 }
 
 /*
@@ -305,22 +309,21 @@ static __attribute__((noinline)) int post_two_sided(struct shiftu_vqp *vq,
 }
 
 /*
- * The common path: a cache lookup, the posting thread's window, the QP's
- * word against the page's sequence, the count, the request's opcode, and
- * the provider's post.
+ * The common path, for the thread's QP @vq: the posting thread's window,
+ * the QP's word against the page's sequence, the count, the request's
+ * opcode, and the provider's post.
  */
-int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-		     struct ibv_send_wr **bad_wr)
+static __attribute__((always_inline)) inline int post_send_common(struct shiftu_vqp *vq,
+								  struct ibv_qp *qp,
+								  struct ibv_send_wr *wr,
+								  struct ibv_send_wr **bad_wr)
 {
-	struct shiftu_vqp *vq = vqp_cached(qp);
 	int ret;
 
-	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
-		return post_send_table(qp, wr, bad_wr);
 	/* before the gate's load: a move that closes it waits for us */
 	shiftu_window_open();
 	if (unlikely(!vqp_open(vq)) || unlikely(wr->next))
-		return post_send_other(vq, qp, wr, bad_wr);
+		return post_send_other(qp, wr, bad_wr, vq);
 	/* only the posting thread writes it; a move reads it once we are out */
 	vq->sq.head++;
 	if (unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1))
@@ -330,11 +333,53 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return ret;
 }
 
+/*
+ * A QP the registry's cache does not hold (one of two with a slot), or the
+ * thread's first post (its window is not registered yet).
+ */
+static shiftu_cold int post_send_table(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				       struct ibv_send_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_lookup(qp);
+
+	if (unlikely(!vq))
+		return post_send_unmanaged(qp, wr, bad_wr);
+	vqp_anchor(vq);
+	return post_send_common(vq, qp, wr, bad_wr);
+}
+
+/*
+ * @qp is not the thread's QP: the registry's cache's becomes the thread's
+ * QP.  No call before the provider's, as on the common path: a thread that
+ * posts to several QPs pays about what all did before the anchors.
+ */
+static __attribute__((noinline)) int post_send_find(struct ibv_qp *qp,
+						     struct ibv_send_wr *wr,
+						     struct ibv_send_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_cached(qp);
+
+	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
+		return post_send_table(qp, wr, bad_wr);
+	shiftu_window.vq = vq;
+	return post_send_common(vq, qp, wr, bad_wr);
+}
+
+int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = shiftu_window.vq;
+
+	if (unlikely(vq->reg.app_qp != qp))
+		return post_send_find(qp, wr, bad_wr);
+	return post_send_common(vq, qp, wr, bad_wr);
+}
+
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr)
 {
 	shiftu_window_enter();
-	return post_send_other(vq, vq->reg.app_qp, wr, bad_wr);
+	return post_send_other(vq->reg.app_qp, wr, bad_wr, vq);
 }
 
 /* Record @w in the receive ring (descriptor only), as record_send(). */
@@ -422,10 +467,10 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 
 /* The health page moved, the QP is on its slow path, or it copies: as
  * post_send_other(), inside the posting thread's window. */
-static __attribute__((noinline)) int post_recv_other(struct shiftu_vqp *vq,
-						      struct ibv_qp *qp,
+static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 						      struct ibv_recv_wr *wr,
-						      struct ibv_recv_wr **bad_wr)
+						      struct ibv_recv_wr **bad_wr,
+						      struct shiftu_vqp *vq)
 {
 	int ret;
 
@@ -443,40 +488,64 @@ static __attribute__((noinline)) int post_recv_other(struct shiftu_vqp *vq,
 	return ret;
 }
 
-/* A QP the registry's cache does not hold, or the thread's first post. */
-static __attribute__((noinline)) int post_recv_table(struct ibv_qp *qp,
-						      struct ibv_recv_wr *wr,
-						      struct ibv_recv_wr **bad_wr)
+/* The common path, for the thread's QP @vq: the window, the QP's word,
+ * the count, and the provider's post. */
+static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_vqp *vq,
+								  struct ibv_qp *qp,
+								  struct ibv_recv_wr *wr,
+								  struct ibv_recv_wr **bad_wr)
 {
-	struct shiftu_vqp *vq = vqp_lookup(qp);
-
-	if (unlikely(!vq))
-		return post_recv_unmanaged(qp, wr, bad_wr);
-	shiftu_window_enter();
-	return post_recv_other(vq, qp, wr, bad_wr);
-}
-
-int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad_wr)
-{
-	struct shiftu_vqp *vq = vqp_cached(qp);
 	int ret;
 
-	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
-		return post_recv_table(qp, wr, bad_wr);
 	shiftu_window_open();
 	if (unlikely(!vqp_open(vq)))
-		return post_recv_other(vq, qp, wr, bad_wr);
+		return post_recv_other(qp, wr, bad_wr, vq);
 	ret = post_recv_counted(vq, qp, wr, bad_wr);
 	shiftu_window_close();
 	return ret;
 }
 
-/*
- * CQs belong to a context, and contexts are few: the list's head is the
- * one most programs use.  A context the library does not manage cannot
- * reach here (its ops were never replaced).
- */
+/* A QP the registry's cache does not hold, or the thread's first post. */
+static shiftu_cold int post_recv_table(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				       struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_lookup(qp);
+
+	if (unlikely(!vq))
+		return post_recv_unmanaged(qp, wr, bad_wr);
+	vqp_anchor(vq);
+	return post_recv_common(vq, qp, wr, bad_wr);
+}
+
+/* @qp is not the thread's QP: as post_send_find(). */
+static __attribute__((noinline)) int post_recv_find(struct ibv_qp *qp,
+						     struct ibv_recv_wr *wr,
+						     struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = vqp_cached(qp);
+
+	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
+		return post_recv_table(qp, wr, bad_wr);
+	shiftu_window.vq = vq;
+	return post_recv_common(vq, qp, wr, bad_wr);
+}
+
+int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = shiftu_window.vq;
+
+	if (unlikely(vq->reg.app_qp != qp))
+		return post_recv_find(qp, wr, bad_wr);
+	return post_recv_common(vq, qp, wr, bad_wr);
+}
+
+/* A completion that needs a look: an error, or a receive. */
+static inline bool wc_looked(const struct ibv_wc *wc)
+{
+	return wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV);
+}
+
 /*
  * The @n completions a poll took, from the @i-th on, the first that needs
  * a look: errors and receives.  Leaves the poller's window (quiesce.h)
@@ -513,27 +582,70 @@ static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
 }
 
 /*
- * The common path: the context (the newest, inline), the poller's window,
- * the context's word against the page's sequence, the provider's poll, and a
+ * The common path, for the thread's context @s: the poller's window, the
+ * context's word against the page's sequence, the provider's poll, and a
  * look at each completion's status and opcode; a good send completion
  * needs nothing more.
  */
-int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *s,
+							     struct ibv_cq *cq, int num,
+							     struct ibv_wc *wc)
 {
-	struct shiftu_ctx *s = ctx_of(cq->context);
 	int n, i;
 
 	/* before the slow flag's load: a move that sets it waits for us */
-	shiftu_window_enter();
+	shiftu_window_open();
 	shiftu_window.polls++;
 	if (unlikely(!ctx_open(s)))
 		return poll_moved(s, cq, num, wc);
 	n = s->poll_cq(cq, num, wc);
 	for (i = 0; i < n; i++)
-		if (unlikely(wc[i].status != IBV_WC_SUCCESS || (wc[i].opcode & IBV_WC_RECV)))
-			return poll_took(ctx_of(cq->context), cq, num, wc, n, i);
+		if (unlikely(wc_looked(&wc[i])))
+			return poll_took(s, cq, num, wc, n, i);
 	shiftu_window_close();
 	return n;
+}
+
+/*
+ * @cq's context is neither of the thread's two, or this is the thread's
+ * first poll (its window is not registered yet).  A context the library
+ * does not manage cannot reach here (its ops were never replaced).
+ */
+static shiftu_cold int poll_list(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
+
+	if (!shiftu_window_ready())
+		shiftu_window_register();
+	shiftu_window.ctx_before = shiftu_window.ctx;
+	shiftu_window.ctx = s;
+	return poll_common(s, cq, num, wc);
+}
+
+/*
+ * @cq's context is not the thread's: it polls CQs of several (a thread for
+ * two rails, say).  The one it polled before, if it is @cq's, becomes the
+ * thread's, with no call before the provider's, as on the common path.
+ */
+static __attribute__((noinline)) int poll_find(struct ibv_cq *cq, int num,
+					       struct ibv_wc *wc)
+{
+	struct shiftu_ctx *s = shiftu_window.ctx_before;
+
+	if (unlikely(s->ctx != cq->context))
+		return poll_list(cq, num, wc);
+	shiftu_window.ctx_before = shiftu_window.ctx;
+	shiftu_window.ctx = s;
+	return poll_common(s, cq, num, wc);
+}
+
+int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	struct shiftu_ctx *s = shiftu_window.ctx;
+
+	if (unlikely(s->ctx != cq->context))
+		return poll_find(cq, num, wc);
+	return poll_common(s, cq, num, wc);
 }
 
 int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,

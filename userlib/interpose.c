@@ -48,13 +48,14 @@ static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * Every managed QP, for the exit statistics; under vqp_lock.  A node that
- * was registered is never freed: a context's receive cache may still point
- * at it after its QP is gone (a poller that loaded it before qp_detach()
- * cleared the slot, or shiftu_count_recv_slow() storing what it found as
- * the QP went), and the poller reads its app_qp->qp_num to see that it is
- * not the QP looked for.  A QP that goes leaves its node on vqp_spare, for
- * the next QP, with app_qp at qp_gone (before the provider frees the QP),
- * which stays until the next QP's replaces it.
+ * was registered is never freed: a thread's anchor (datapath.c) or a
+ * context's receive cache may still point at it after its QP is gone (a
+ * poller that loaded it before qp_detach() cleared the slot, or
+ * shiftu_count_recv_slow() storing what it found as the QP went), and
+ * reads its app_qp (the cache: app_qp->qp_num) to see that it is not the
+ * QP looked for.  A QP that goes leaves its node on vqp_spare, for the
+ * next QP, with app_qp at qp_gone (before the provider frees the QP, whose
+ * address a new QP may get), which stays until the next QP's replaces it.
  */
 struct vqp_node {
 	struct shiftu_vqp vq;

@@ -14,9 +14,11 @@
  * that still walks an old table reads memory that stays valid.
  *
  * Lifetime rule (the verbs rule): a QP is not used concurrently with or
- * after its ibv_destroy_qp().  The interposer unregisters before it frees
- * its struct shiftu_qp; a reader looking up another QP never dereferences a
- * value whose key does not match, so a removed entry is never touched.
+ * after its ibv_destroy_qp().  The interposer unregisters before it lets
+ * its struct shiftu_qp go; a reader looking up another QP never
+ * dereferences a value whose key does not match, so a removed entry is
+ * never touched here.  (The data path's own per-thread anchors do read a
+ * gone entry: the interposer keeps them, interpose.c.)
  */
 #ifndef _SHIFTU_QP_H
 #define _SHIFTU_QP_H
@@ -68,11 +70,12 @@ int shiftu_qp_unregister(struct shiftu_qp *q);
 struct shiftu_qp *shiftu_qp_lookup(const struct ibv_qp *qp);
 
 /*
- * The data path's first try: a direct-mapped cache in front of the table,
- * one slot per qp_num modulo its size.  A slot is taken by the first QP
- * registered with that index and freed only when that QP is unregistered,
- * so a slot whose key is a live QP never changes under its posters; the
- * others, and every QP when two collide, go to the table.
+ * The data path's try after the thread's own QP (datapath.c): a
+ * direct-mapped cache in front of the table, one slot per qp_num modulo its
+ * size.  A slot is taken by the first QP registered with that index and
+ * freed only when that QP is unregistered, so a slot whose key is a live QP
+ * never changes under its posters; the others, and every QP when two
+ * collide, go to the table.
  */
 #define SHIFTU_QP_CACHE		1024	/* slots; a power of two */
 

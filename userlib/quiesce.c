@@ -14,8 +14,6 @@
 #include "log.h"
 #include "quiesce.h"
 
-__thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec")));
-
 static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_window *windows;	/* windows_lock */
 static uint64_t polls_gone;		/* windows_lock: exited threads' polls */

@@ -26,16 +26,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct shiftu_vqp;
+struct shiftu_ctx;
+
 struct shiftu_window {
 	uint32_t seq;			/* odd: inside; written by its thread only */
 	uint8_t registered;
 	struct shiftu_window *next;	/* the registry, under its mutex */
 	uint64_t polls;			/* statistics: this thread's poll_cq calls */
+	/*
+	 * The data verbs' anchors (datapath.c), in this block so that the
+	 * one offset the window needs reaches them too.  Written by the
+	 * thread only.  Until its window is registered they point at objects
+	 * that match no QP and no context, so that its first post and poll
+	 * take the path that registers it.
+	 */
+	struct shiftu_vqp *vq;		/* the QP the thread last posted to */
+	struct shiftu_ctx *ctx;		/* the context whose CQ it last polled */
+	struct shiftu_ctx *ctx_before;	/* the one it polled before that */
 };
 
 /*
  * Initial exec: the library is loaded at start (LD_PRELOAD or linked), so
  * its TLS is in the static block and one %fs-relative access reaches it.
+ * Defined with the anchors' initial values in datapath.c.
  */
 extern __thread struct shiftu_window shiftu_window
 	__attribute__((tls_model("initial-exec")));
