@@ -289,29 +289,12 @@ static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 }
 
 /*
- * A two-sided request on the common path (counted already): numbered for
- * the handshake, and the number taken back if the provider refuses it (the
- * peer's receive count is compared with it).  Inside the window.
- */
-static __attribute__((noinline)) int post_two_sided(struct shiftu_vqp *vq,
-						    struct ibv_qp *qp,
-						    struct ibv_send_wr *wr,
-						    struct ibv_send_wr **bad_wr)
-{
-	int ret;
-
-	vq->sent2++;
-	ret = vq->post_send(qp, wr, bad_wr);
-	if (unlikely(ret))
-		vq->sent2--;
-	shiftu_window_close();
-	return ret;
-}
-
-/*
  * The common path, for the thread's QP @vq: the posting thread's window,
- * the QP's word against the page's sequence, the count, the request's
- * opcode, and the provider's post.
+ * the QP's word against the page's sequence, the count, and the provider's
+ * post; a two-sided request (one SEND or WRITE_WITH_IMM) is numbered for
+ * the handshake too.  Nothing but the window's offset is kept across the
+ * provider's call: the one-sided path has no use for anything else, and
+ * what the two-sided one may need, @vq, is the thread's anchor.
  */
 static __attribute__((always_inline)) inline int post_send_common(struct shiftu_vqp *vq,
 								  struct ibv_qp *qp,
@@ -324,11 +307,24 @@ static __attribute__((always_inline)) inline int post_send_common(struct shiftu_
 	shiftu_window_open();
 	if (unlikely(!vqp_open(vq)) || unlikely(wr->next))
 		return post_send_other(qp, wr, bad_wr, vq);
-	/* only the posting thread writes it; a move reads it once we are out */
+	/* only the posting thread writes them; a move reads them once we are out */
 	vq->sq.head++;
-	if (unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1))
-		return post_two_sided(vq, qp, wr, bad_wr);
-	ret = vq->post_send(qp, wr, bad_wr);
+	if (unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1)) {
+		vq->sent2++;
+		/* its own load of post_send: the other branch calls through memory */
+		shiftu_hide_var(vq);
+		ret = vq->post_send(qp, wr, bad_wr);
+		/*
+		 * Refused: the number is taken back (the peer's receive count
+		 * is compared with it).  The thread's QP is still @vq: only
+		 * the thread's cold paths change it, and the provider's post
+		 * reaches none.
+		 */
+		if (unlikely(ret))
+			shiftu_window.vq->sent2--;
+	} else {
+		ret = vq->post_send(qp, wr, bad_wr);
+	}
 	shiftu_window_close();
 	return ret;
 }
@@ -488,8 +484,10 @@ static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 	return ret;
 }
 
-/* The common path, for the thread's QP @vq: the window, the QP's word,
- * the count, and the provider's post. */
+/*
+ * The common path, for the thread's QP @vq: the window, the QP's word, the
+ * count (a chain's out of line), and the provider's post, as for sends.
+ */
 static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_vqp *vq,
 								  struct ibv_qp *qp,
 								  struct ibv_recv_wr *wr,
@@ -498,9 +496,13 @@ static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_
 	int ret;
 
 	shiftu_window_open();
-	if (unlikely(!vqp_open(vq)))
+	if (unlikely(!vqp_open(vq)) || unlikely(wr->next))
 		return post_recv_other(qp, wr, bad_wr, vq);
-	ret = post_recv_counted(vq, qp, wr, bad_wr);
+	vq->rq.head++;
+	ret = vq->post_recv(qp, wr, bad_wr);
+	/* refused: not counted (the thread's QP is still @vq, as for sends) */
+	if (unlikely(ret))
+		shiftu_window.vq->rq.head--;
 	shiftu_window_close();
 	return ret;
 }
@@ -547,17 +549,20 @@ static inline bool wc_looked(const struct ibv_wc *wc)
 }
 
 /*
- * The @n completions a poll took, from the @i-th on, the first that needs
- * a look: errors and receives.  Leaves the poller's window (quiesce.h)
- * once they are counted, or stashed for a failover.
+ * The @n completions the thread's poll took (its context, CQ, size and
+ * array are in its block), from the @i-th on, the first that needs a
+ * look: errors and receives.  Leaves the poller's window (quiesce.h) once
+ * they are counted, or stashed for a failover.
  */
-static __attribute__((noinline)) int poll_took(struct shiftu_ctx *s, struct ibv_cq *cq,
-						int num, struct ibv_wc *wc, int n, int i)
+static __attribute__((noinline)) int poll_took(int n, int i)
 {
+	struct shiftu_ctx *s = shiftu_window.ctx;
+	struct ibv_wc *wc = shiftu_window.wc;
+
 	for (; i < n; i++) {
 		/* an error completion may start a failover (the transport's verdict) */
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-			n = shiftu_poll_error(s, cq, num, wc, n);
+			n = shiftu_poll_error(s, shiftu_window.cq, shiftu_window.num, wc, n);
 			break;
 		}
 		if (wc[i].opcode & IBV_WC_RECV)
@@ -578,14 +583,19 @@ static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
 	if (__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED))
 		return shiftu_poll_cq_slow(s, cq, num, wc);
 	shiftu_window_enter();
-	return poll_took(s, cq, num, wc, s->poll_cq(cq, num, wc), 0);
+	shiftu_window.cq = cq;
+	shiftu_window.num = num;
+	shiftu_window.wc = wc;
+	return poll_took(s->poll_cq(cq, num, wc), 0);
 }
 
 /*
  * The common path, for the thread's context @s: the poller's window, the
  * context's word against the page's sequence, the provider's poll, and a
  * look at each completion's status and opcode; a good send completion
- * needs nothing more.
+ * needs nothing more.  The verb's arguments go to the thread's block, not
+ * to registers kept across the provider's call: only the array is used
+ * after it on this path.
  */
 static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *s,
 							     struct ibv_cq *cq, int num,
@@ -598,10 +608,19 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 	shiftu_window.polls++;
 	if (unlikely(!ctx_open(s)))
 		return poll_moved(s, cq, num, wc);
+	shiftu_window.cq = cq;
+	shiftu_window.num = num;
+	shiftu_window.wc = wc;
 	n = s->poll_cq(cq, num, wc);
-	for (i = 0; i < n; i++)
-		if (unlikely(wc_looked(&wc[i])))
-			return poll_took(s, cq, num, wc, n, i);
+	if (n > 0) {
+		/* most polls that take any take one: it is looked at first */
+		wc = shiftu_window.wc;
+		if (unlikely(wc_looked(&wc[0])))
+			return poll_took(n, 0);
+		for (i = 1; unlikely(i < n); i++)
+			if (unlikely(wc_looked(&wc[i])))
+				return poll_took(n, i);
+	}
 	shiftu_window_close();
 	return n;
 }

@@ -28,6 +28,8 @@
 
 struct shiftu_vqp;
 struct shiftu_ctx;
+struct ibv_cq;
+struct ibv_wc;
 
 struct shiftu_window {
 	uint32_t seq;			/* odd: inside; written by its thread only */
@@ -44,6 +46,13 @@ struct shiftu_window {
 	struct shiftu_vqp *vq;		/* the QP the thread last posted to */
 	struct shiftu_ctx *ctx;		/* the context whose CQ it last polled */
 	struct shiftu_ctx *ctx_before;	/* the one it polled before that */
+	/*
+	 * A poll's arguments, kept across the provider's poll for the
+	 * completions that need a look (cheaper than registers).
+	 */
+	struct ibv_cq *cq;
+	struct ibv_wc *wc;
+	int num;
 };
 
 /*

@@ -21,4 +21,12 @@
 /* Slow paths: out of line and out of the hot text. */
 #define shiftu_cold	__attribute__((cold, noinline))
 
+/*
+ * The compiler forgets what it knows of @var, at no instruction (the
+ * kernel's OPTIMIZER_HIDE_VAR()).  On the data path, where it keeps one
+ * branch's load of a member of @var from being hoisted above the branch,
+ * into the path that does not share it.
+ */
+#define shiftu_hide_var(var)	__asm__("" : "+r"(var))
+
 #endif /* _SHIFTU_UTIL_H */
