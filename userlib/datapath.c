@@ -548,6 +548,13 @@ static inline bool wc_looked(const struct ibv_wc *wc)
 	return wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV);
 }
 
+/* One that did, done with: a good receive, counted without a call. */
+static inline bool wc_counted(const struct ibv_wc *wc)
+{
+	return wc->status == IBV_WC_SUCCESS &&
+	       shiftu_count_recv_cached(shiftu_window.ctx, wc->qp_num);
+}
+
 /*
  * The @n completions the thread's poll took (its context, CQ, size and
  * array are in its block), from the @i-th on, the first that needs a
@@ -593,9 +600,10 @@ static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
  * The common path, for the thread's context @s: the poller's window, the
  * context's word against the page's sequence, the provider's poll, and a
  * look at each completion's status and opcode; a good send completion
- * needs nothing more.  The verb's arguments go to the thread's block, not
- * to registers kept across the provider's call: only the array is used
- * after it on this path.
+ * needs nothing more, a good receive of a QP the context's cache holds is
+ * counted here, the rest goes to poll_took().  The verb's arguments go to
+ * the thread's block, not to registers kept across the provider's call:
+ * only the array is used after it on this path.
  */
 static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *s,
 							     struct ibv_cq *cq, int num,
@@ -615,10 +623,10 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 	if (n > 0) {
 		/* most polls that take any take one: it is looked at first */
 		wc = shiftu_window.wc;
-		if (unlikely(wc_looked(&wc[0])))
+		if (unlikely(wc_looked(&wc[0])) && !wc_counted(&wc[0]))
 			return poll_took(n, 0);
 		for (i = 1; unlikely(i < n); i++)
-			if (unlikely(wc_looked(&wc[i])))
+			if (unlikely(wc_looked(&wc[i])) && !wc_counted(&wc[i]))
 				return poll_took(n, i);
 	}
 	shiftu_window_close();

@@ -421,6 +421,22 @@ struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 bool shiftu_recv_owed_pay(struct shiftu_vqp *vq);
 
 /*
+ * shiftu_count_recv() below without a call, for the poll's common path:
+ * the context's cache holds QP @qp_num, which owes no count.  Returns
+ * false, having counted nothing, otherwise.
+ */
+static inline bool shiftu_count_recv_cached(struct shiftu_ctx *s, uint32_t qp_num)
+{
+	struct shiftu_vqp *vq = __atomic_load_n(&s->rcache[qp_num & 63], __ATOMIC_RELAXED);
+
+	if (__builtin_expect(!vq || vq->reg.app_qp->qp_num != qp_num ||
+			     __atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) != 0, 0))
+		return false;
+	__atomic_fetch_add(&vq->consumed, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
  * A receive completion of QP @qp_num came out of a CQ of context @s: count
  * it for the handshake.  An atomic add: two threads may poll one CQ.
  */
