@@ -374,8 +374,8 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr)
 {
-	shiftu_window_enter();
-	return post_send_other(vq->reg.app_qp, wr, bad_wr, vq);
+	vqp_anchor(vq);
+	return post_send_common(vq, vq->reg.app_qp, wr, bad_wr);
 }
 
 /* Record @w in the receive ring (descriptor only), as record_send(). */

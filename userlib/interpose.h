@@ -27,6 +27,7 @@
 #include <infiniband/verbs.h>
 
 #include "qp.h"
+#include "quiesce.h"
 #include "util.h"
 
 struct rxe_queue_buf;
@@ -464,9 +465,26 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 
-/* post_send on @vq, the application's counters left alone (wrapi.c). */
+/*
+ * post_send on @vq, the application's counters left alone (wrapi.c).  @vq
+ * becomes the thread's QP, as for an ibv_post_send().
+ */
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr);
+
+/*
+ * The managed QP of @qp, or NULL: the thread's QP (datapath.c) when it is
+ * @qp, without a lookup, else the registry's.  Any thread.
+ */
+static inline struct shiftu_vqp *shiftu_vqp_find(const struct ibv_qp *qp)
+{
+	struct shiftu_vqp *vq = shiftu_window.vq;
+
+	if (__builtin_expect(vq->reg.app_qp == qp, 1))
+		return vq;
+	/* reg is the first member: the registry's entry is the vqp */
+	return (struct shiftu_vqp *)shiftu_qp_find(qp);
+}
 
 /*
  * What the table says of @vq's primary: 1 its port or its path to the peer

@@ -40,10 +40,13 @@ struct shiftu_wrbatch {
 	int err;			/* the first error of the batch */
 };
 
+/*
+ * The thread that posted the QP's last batch usually builds the next: the
+ * QP is then the thread's, found without a lookup (datapath.c).
+ */
 static inline struct shiftu_vqp *vqp_of(struct ibv_qp_ex *qpx)
 {
-	/* reg is the first member: the registry's entry is the vqp */
-	return (struct shiftu_vqp *)shiftu_qp_lookup(&qpx->qp_base);
+	return shiftu_vqp_find(&qpx->qp_base);
 }
 
 static inline struct shiftu_wrbatch *batch_of(struct ibv_qp_ex *qpx)
