@@ -23,11 +23,6 @@ set -e
 GEN=$LU_DIR/shiftgen
 [ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
 lu_ride_setup "$GEN"
-ft_defer "ip link set eth0 up"
-ft_defer "lab-peer 'ip link set eth0 up'"
-# shellcheck disable=SC1091 # lab-lib.sh is on the guests' PATH
-. lab-lib.sh
-lu_peer_open
 
 WAITING='going back in 2000 ms'
 

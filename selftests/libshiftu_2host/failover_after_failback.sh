@@ -32,7 +32,6 @@ lu_ride_setup "$GEN"
 # The second pull must come well inside the 1.5 s, and every process
 # started costs 50-150 ms in a guest whose CPU the pollers hold: builtins
 # only from the first pull on (lab-lib.sh's lab_link and lab_nap).
-. lab-lib.sh
 
 # lines FILE WORDS: how many lines of FILE hold WORDS
 lines()

@@ -81,14 +81,26 @@ LU_TCP=10.0.2.2
 
 # lu_cable HOST BY off|on: rail 0 on host HOST (1: the client's, 2: the
 # server's) taken down or brought back BY QEMU's set_link from outside
-# (link: the cable) or by `ip link set eth0 down|up` inside (ip).  Callers
-# defer lu_cable_restore.
+# (link: the cable) or by `ip link set eth0 down|up` inside (ip).  Host 1
+# uses lab-lib.sh's lab_link, host 2 lu_peer_run's shell (opened the first
+# time): lab-peer would start Python on both hosts, seconds late while
+# pollers hold the guests' CPUs.  Callers defer lu_cable_restore.
 lu_cable()
 {
-	local c="lab-link eth0 $3"
+	local c="lab_link eth0 $3"
 
-	[ "$2" != ip ] || c="ip link set eth0 $([ "$3" = off ] && echo down || echo up)"
-	if [ "$1" = 1 ]; then eval "$c"; else lab-peer "$c"; fi
+	if [ "$2" = ip ]; then
+		case $3 in
+		off) c="ip link set eth0 down" ;;
+		*) c="ip link set eth0 up" ;;
+		esac
+	fi
+	if [ "$1" = 1 ]; then
+		$c
+	else
+		[ -n "$LU_PEER_FD" ] || lu_peer_open
+		lu_peer_run "$c"
+	fi
 }
 
 # lu_cable_restore: rail 0 up on both hosts, whichever way it was taken.
@@ -109,8 +121,9 @@ lu_exited_ok()
 }
 
 # lu_ride_setup CMD...: lu_setup CMD... for rides through pulls: the
-# libraries' store is a Redis on host 1 (mgmt), and rail 0 comes back up
-# on both hosts at the end, whatever happened.
+# libraries' store is a Redis on host 1 (mgmt), rail 0 comes back up on
+# both hosts at the end, whatever happened, and lu_peer_run's shell on host
+# 2 is open.
 lu_ride_setup()
 {
 	lu_setup "$@"
@@ -118,6 +131,7 @@ lu_ride_setup()
 	smr_redis_start
 	LU_STORE=$SMR_STORE
 	ft_defer lu_cable_restore
+	lu_peer_open
 }
 
 # lu_peer_open: a shell on host 2 for lu_peer_run, over one TCP connection
@@ -152,10 +166,18 @@ lu_peer_run()
 	return "${reply#lu-peer }"
 }
 
-# lu_pkts DEV: packets host 1's RDMA device DEV has sent (port 1).
+# lu_pkts DEV VAR: VAR set to the packets host 1's RDMA device DEV has
+# sent (port 1), read without a process.
 lu_pkts()
 {
-	cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"
+	read -r "$2" < "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"
+}
+
+# lu_ms T0: milliseconds from $EPOCHREALTIME T0 to now.
+lu_ms()
+{
+	local t=$EPOCHREALTIME
+	echo $(((${t/./} - ${1/./}) / 1000))
 }
 
 # lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
@@ -165,33 +187,40 @@ lu_pkts()
 # 1's) and again for 2 s from half a second after the client's library
 # failed back, 12 s at most after the repair (TAG.fbwait: how long it
 # took, in tenths of a second); with no library, 3 s after the repair
-# (TAG.after).
+# (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
+# from the client's start.  No process is started but grep's and ip's:
+# the pollers leave the guests little CPU.
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {
-	local tag=$1 a0 a1 t=0
+	local tag=$1 t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on
 
-	sleep 5
+	lab_nap 5
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
-	sleep 1
-	a0=$(lu_pkts rxe0) a1=$(lu_pkts rxe1)
-	sleep 2
-	echo "$(($(lu_pkts rxe0) - a0)) $(($(lu_pkts rxe1) - a1))" > "$FT_TMP/$tag.outage"
-	sleep 2
+	off=$(lu_ms "$t0")
+	lab_nap 1
+	lu_pkts rxe0 a0; lu_pkts rxe1 a1
+	lab_nap 2
+	lu_pkts rxe0 b0; lu_pkts rxe1 b1
+	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
+	lab_nap 2
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" on
+	on=$(lu_ms "$t0")
+	echo "$off $on" > "$FT_TMP/$tag.times"
 	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
 		while [ "$t" -lt 120 ] && ! grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu"; do
-			sleep 0.1
+			lab_nap 0.1
 			t=$((t + 1))
 		done
 		echo "$t" > "$FT_TMP/$tag.fbwait"
-		sleep 0.5
+		lab_nap 0.5
 	else
-		sleep 3
+		lab_nap 3
 	fi
-	a0=$(lu_pkts rxe0) a1=$(lu_pkts rxe1)
-	sleep 2
-	echo "$(($(lu_pkts rxe0) - a0)) $(($(lu_pkts rxe1) - a1))" > "$FT_TMP/$tag.after"
+	lu_pkts rxe0 a0; lu_pkts rxe1 a1
+	lab_nap 2
+	lu_pkts rxe0 b0; lu_pkts rxe1 b1
+	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.after"
 }
 
 # lu_ride ON BY PROG SIZE TAG ARGS...: unmodified perftest PROG -F ARGS,
@@ -201,14 +230,15 @@ lu_pull()
 # packets during the outage and rail 0 after the repair.
 lu_ride()
 {
-	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1
+	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1 off on
 	LU_PULL_ON=$1 LU_PULL_BY=$2
 	shift 5
 	lu_keep "$tag" rides
 	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
-	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1 (the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair)"
+	read -r off on < "$FT_TMP/$tag.times"
+	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY from $off ms to $on ms after the client's start; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1 (the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair)"
 	lu_exited_ok "$tag"
 	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
 		lu_fail "$tag" "no result line from the client"

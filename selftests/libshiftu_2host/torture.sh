@@ -45,7 +45,6 @@ host1=0 host2=0 ipdown=0 t0=$SECONDS
 # A pull costs little beyond its sleeps, or the pulls stretch well past
 # their schedule: four pollers share the guests' CPUs.  Host 1 pulls with
 # lab-lib.sh's lab_link, host 2 through lu_peer_run: no process started.
-. lab-lib.sh
 lu_peer_open
 for ((i = 0; i < PULLS; i++)); do
 	rnd gap 200 1000
