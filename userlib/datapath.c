@@ -52,7 +52,9 @@ static shiftu_cold int post_recv_unmanaged(struct ibv_qp *qp,
 }
 
 /* What a thread's anchors point at before its first post and poll. */
-static struct shiftu_vqp vqp_none;	/* reg.app_qp NULL: no QP's */
+struct shiftu_vqp shiftu_vqp_none = {	/* reg.app_qp NULL: no QP's */
+	.rc_qpn = UINT32_MAX,		/* no QP's number either */
+};
 static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
 
 /*
@@ -67,7 +69,7 @@ static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
  * is its own).  Contexts' nodes are never freed either.
  */
 __thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec"))) = {
-	.vq = &vqp_none,
+	.vq = &shiftu_vqp_none,
 	.ctx = &ctx_none,
 	.ctx_before = &ctx_none,
 };
@@ -542,17 +544,13 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	return post_recv_common(vq, qp, wr, bad_wr);
 }
 
-/* A completion that needs a look: an error, or a receive. */
+/* A completion that needs a look (an error, or a receive) and was not a
+ * good receive counted here, without a call. */
 static inline bool wc_looked(const struct ibv_wc *wc)
 {
-	return wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV);
-}
-
-/* One that did, done with: a good receive, counted without a call. */
-static inline bool wc_counted(const struct ibv_wc *wc)
-{
-	return wc->status == IBV_WC_SUCCESS &&
-	       shiftu_count_recv_cached(shiftu_window.ctx, wc->qp_num);
+	return unlikely(wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV)) &&
+	       (wc->status != IBV_WC_SUCCESS ||
+		!shiftu_count_recv_cached(shiftu_window.ctx, wc->qp_num));
 }
 
 /*
@@ -623,10 +621,10 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 	if (n > 0) {
 		/* most polls that take any take one: it is looked at first */
 		wc = shiftu_window.wc;
-		if (unlikely(wc_looked(&wc[0])) && !wc_counted(&wc[0]))
+		if (wc_looked(&wc[0]))
 			return poll_took(n, 0);
 		for (i = 1; unlikely(i < n); i++)
-			if (unlikely(wc_looked(&wc[i])) && !wc_counted(&wc[i]))
+			if (wc_looked(&wc[i]))
 				return poll_took(n, i);
 	}
 	shiftu_window_close();

@@ -831,8 +831,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	if (nr >= 0 && !from_twin && vq->rq.head - n_r > consumed) {
 		uint64_t owed = vq->rq.head - n_r - consumed;
 
-		__atomic_fetch_add(&vq->recv_owed, owed, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&vq->consumed, owed, __ATOMIC_RELAXED);
+		shiftu_recv_owe(vq, owed);
 		shiftu_dbg("qp %u: %" PRIu64 " receive completions not counted yet",
 			   vq->reg.app_qp->qp_num, owed);
 	}

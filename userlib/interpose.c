@@ -75,11 +75,16 @@ static struct vqp_node *vqp_node_get(void)
 	if (n)
 		vqp_spare = n->next;
 	pthread_mutex_unlock(&vqp_lock);
-	if (!n)
-		return calloc(1, sizeof(*n));
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (n)
+			n->vq.rc_qpn = UINT32_MAX;
+		return n;
+	}
 	/* all but app_qp, the first word, which a reader may compare */
 	memset(&n->vq.reg.send_state, 0,
 	       sizeof(*n) - offsetof(struct vqp_node, vq.reg.send_state));
+	n->vq.rc_qpn = UINT32_MAX;
 	return n;
 }
 
@@ -88,9 +93,22 @@ static void vqp_node_put(struct vqp_node *n)
 {
 	__atomic_store_n(&n->vq.reg.app_qp, &qp_gone, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&vqp_lock);
+	__atomic_store_n(&n->vq.rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
 	n->next = vqp_spare;
 	vqp_spare = n;
 	pthread_mutex_unlock(&vqp_lock);
+}
+
+/*
+ * @vq, of QP number @qp_num, leaves its context's receive cache if it is
+ * there.  Context: vqp_lock held (every writer of the cache holds it).
+ */
+static void rcache_drop(struct shiftu_vqp *vq, uint32_t qp_num)
+{
+	struct shiftu_vqp **slot = &vq->sctx->rcache[qp_num & 63];
+
+	if (__atomic_load_n(slot, __ATOMIC_RELAXED) == vq)
+		__atomic_store_n(slot, &shiftu_vqp_none, __ATOMIC_RELAXED);
 }
 
 /* The counts of QPs and contexts already gone; under vqp_lock / ctx_lock. */
@@ -163,6 +181,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	struct verbs_context *vctx = verbs_get_ctx_op(ctx, create_qp_ex);
 	struct shiftu_ctx *s;
 	bool fresh = false;
+	size_t i;
 
 	pthread_mutex_lock(&ctx_lock);
 	for (s = shiftu_ctx_list; s && s->ctx; s = s->next)
@@ -186,6 +205,8 @@ static void ctx_attach(struct ibv_context *ctx)
 	s->poll_cq = ctx->ops.poll_cq;
 	s->req_notify_cq = ctx->ops.req_notify_cq;
 	s->create_qp_ex = vctx ? vctx->create_qp_ex : NULL;
+	for (i = 0; i < SHIFTU_ARRAY_SIZE(s->rcache); i++)
+		s->rcache[i] = &shiftu_vqp_none;
 	/* the node is whole before a walker can match it */
 	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
 	if (fresh)
@@ -320,6 +341,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = "out of memory";
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
 	vq->reg.app_qp = qp;
+	vq->rc_qpn = qp->qp_num;
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
 	vq->copying = vq->rings != SHIFTU_RINGS_PROVIDER;
@@ -384,17 +406,23 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 	return qp;
 }
 
-struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num)
+/* Context: vqp_lock held. */
+static struct shiftu_vqp *vqp_by_num_locked(struct shiftu_ctx *s, uint32_t qp_num)
 {
-	struct shiftu_vqp *vq = NULL;
 	struct vqp_node *n;
 
-	pthread_mutex_lock(&vqp_lock);
 	for (n = vqp_list; n; n = n->next)
-		if (n->vq.sctx == s && n->vq.reg.app_qp->qp_num == qp_num) {
-			vq = &n->vq;
-			break;
-		}
+		if (n->vq.sctx == s && n->vq.reg.app_qp->qp_num == qp_num)
+			return &n->vq;
+	return NULL;
+}
+
+struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num)
+{
+	struct shiftu_vqp *vq;
+
+	pthread_mutex_lock(&vqp_lock);
+	vq = vqp_by_num_locked(s, qp_num);
 	pthread_mutex_unlock(&vqp_lock);
 	return vq;
 }
@@ -416,11 +444,23 @@ struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num)
 
 struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 {
-	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, qp_num);
+	struct shiftu_vqp *vq;
 
-	if (vq)
+	pthread_mutex_lock(&vqp_lock);
+	vq = vqp_by_num_locked(s, qp_num);
+	if (vq && !__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED))
 		__atomic_store_n(&s->rcache[qp_num & 63], vq, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&vqp_lock);
 	return vq;
+}
+
+void shiftu_recv_owe(struct shiftu_vqp *vq, uint64_t owed)
+{
+	pthread_mutex_lock(&vqp_lock);
+	__atomic_fetch_add(&vq->recv_owed, owed, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->consumed, owed, __ATOMIC_RELAXED);
+	rcache_drop(vq, vq->reg.app_qp->qp_num);
+	pthread_mutex_unlock(&vqp_lock);
 }
 
 void shiftu_health_sweep(void)
@@ -462,10 +502,10 @@ static void qp_detach(struct ibv_qp *qp)
 		return;
 	shiftu_qp_unregister(&vq->reg);
 	shiftu_shadow_qp_gone(vq);
-	__atomic_compare_exchange_n(&vq->sctx->rcache[qp->qp_num & 63], &(struct shiftu_vqp *){ vq },
-				    NULL, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
+	__atomic_store_n(&vq->rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
+	rcache_drop(vq, qp->qp_num);
 	if (n->prev)
 		n->prev->next = n->next;
 	else

@@ -117,7 +117,10 @@ struct shiftu_ctx {
 	/*
 	 * Receive completions are counted per QP (the two-way handshake,
 	 * handshake.c): a direct-mapped cache from QP number to QP saves the
-	 * registry walk.  Filled by pollers, cleared when a QP goes.
+	 * registry walk.  A slot holds a QP whose receives the poll's common
+	 * path may count as they come, or shiftu_vqp_none, whose number
+	 * matches none: never NULL.  Filled by pollers and emptied when the
+	 * QP goes or owes counts (@recv_owed), all under the registry's lock.
 	 */
 	struct shiftu_vqp *rcache[64];
 
@@ -269,6 +272,11 @@ struct shiftu_vqp {
 	 * them again (shiftu_count_recv()).
 	 */
 	uint64_t recv_owed;
+	/*
+	 * The application QP's number while it is managed, else UINT32_MAX
+	 * (numbers have 24 bits): the receive cache's key, next to the count.
+	 */
+	uint32_t rc_qpn;
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the
@@ -416,22 +424,38 @@ static inline void shiftu_bump(uint64_t *c)
 				 (1U << IBV_WR_RDMA_WRITE_WITH_IMM) | \
 				 (1U << IBV_WR_SEND_WITH_INV))
 
+/* A QP that matches none: the anchors' and the receive cache's empty value. */
+extern struct shiftu_vqp shiftu_vqp_none SHIFTU_HIDDEN;
+
+/*
+ * The QP of number @qp_num of context @s (NULL if none), put in the
+ * receive cache unless it owes counts.  Takes the registry's lock.
+ */
 struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num);
+
+/*
+ * A move counted @owed receive completions of @vq for a poller that took
+ * them and has not counted them yet: they are added to @vq->consumed and
+ * owed, and @vq leaves the receive cache until they are paid.  Cold.
+ */
+void shiftu_recv_owe(struct shiftu_vqp *vq, uint64_t owed);
 
 /* One of @vq->recv_owed paid, if any is left (cold; cq.c). */
 bool shiftu_recv_owed_pay(struct shiftu_vqp *vq);
 
 /*
- * shiftu_count_recv() below without a call, for the poll's common path:
- * the context's cache holds QP @qp_num, which owes no count.  Returns
- * false, having counted nothing, otherwise.
+ * shiftu_count_recv() below for the poll's common path: the context's
+ * cache holds QP @qp_num (which then owes no count), and the completion is
+ * counted.  Returns false, having counted nothing, otherwise.  A QP that
+ * leaves the cache meanwhile is one that a move owes counts or that goes:
+ * a move's quiesce waits for this poller, and a QP destroyed while its
+ * completions are polled is the application's bug.
  */
 static inline bool shiftu_count_recv_cached(struct shiftu_ctx *s, uint32_t qp_num)
 {
 	struct shiftu_vqp *vq = __atomic_load_n(&s->rcache[qp_num & 63], __ATOMIC_RELAXED);
 
-	if (__builtin_expect(!vq || vq->reg.app_qp->qp_num != qp_num ||
-			     __atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) != 0, 0))
+	if (__builtin_expect(__atomic_load_n(&vq->rc_qpn, __ATOMIC_RELAXED) != qp_num, 0))
 		return false;
 	__atomic_fetch_add(&vq->consumed, 1, __ATOMIC_RELAXED);
 	return true;
@@ -439,14 +463,16 @@ static inline bool shiftu_count_recv_cached(struct shiftu_ctx *s, uint32_t qp_nu
 
 /*
  * A receive completion of QP @qp_num came out of a CQ of context @s: count
- * it for the handshake.  An atomic add: two threads may poll one CQ.
+ * it for the handshake, or pay one its QP owes.  An atomic add: two
+ * threads may poll one CQ.
  */
 static inline void shiftu_count_recv(struct shiftu_ctx *s, uint32_t qp_num)
 {
-	struct shiftu_vqp *vq = __atomic_load_n(&s->rcache[qp_num & 63], __ATOMIC_RELAXED);
+	struct shiftu_vqp *vq;
 
-	if (__builtin_expect(!vq || vq->reg.app_qp->qp_num != qp_num, 0))
-		vq = shiftu_count_recv_slow(s, qp_num);
+	if (shiftu_count_recv_cached(s, qp_num))
+		return;
+	vq = shiftu_count_recv_slow(s, qp_num);
 	if (!vq)
 		return;
 	if (__builtin_expect(__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) != 0, 0) &&
