@@ -256,17 +256,18 @@ static int hold_error(struct shiftu_ctx *s, struct shiftu_cq *c, struct ibv_wc *
  * error of a QP the library can fail over, everything from it on is
  * stashed, the QP fails over (which takes its other flushed completions
  * out of the stash), and the application gets what came before it now and
- * the rest from the slow poll.  Other errors (unprotected QPs, or a QP
- * already on its twin) go to the application unchanged.  Context: the
+ * the rest from the slow poll: if nothing came before, at most @n now (the
+ * entries the provider filled; poll_cq may return fewer than asked, and the
+ * common path keeps no other size).  Other errors (unprotected QPs, or a
+ * QP already on its twin) go to the application unchanged.  Context: the
  * polling thread.  Cold.
  */
-int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
-		      struct ibv_wc *wc, int n)
+int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n)
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_vqp *vq = NULL;
 	struct ibv_wc first;
-	int i, j;
+	int i, j, took = n;
 
 	/* the caller counted the receives before the first error, not after */
 	for (j = 0; j < n; j++)
@@ -296,11 +297,11 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		return j;
 	}
 	/* handed over: a drain need not wait for us (we may wait for it) */
-	shiftu_window_leave();
+	shiftu_poll_leave();
 	error_failover(vq, &first, true);
 	if (n)
 		return n;
-	return shiftu_poll_cq_slow(s, cq, num, wc);
+	return shiftu_poll_cq_slow(s, cq, took, wc);
 }
 
 /*

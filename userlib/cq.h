@@ -75,9 +75,8 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
  * poll while a two-sided failback's message is awaited on it. */
 void shiftu_app_serve(struct shiftu_cq *c);
 
-/* poll_cq found an error completion among @n in @wc. */
-int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
-		      struct ibv_wc *wc, int n);
+/* poll_cq found an error completion among the @n it took into @wc. */
+int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n);
 
 /* poll_cq while the context has CQs that need it: the library's stash,
  * then the CQ, then its twin. */

@@ -554,8 +554,8 @@ static inline bool wc_looked(const struct ibv_wc *wc)
 }
 
 /*
- * The @n completions the thread's poll took (its context, CQ, size and
- * array are in its block), from the @i-th on, the first that needs a
+ * The @n completions the thread's poll took (its context, CQ and array
+ * are in its block), from the @i-th on, the first that needs a
  * look: errors and receives.  Leaves the poller's window (quiesce.h) once
  * they are counted, or stashed for a failover.
  */
@@ -567,13 +567,13 @@ static __attribute__((noinline)) int poll_took(int n, int i)
 	for (; i < n; i++) {
 		/* an error completion may start a failover (the transport's verdict) */
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-			n = shiftu_poll_error(s, shiftu_window.cq, shiftu_window.num, wc, n);
+			n = shiftu_poll_error(s, shiftu_window.cq, wc, n);
 			break;
 		}
 		if (wc[i].opcode & IBV_WC_RECV)
 			shiftu_count_recv(s, wc[i].qp_num);
 	}
-	shiftu_window_leave();
+	shiftu_poll_leave();
 	return n;
 }
 
@@ -582,14 +582,13 @@ static __attribute__((noinline)) int poll_took(int n, int i)
 static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
 				  int num, struct ibv_wc *wc)
 {
-	shiftu_window_leave();
+	shiftu_poll_leave();
 	if (shiftu_health_moved(&s->health_seen))
 		shiftu_ctx_health(s);
 	if (__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED))
 		return shiftu_poll_cq_slow(s, cq, num, wc);
-	shiftu_window_enter();
+	shiftu_poll_reenter();
 	shiftu_window.cq = cq;
-	shiftu_window.num = num;
 	shiftu_window.wc = wc;
 	return poll_took(s->poll_cq(cq, num, wc), 0);
 }
@@ -610,12 +609,10 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 	int n, i;
 
 	/* before the slow flag's load: a move that sets it waits for us */
-	shiftu_window_open();
-	shiftu_window.polls++;
+	shiftu_poll_open();
 	if (unlikely(!ctx_open(s)))
 		return poll_moved(s, cq, num, wc);
 	shiftu_window.cq = cq;
-	shiftu_window.num = num;
 	shiftu_window.wc = wc;
 	n = s->poll_cq(cq, num, wc);
 	if (n > 0) {
@@ -627,7 +624,7 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 			if (wc_looked(&wc[i]))
 				return poll_took(n, i);
 	}
-	shiftu_window_close();
+	shiftu_poll_close();
 	return n;
 }
 

@@ -26,7 +26,14 @@ static int membarrier(int cmd)
 	return (int)syscall(__NR_membarrier, cmd, 0, 0);
 }
 
-/* A thread that polled exits: its word goes with its TLS. */
+/* @w's poll_cq calls (one in progress not yet). */
+static uint64_t window_polls(struct shiftu_window *w)
+{
+	return __atomic_load_n(&w->pseq, __ATOMIC_RELAXED) / 2 -
+	       __atomic_load_n(&w->poll_reentries, __ATOMIC_RELAXED);
+}
+
+/* A thread that polled exits: its words go with its TLS. */
 static void window_gone(void *arg)
 {
 	struct shiftu_window *w = arg, **p;
@@ -37,7 +44,7 @@ static void window_gone(void *arg)
 			*p = w->next;
 			break;
 		}
-	polls_gone += w->polls;
+	polls_gone += window_polls(w);
 	pthread_mutex_unlock(&windows_lock);
 }
 
@@ -49,7 +56,7 @@ uint64_t shiftu_window_polls(void)
 	pthread_mutex_lock(&windows_lock);
 	n = polls_gone;
 	for (w = windows; w; w = w->next)
-		n += __atomic_load_n(&w->polls, __ATOMIC_RELAXED);
+		n += window_polls(w);
 	pthread_mutex_unlock(&windows_lock);
 	return n;
 }
@@ -115,12 +122,32 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
+static uint64_t word(const struct shiftu_window *w, bool poll)
+{
+	return poll ? __atomic_load_n(&w->pseq, __ATOMIC_RELAXED) :
+		      __atomic_load_n(&w->seq, __ATOMIC_RELAXED);
+}
+
+/* @w's post (or @poll) window, if it was open, was left by @deadline. */
+static bool left(const struct shiftu_window *w, bool poll, uint64_t deadline)
+{
+	uint64_t v = word(w, poll);
+
+	if (!(v & 1))
+		return true;
+	while (word(w, poll) == v) {
+		if (now_ns() >= deadline)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
 bool shiftu_quiesce(uint64_t timeout_ns)
 {
 	uint64_t deadline = now_ns() + timeout_ns;
 	struct shiftu_window *w;
 	bool all = true;
-	uint32_t seq;
 
 	pthread_once(&once, init);
 	/* the caller's stores out, every thread's window stores in */
@@ -132,20 +159,9 @@ bool shiftu_quiesce(uint64_t timeout_ns)
 	 * window opens).
 	 */
 	pthread_mutex_lock(&windows_lock);
-	for (w = windows; w; w = w->next) {
-		if (w == &shiftu_window)
-			continue;
-		seq = __atomic_load_n(&w->seq, __ATOMIC_RELAXED);
-		if (!(seq & 1))
-			continue;
-		while (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) == seq) {
-			if (now_ns() >= deadline) {
-				all = false;
-				break;
-			}
-			sched_yield();
-		}
-	}
+	for (w = windows; all && w; w = w->next)
+		if (w != &shiftu_window)
+			all = left(w, false, deadline) && left(w, true, deadline);
 	pthread_mutex_unlock(&windows_lock);
 	/* what a poller did in its window (a stash) the caller sees through
 	 * the CQ's lock, which the poller took to do it */

@@ -9,7 +9,8 @@
  * (and be lost), or a poll that took some of the flushes the drain counts
  * and has not handed them over yet (and the count would come short).  Each
  * thread that posts or polls therefore keeps a window count in its own
- * thread-local word: odd while it is inside such a verb, even outside.
+ * thread-local words, one for posts and one for polls: odd while it is
+ * inside such a verb, even outside.
  * Opening and closing are plain increments of memory no other thread
  * writes, with no fence: shiftu_quiesce() makes them visible with
  * membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, a full barrier on every
@@ -32,10 +33,16 @@ struct ibv_cq;
 struct ibv_wc;
 
 struct shiftu_window {
-	uint32_t seq;			/* odd: inside; written by its thread only */
+	uint32_t seq;			/* posts; odd: inside; written by its thread only */
 	uint8_t registered;
 	struct shiftu_window *next;	/* the registry, under its mutex */
-	uint64_t polls;			/* statistics: this thread's poll_cq calls */
+	/*
+	 * Polls, as @seq, in a word that counts them too (statistics): a
+	 * poll adds 2, and a poll that leaves and enters again on its slow
+	 * path 2 more, which @poll_reentries takes back.
+	 */
+	uint64_t pseq;
+	uint64_t poll_reentries;
 	/*
 	 * The data verbs' anchors (datapath.c), in this block so that the
 	 * one offset the window needs reaches them too.  Written by the
@@ -52,7 +59,6 @@ struct shiftu_window {
 	 */
 	struct ibv_cq *cq;
 	struct ibv_wc *wc;
-	int num;
 };
 
 /*
@@ -82,10 +88,12 @@ static inline bool shiftu_window_ready(void)
 
 /*
  * The calling thread opens its window (it was closed) and closes it (it
- * was open): one increment each.  Only the thread writes its word, with
- * plain stores (one instruction on x86, where an aligned 32-bit store is
- * atomic); shiftu_quiesce() reads it relaxed after membarrier(2) made it
+ * was open): one increment each.  Only the thread writes its words, with
+ * plain stores (one instruction on x86, where an aligned store is atomic;
+ * the poll word's 64 bits want a 64-bit target, as the statistics do);
+ * shiftu_quiesce() reads them relaxed after membarrier(2) made them
  * visible.  The compiler barriers keep the data verb between them.
+ * shiftu_window_*(): posts; shiftu_poll_*(): polls.
  */
 static inline void shiftu_window_open(void)
 {
@@ -99,12 +107,33 @@ static inline void shiftu_window_close(void)
 	shiftu_window.seq++;
 }
 
+static inline void shiftu_poll_open(void)
+{
+	shiftu_window.pseq++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void shiftu_poll_close(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	shiftu_window.pseq++;
+}
+
 /* Open it, registering first if needed (slow paths). */
 static inline void shiftu_window_enter(void)
 {
 	if (!shiftu_window_ready())
 		shiftu_window_register();
 	shiftu_window_open();
+}
+
+/* A poll that left its window enters it again, still counted once. */
+static inline void shiftu_poll_reenter(void)
+{
+	if (!shiftu_window_ready())
+		shiftu_window_register();
+	shiftu_window.poll_reentries++;
+	shiftu_poll_open();
 }
 
 /*
@@ -116,6 +145,12 @@ static inline void shiftu_window_leave(void)
 {
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	shiftu_window.seq += shiftu_window.seq & 1;
+}
+
+static inline void shiftu_poll_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	shiftu_window.pseq += shiftu_window.pseq & 1;
 }
 
 /*

@@ -507,6 +507,53 @@ TEST(quiesce_windows)
 	EXPECT_EQ(0, shiftu_window.seq & 1);
 }
 
+/* A poller in its poll window: one poll that leaves and enters again on
+ * its way, then one more. */
+static void *poll_sitter(void *arg)
+{
+	struct sitter *t = arg;
+
+	shiftu_window_register();
+	shiftu_poll_open();
+	shiftu_poll_leave();
+	shiftu_poll_reenter();
+	sitter_set(t, 1);
+	sitter_wait(t, 2);
+	shiftu_poll_leave();
+	shiftu_poll_leave();
+	shiftu_poll_open();
+	shiftu_poll_close();
+	sitter_set(t, 3);
+	return NULL;
+}
+
+/*
+ * Polls have a window of their own, which a move waits for as for a
+ * post's, and which counts them for the statistics, once each whatever
+ * their slow paths did, the exited thread's included.
+ */
+TEST(quiesce_poll_windows)
+{
+	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	uint64_t polls;
+	pthread_t th;
+
+	quiet_env();
+	if (!shiftu_quiesce(0))
+		SKIP(return, "membarrier(2) private expedited is not available here");
+	polls = shiftu_window_polls();
+	ASSERT_EQ(0, pthread_create(&th, NULL, poll_sitter, &t));
+	sitter_wait(&t, 1);
+	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000));
+	EXPECT_EQ(polls, shiftu_window_polls());	/* the one inside: not yet */
+	sitter_set(&t, 2);
+	sitter_wait(&t, 3);
+	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000));
+	EXPECT_EQ(polls + 2, shiftu_window_polls());
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(polls + 2, shiftu_window_polls());
+}
+
 TEST(qp_state_public)
 {
 	struct shiftu_qp_info info = { .size = sizeof(info) };
