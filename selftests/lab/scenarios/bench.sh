@@ -171,7 +171,8 @@ cg_run()
 # cg_mode MODE PROG ARGS...: MODE's client run for CG_N and for 2 CG_N
 # iterations; a verb's cost is the slope between them, (added2 - added1) /
 # (calls2 - calls1), so that what a process pays once (its first poll
-# reads the health page's rows, say) is not spread over a few calls.
+# reads the health page's rows, say) is not spread over a few calls.  A
+# verb called as often in both runs has no slope: its .why says so.
 cg_mode()
 {
 	local mode=$1 n1=$CG_N n2=$((2 * CG_N)) f v rest
@@ -181,11 +182,17 @@ cg_mode()
 	# FN calls=N self=S internal=I ...: added = S + I
 	awk 'function kv(k,    i) { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2) + 0 }
 	     FNR == NR { c1[$1] = kv("calls"); a1[$1] = kv("self") + kv("internal"); next }
-	     ($1 in c1) && kv("calls") > c1[$1] {
+	     ($1 in c1) {
 		c2 = kv("calls"); a2 = kv("self") + kv("internal")
-		printf "%s %.1f calls=%d/%d added=%d/%d\n", $1, (a2 - a1[$1]) / (c2 - c1[$1]), c1[$1], c2, a1[$1], a2
+		printf "%s %s calls=%d/%d added=%d/%d\n", $1,
+		       (c2 > c1[$1] ? sprintf("%.1f", (a2 - a1[$1]) / (c2 - c1[$1])) : "-"),
+		       c1[$1], c2, a1[$1], a2
 	     }' "$OUT/cg.$mode.$n1.cost" "$OUT/cg.$mode.$n2.cost" > "$OUT/cg.$mode.slope"
 	while read -r f v rest; do
+		if [ "$v" = - ]; then
+			put "cg.$mode.$f.why" "no slope: its calls did not grow from -n $n1 to -n $n2 ($rest)"
+			continue
+		fi
 		put "cg.$mode.$f" "$v"
 		put "cg.$mode.$f.detail" "-n $n1/$n2: $rest"
 	done < "$OUT/cg.$mode.slope"
@@ -455,7 +462,7 @@ report()
 			*) [ -n "$v" ] || continue ;;
 			esac
 			line "instructions per ${f#shiftu_} ($mode API)" "$v" instr/call "<= 25" \
-			     "$(judge "$v" '<=' 25 cg "not called in the $mode run")" \
+			     "$(judge "$v" '<=' 25 "cg.$mode.$f" "$(why cg "not called in the $mode run")")" \
 			     "$(get "cg.$mode.cmd") [$(get "cg.$mode.$f.detail")]"
 		done
 	done
