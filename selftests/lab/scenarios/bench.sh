@@ -17,9 +17,11 @@
 #     redis-server 10.0.2.1 (the library's store on both hosts)
 #
 # Steps: a. ib_write_lat, b. ib_write_bw, plain and preloaded alternating
-# BENCH_ROUNDS times; c. callgrind of preloaded ib_write_bw clients (both
-# send APIs) and of an ib_send_bw -b client (receives), each at two
-# iteration counts (instructions per data verb: the slope), and strace -c
+# BENCH_ROUNDS times; c. callgrind of preloaded ib_write_bw clients (with
+# and without --use_old_post_send), of an ib_send_bw -b client (receives)
+# and of a shiftgen --wr-api client (the extended send API, which perftest
+# does not use on Soft-RoCE), each at two iteration counts (instructions
+# per data verb: the slope), and strace -c
 # of plain and preloaded clients at two iteration counts (syscalls per
 # iteration); d. failover time by
 # cause: health page (host 1's rail 0 pulled) and error completion (a
@@ -150,6 +152,15 @@ step_bw()
 
 # ---- c: instructions per data verb (callgrind), syscalls (strace) ----
 
+# The data verbs measured: the library's entry points, and the extended
+# send API's builders it puts in the provider's place (wrapi.c).
+CG_FNS=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete
+CG_FNS=$CG_FNS,wr_rdma_write,wr_rdma_write_imm,wr_send,wr_set_sge_list,wr_set_inline_data
+# The client's arguments besides ARGS (@N@: the iterations): perftest's
+# by default, shiftgen's for the extended send API (perftest posts with
+# ibv_post_send on Soft-RoCE: "ibv_wr* API : OFF").
+CG_ARGS=(-s 4096 -n @N@ -F)
+
 # cg_run MODE N PROG ARGS...: a preloaded PROG client of N iterations
 # under callgrind against a plain server; leaves $OUT/cg.MODE.N.cost, one
 # line per data verb called (bench/cg-cost.awk).
@@ -158,12 +169,11 @@ cg_run()
 	local mode=$1 n=$2 prog=$3 tag=cg.$1.$2
 	shift 3
 	BP_SRV_PRE=0 BP_INNER=(valgrind --tool=callgrind "--callgrind-out-file=$OUT/$tag.out")
-	bp "$tag" 1 900 "$prog" -s 4096 -n "$n" -F "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	bp "$tag" 1 900 "$prog" "${CG_ARGS[@]//@N@/$n}" "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
 	BP_SRV_PRE='' BP_INNER=()
 	check_preloaded "$tag"
 	grep -qE '^c?ob=.*libshiftu' "$OUT/$tag.out" || fail "$tag: libshiftu is not in the callgrind profile"
-	awk -v obj=libshiftu \
-	    -v fns=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete \
+	awk -v obj=libshiftu -v fns="$CG_FNS" \
 	    -f "$SHIFT_TOP/bench/cg-cost.awk" "$OUT/$tag.out" > "$OUT/$tag.cost"
 	cat "$OUT/$tag.cost"
 }
@@ -207,6 +217,12 @@ step_cg()
 	cg_mode ex ib_write_bw
 	# both ways: the client posts receives and polls their completions
 	cg_mode recv ib_send_bw -b --use_old_post_send
+	# one WRITE a batch: ibv_wr_start, ibv_wr_rdma_write, ibv_wr_set_sge_list,
+	# ibv_wr_complete
+	[ -x "$SHIFTGEN" ] || skip "shiftgen missing ($SHIFTGEN)"
+	CG_ARGS=(-m write -c 1 -s 4096 -n @N@ --wr-api)
+	cg_mode wr "$SHIFTGEN"
+	CG_ARGS=(-s 4096 -n @N@ -F)
 }
 
 # strace -c's total of calls (main thread only: the data path's thread)
@@ -453,13 +469,15 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send)"
-	for mode in old ex recv; do
-		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start shiftu_wr_complete shiftu_poll_cq; do
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose builders (wr_*) are the library's in the provider's place: their whole cost)"
+	for mode in old ex recv wr; do
+		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
+			 wr_rdma_write_imm wr_send wr_set_sge_list wr_set_inline_data \
+			 shiftu_wr_complete shiftu_poll_cq; do
 			v=$(get "cg.$mode.$f")
 			case $mode:$f in
-			old:shiftu_post_send|ex:shiftu_wr_start|ex:shiftu_wr_complete|recv:shiftu_post_recv|*:shiftu_poll_cq) ;;
-			*) [ -n "$v" ] || continue ;;
+			old:shiftu_post_send|wr:shiftu_wr_start|wr:shiftu_wr_complete|recv:shiftu_post_recv|*:shiftu_poll_cq) ;;
+			*) [ -n "$v$(get "cg.$mode.$f.why")" ] || continue ;;
 			esac
 			line "instructions per ${f#shiftu_} ($mode API)" "$v" instr/call "<= 25" \
 			     "$(judge "$v" '<=' 25 "cg.$mode.$f" "$(why cg "not called in the $mode run")")" \
