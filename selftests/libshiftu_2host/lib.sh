@@ -38,23 +38,26 @@ lu_require_lib()
 }
 
 # lu_setup CMD...: both hosts ready (ft2_setup), the library built, CMDs
-# (the perftest binaries) installed; a scratch directory on host 2, and
-# rxe0's RoCEv2 IPv4 GID index on each host (LU_GIDX, LU_RGIDX).
+# (the perftest binaries) installed; lu_peer_run's shell on host 2 open, a
+# scratch directory there, and rxe0's RoCEv2 IPv4 GID index on each host
+# (LU_GIDX, LU_RGIDX).
 lu_setup()
 {
 	lu_require_lib
-	ft_require_cmd timeout "$@"
+	ft_require_cmd timeout socat "$@"
 	ft2_setup
-	LU_RDIR=$(lab-peer "mktemp -d /tmp/libshiftu_2host.$FT_TEST.XXXXXX") ||
-		fail "no scratch directory on host 2"
-	ft_defer "lab-peer 'rm -rf $LU_RDIR'"
 	ft_defer lu_kill_server
+	lu_peer_open
+	LU_RDIR=$(lu_peer_out "mktemp -d /tmp/libshiftu_2host.$FT_TEST.XXXXXX") || LU_RDIR=
+	[ -n "$LU_RDIR" ] || fail "no scratch directory on host 2"
+	ft_defer "lab-peer 'rm -rf $LU_RDIR'"
 	LU_GIDX=$(lab_gid_index rxe0) || fail "rxe0 has no RoCEv2 IPv4 GID"
-	LU_RGIDX=$(lab-peer ". lab-lib.sh; lab_gid_index rxe0") ||
-		fail "host 2's rxe0 has no RoCEv2 IPv4 GID"
+	LU_RGIDX=$(lu_peer_out "lab_gid_index rxe0") || LU_RGIDX=
+	[ -n "$LU_RGIDX" ] || fail "host 2's rxe0 has no RoCEv2 IPv4 GID"
 }
 
-# lu_kill_server: end host 2's perftest server if one is still running.
+# lu_kill_server: end host 2's perftest server if one is still running
+# (with lab-peer: when deferred, lu_peer_run's shell may be gone).
 lu_kill_server()
 {
 	[ -z "$LU_SRV_PID" ] || lab-peer "kill -- -$LU_SRV_PID" 2> /dev/null
@@ -121,9 +124,8 @@ lu_exited_ok()
 }
 
 # lu_ride_setup CMD...: lu_setup CMD... for rides through pulls: the
-# libraries' store is a Redis on host 1 (mgmt), rail 0 comes back up on
-# both hosts at the end, whatever happened, and lu_peer_run's shell on host
-# 2 is open.
+# libraries' store is a Redis on host 1 (mgmt), and rail 0 comes back up
+# on both hosts at the end, whatever happened.
 lu_ride_setup()
 {
 	lu_setup "$@"
@@ -131,7 +133,6 @@ lu_ride_setup()
 	smr_redis_start
 	LU_STORE=$SMR_STORE
 	ft_defer lu_cable_restore
-	lu_peer_open
 }
 
 # lu_peer_open: a shell on host 2 for lu_peer_run, over one TCP connection
@@ -156,7 +157,8 @@ lu_peer_open()
 }
 
 # lu_peer_run CMD...: CMD run by lu_peer_open's shell on host 2 (its
-# output discarded); returns its status.
+# output discarded); returns its status.  CMD must not exit that shell
+# (peer-shell).
 lu_peer_run()
 {
 	local reply
@@ -164,6 +166,23 @@ lu_peer_run()
 	echo "$*" >&"$LU_PEER_FD"
 	IFS= read -r -t 60 -u "$LU_PEER_FD" reply || fail "no answer from the shell on host 2 to: $*"
 	return "${reply#lu-peer }"
+}
+
+# lu_peer_out CMD...: as lu_peer_run, CMD's standard output copied to
+# ours (its standard error discarded).  In a command substitution, a
+# missing answer ends only the subshell: callers check what they got.
+lu_peer_out()
+{
+	local line
+
+	echo "?$*" >&"$LU_PEER_FD"
+	while IFS= read -r -t 60 -u "$LU_PEER_FD" line; do
+		case $line in
+		'|'*) printf '%s\n' "${line#|}" ;;
+		'lu-peer '*) return "${line#lu-peer }" ;;
+		esac
+	done
+	fail "no answer from the shell on host 2 to: $*"
 }
 
 # lu_pkts DEV VAR: VAR set to the packets host 1's RDMA device DEV has
@@ -302,19 +321,20 @@ lu_rides()
 # Fails only when the pair could not be run; the caller judges the results.
 lu_pair()
 {
-	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc cmd
 	local rout=$LU_RDIR/$tag.srv.out rrc=$LU_RDIR/$tag.srv.rc
 	shift 3
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
 	# timeout before env: only PROG runs with the library; --foreground
-	# keeps it in lab-peer's process group, which lu_kill_server kills
-	LU_SRV_PID=$(lab-peer --bg "timeout --foreground 90 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu")" \
-		"$prog -d rxe0 -x $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $rrc") ||
-		fail "$tag: could not start the $prog server on host 2"
-	if ! peer_listening "$port"; then
-		lab-peer "cat $rout" | sed 's/^/# [host2] /'
+	# keeps it in setsid's process group, which lu_kill_server kills
+	cmd="timeout --foreground 90 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -x $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $rrc"
+	LU_SRV_PID=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") ||
+		LU_SRV_PID=
+	[ -n "$LU_SRV_PID" ] || fail "$tag: could not start the $prog server on host 2"
+	if ! lu_peer_run "(for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1)"; then
+		lu_peer_out "cat $rout" | sed 's/^/# [host2] /'
 		fail "$tag: the $prog server on host 2 did not listen on port $port"
 	fi
 
@@ -333,16 +353,16 @@ lu_pair()
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
 
 	# the server ends when the client is done (30 s, then its rc is "none")
-	lab-peer "for i in \$(seq 600); do [ -s $rrc ] && exec cat $rrc; sleep 0.05; done;
-		  echo none" > "$FT_TMP/$tag.srv.rc" || fail "$tag: lab-peer"
+	lu_peer_out "(for i in \$(seq 600); do [ -s $rrc ] && exec cat $rrc; sleep 0.05; done; echo none)" \
+		> "$FT_TMP/$tag.srv.rc" || fail "$tag: no server status from host 2"
 	if [ "$(cat "$FT_TMP/$tag.srv.rc")" = none ]; then
 		lu_kill_server
 	else
 		LU_SRV_PID=
 	fi
-	lab-peer "cat $rout" > "$FT_TMP/$tag.srv.out" 2>&1 || true
+	lu_peer_out "cat $rout" > "$FT_TMP/$tag.srv.out" || true
 	if [ "$pre" = 1 ]; then
-		lab-peer "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" 2> /dev/null ||
+		lu_peer_out "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" ||
 			rm -f "$FT_TMP/$tag.srv.shiftu"
 	fi
 	return 0

@@ -44,8 +44,8 @@ sleep 2
 host1=0 host2=0 ipdown=0 t0=$SECONDS
 # A pull costs little beyond its sleeps, or the pulls stretch well past
 # their schedule: four pollers share the guests' CPUs.  Host 1 pulls with
-# lab-lib.sh's lab_link, host 2 through lu_peer_run: no process started.
-lu_peer_open
+# lab-lib.sh's lab_link, host 2 through lu_peer_run (lu_setup opened its
+# shell): no process started.
 for ((i = 0; i < PULLS; i++)); do
 	rnd gap 200 1000
 	rnd out 300 1500
