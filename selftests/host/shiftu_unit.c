@@ -435,11 +435,16 @@ TEST(qp_registry_cache)
 	EXPECT_EQ(NULL, shiftu_qp_find(&qps[2]));
 }
 
-/* A poller that sits in its window until told to leave it. */
+/*
+ * A poster or poller that sits in its window until told to leave it.  A
+ * poller's first poll leaves its window and enters it again on the way
+ * (a slow path's), and it polls once more after: two polls.
+ */
 struct sitter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int stage;		/* 1: inside, 2: may leave, 3: left */
+	bool poll;
 };
 
 static void sitter_set(struct sitter *t, int stage)
@@ -462,34 +467,60 @@ static void *sitter(void *arg)
 {
 	struct sitter *t = arg;
 
-	shiftu_window_enter();
+	if (t->poll) {
+		shiftu_window_register();
+		shiftu_poll_open();
+		shiftu_poll_leave();
+		shiftu_poll_reenter();
+	} else {
+		shiftu_window_enter();
+	}
 	sitter_set(t, 1);
 	sitter_wait(t, 2);
-	shiftu_window_leave();
-	shiftu_window_leave();		/* twice is once */
+	if (t->poll) {
+		shiftu_poll_leave();
+		shiftu_poll_leave();	/* twice is once */
+		shiftu_poll_open();
+		shiftu_poll_close();
+	} else {
+		shiftu_window_leave();
+		shiftu_window_leave();
+	}
 	sitter_set(t, 3);
 	return NULL;
 }
 
+FIXTURE(quiesce) {};
+FIXTURE_VARIANT(quiesce) { bool poll; };
+FIXTURE_VARIANT_ADD(quiesce, post) { .poll = false };
+FIXTURE_VARIANT_ADD(quiesce, poll) { .poll = true };
+FIXTURE_SETUP(quiesce) { quiet_env(); }
+FIXTURE_TEARDOWN(quiesce) {}
+
 /*
- * A move waits for a poller inside its window, up to its bound, and not
- * for one outside it, nor for itself, nor for a thread that has exited;
- * nor, in a child of fork(2), for the parent's other threads.
+ * A move waits for a poster or a poller inside its window (posts and
+ * polls have one each), up to its bound, and not for one outside it, nor
+ * for itself, nor for a thread that has exited; nor, in a child of
+ * fork(2), for the parent's other threads.  The poll window counts the
+ * polls for the statistics, once each whatever their slow paths did, the
+ * exited thread's included, and the one in progress not yet.
  */
-TEST(quiesce_windows)
+TEST_F(quiesce, windows)
 {
-	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, variant->poll };
+	uint64_t polls, done = variant->poll ? 2 : 0;
 	pthread_t th;
 	int status;
 	pid_t pid;
 
-	quiet_env();
 	shiftu_window_enter();		/* our own window never blocks us */
 	if (!shiftu_quiesce(0))
 		SKIP(return, "membarrier(2) private expedited is not available here");
+	polls = shiftu_window_polls();
 	ASSERT_EQ(0, pthread_create(&th, NULL, sitter, &t));
 	sitter_wait(&t, 1);
 	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000));
+	EXPECT_EQ(polls, shiftu_window_polls());
 	/* a child has only the forking thread: nothing to wait for there */
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -500,58 +531,13 @@ TEST(quiesce_windows)
 	sitter_set(&t, 2);
 	sitter_wait(&t, 3);
 	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000));
+	EXPECT_EQ(polls + done, shiftu_window_polls());
 	ASSERT_EQ(0, pthread_join(th, NULL));
-	/* its word went with it */
+	/* its words went with it, its polls stay counted */
 	EXPECT_TRUE(shiftu_quiesce(0));
+	EXPECT_EQ(polls + done, shiftu_window_polls());
 	shiftu_window_leave();
 	EXPECT_EQ(0, shiftu_window.seq & 1);
-}
-
-/* A poller in its poll window: one poll that leaves and enters again on
- * its way, then one more. */
-static void *poll_sitter(void *arg)
-{
-	struct sitter *t = arg;
-
-	shiftu_window_register();
-	shiftu_poll_open();
-	shiftu_poll_leave();
-	shiftu_poll_reenter();
-	sitter_set(t, 1);
-	sitter_wait(t, 2);
-	shiftu_poll_leave();
-	shiftu_poll_leave();
-	shiftu_poll_open();
-	shiftu_poll_close();
-	sitter_set(t, 3);
-	return NULL;
-}
-
-/*
- * Polls have a window of their own, which a move waits for as for a
- * post's, and which counts them for the statistics, once each whatever
- * their slow paths did, the exited thread's included.
- */
-TEST(quiesce_poll_windows)
-{
-	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
-	uint64_t polls;
-	pthread_t th;
-
-	quiet_env();
-	if (!shiftu_quiesce(0))
-		SKIP(return, "membarrier(2) private expedited is not available here");
-	polls = shiftu_window_polls();
-	ASSERT_EQ(0, pthread_create(&th, NULL, poll_sitter, &t));
-	sitter_wait(&t, 1);
-	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000));
-	EXPECT_EQ(polls, shiftu_window_polls());	/* the one inside: not yet */
-	sitter_set(&t, 2);
-	sitter_wait(&t, 3);
-	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000));
-	EXPECT_EQ(polls + 2, shiftu_window_polls());
-	ASSERT_EQ(0, pthread_join(th, NULL));
-	EXPECT_EQ(polls + 2, shiftu_window_polls());
 }
 
 TEST(qp_state_public)
