@@ -85,8 +85,8 @@ LU_TCP=10.0.2.2
 # lu_cable HOST BY off|on: rail 0 on host HOST (1: the client's, 2: the
 # server's) taken down or brought back BY QEMU's set_link from outside
 # (link: the cable) or by `ip link set eth0 down|up` inside (ip).  Host 1
-# uses lab-lib.sh's lab_link, host 2 lu_peer_run's shell (opened the first
-# time): lab-peer would start Python on both hosts, seconds late while
+# uses lab-lib.sh's lab_link, host 2 lu_peer_run's shell (lu_setup opens
+# it): lab-peer would start Python on both hosts, seconds late while
 # pollers hold the guests' CPUs.  Callers defer lu_cable_restore.
 lu_cable()
 {
@@ -192,11 +192,12 @@ lu_pkts()
 	read -r "$2" < "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"
 }
 
-# lu_ms T0: milliseconds from $EPOCHREALTIME T0 to now.
+# lu_ms T0: milliseconds from $EPOCHREALTIME T0 to now (its separator is
+# the locale's: only the digits are kept, microseconds).
 lu_ms()
 {
 	local t=$EPOCHREALTIME
-	echo $(((${t/./} - ${1/./}) / 1000))
+	echo $(((${t//[!0-9]/} - ${1//[!0-9]/}) / 1000))
 }
 
 # lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
