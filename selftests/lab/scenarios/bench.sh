@@ -20,7 +20,8 @@
 # BENCH_ROUNDS times; c. callgrind of preloaded ib_write_bw clients (with
 # and without --use_old_post_send), of an ib_send_bw -b client (receives)
 # and of a shiftgen --wr-api client (the extended send API, which perftest
-# does not use on Soft-RoCE), each at two iteration counts (instructions
+# does not use on Soft-RoCE; also plain, for a batch's cost against the
+# provider's own builders), each at two iteration counts (instructions
 # per data verb: the slope), and strace -c
 # of plain and preloaded clients at two iteration counts (syscalls per
 # iteration); d. failover time by
@@ -154,28 +155,45 @@ step_bw()
 
 # The data verbs measured: the library's entry points, and the extended
 # send API's builders it puts in the provider's place (wrapi.c).
-CG_FNS=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete
-CG_FNS=$CG_FNS,wr_rdma_write,wr_rdma_write_imm,wr_send,wr_set_sge_list,wr_set_inline_data
+CG_FNS_LIB=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete
+CG_FNS_LIB=$CG_FNS_LIB,wr_rdma_write,wr_rdma_write_imm,wr_send,wr_set_sge_list,wr_set_inline_data
+CG_FNS=$CG_FNS_LIB
 # The client's arguments besides ARGS (@N@: the iterations): perftest's
 # by default, shiftgen's for the extended send API (perftest posts with
 # ibv_post_send on Soft-RoCE: "ibv_wr* API : OFF").
 CG_ARGS=(-s 4096 -n @N@ -F)
 
-# cg_run MODE N PROG ARGS...: a preloaded PROG client of N iterations
-# under callgrind against a plain server; leaves $OUT/cg.MODE.N.cost, one
-# line per data verb called (bench/cg-cost.awk).
+# Whether the client is preloaded, and the object whose functions CG_FNS
+# are (the provider's, for a plain client's).
+CG_PRE=1 CG_OBJ=libshiftu
+
+# cg_run MODE N PROG ARGS...: a PROG client of N iterations under
+# callgrind against a plain server; leaves $OUT/cg.MODE.N.cost, one line
+# per data verb called (bench/cg-cost.awk).
 cg_run()
 {
 	local mode=$1 n=$2 prog=$3 tag=cg.$1.$2
 	shift 3
 	BP_SRV_PRE=0 BP_INNER=(valgrind --tool=callgrind "--callgrind-out-file=$OUT/$tag.out")
-	bp "$tag" 1 900 "$prog" "${CG_ARGS[@]//@N@/$n}" "$@" || fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	bp "$tag" "$CG_PRE" 900 "$prog" "${CG_ARGS[@]//@N@/$n}" "$@" ||
+		fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
 	BP_SRV_PRE='' BP_INNER=()
-	check_preloaded "$tag"
-	grep -qE '^c?ob=.*libshiftu' "$OUT/$tag.out" || fail "$tag: libshiftu is not in the callgrind profile"
-	awk -v obj=libshiftu -v fns="$CG_FNS" \
+	[ "$CG_PRE" = 0 ] || check_preloaded "$tag"
+	grep -qE "^c?ob=.*$CG_OBJ" "$OUT/$tag.out" || fail "$tag: $CG_OBJ is not in the callgrind profile"
+	awk -v obj="$CG_OBJ" -v fns="$CG_FNS" \
 	    -f "$SHIFT_TOP/bench/cg-cost.awk" "$OUT/$tag.out" > "$OUT/$tag.cost"
 	cat "$OUT/$tag.cost"
+}
+
+# cg_batch OUT: shiftgen's post_wr_api() in the callgrind output OUT, one
+# batch of the extended send API from ibv_wr_start to ibv_wr_complete:
+# its inclusive cost (itself and all it calls, in the library or the
+# provider, the provider's post included) and its calls.
+cg_batch()
+{
+	awk -v obj=shiftgen -v fns=post_wr_api -f "$SHIFT_TOP/bench/cg-cost.awk" "$1" |
+		awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		     END { print v["self"] + v["internal"] + v["external"], v["calls"] + 0 }'
 }
 
 # cg_mode MODE PROG ARGS...: MODE's client run for CG_N and for 2 CG_N
@@ -222,7 +240,26 @@ step_cg()
 	[ -x "$SHIFTGEN" ] || skip "shiftgen missing ($SHIFTGEN)"
 	CG_ARGS=(-m write -c 1 -s 4096 -n @N@ --wr-api)
 	cg_mode wr "$SHIFTGEN"
+	# the library's builders replace the provider's (which are not in
+	# the stripped provider's symbols): a whole batch, as the program's
+	# post_wr_api() makes it, preloaded less plain, per batch (slope)
+	CG_PRE=0 CG_OBJ=shiftgen CG_FNS=post_wr_api
+	cg_run wrplain "$CG_N" "$SHIFTGEN"
+	cg_run wrplain $((2 * CG_N)) "$SHIFTGEN"
+	CG_PRE=1 CG_OBJ=libshiftu CG_FNS=$CG_FNS_LIB
 	CG_ARGS=(-s 4096 -n @N@ -F)
+	local p1 p2 q1 q2 pc1 pc2 qc1 qc2
+	read -r p1 pc1 < <(cg_batch "$OUT/cg.wr.$CG_N.out")
+	read -r p2 pc2 < <(cg_batch "$OUT/cg.wr.$((2 * CG_N)).out")
+	read -r q1 qc1 < <(cg_batch "$OUT/cg.wrplain.$CG_N.out")
+	read -r q2 qc2 < <(cg_batch "$OUT/cg.wrplain.$((2 * CG_N)).out")
+	if [ "$pc2" -gt "$pc1" ] && [ "$qc2" -gt "$qc1" ]; then
+		put cg.wr.batch "$(awk -v a="$(((p2 - p1) / (pc2 - pc1)))" -v b="$(((q2 - q1) / (qc2 - qc1)))" 'BEGIN { print a - b }')"
+		put cg.wr.batch.detail "preloaded $(((p2 - p1) / (pc2 - pc1))) a batch (batches $pc1/$pc2, instructions $p1/$p2), plain $(((q2 - q1) / (qc2 - qc1))) (batches $qc1/$qc2, instructions $q1/$q2)"
+	else
+		put cg.wr.batch.why "no slope: batches $pc1/$pc2 preloaded, $qc1/$qc2 plain"
+	fi
+	put cg.wr.batch.cmd "$(cat "$OUT/cg.wrplain.$((2 * CG_N)).cmd"), and the wr run; awk -v obj=shiftgen -v fns=post_wr_api -f bench/cg-cost.awk on each"
 }
 
 # strace -c's total of calls (main thread only: the data path's thread)
@@ -484,6 +521,10 @@ report()
 			     "$(get "cg.$mode.cmd") [$(get "cg.$mode.$f.detail")]"
 		done
 	done
+	v=$(get cg.wr.batch)
+	line "instructions added per batch (wr API: 4 verbs)" "$v" instr/batch "<= 100" \
+	     "$(judge "$v" '<=' 100 cg.wr.batch "$(why cg 'not measured')")" \
+	     "$(get cg.wr.batch.cmd) [$(get cg.wr.batch.detail): ibv_wr_start, ibv_wr_rdma_write, ibv_wr_set_sge_list, ibv_wr_complete and all they call, preloaded less plain]"
 	echo
 	echo "# c. syscalls per iteration of the client's main thread (strace -c, ib_write_bw -s 4096 -n $ST_N1 and -n $ST_N2: slope)"
 	for pre in 0 1; do
