@@ -78,12 +78,20 @@ static struct ibv_send_wr *batch_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode o
 		return NULL;
 	}
 	w = &b->wr[b->n];
-	memset(w, 0, sizeof(*w));
+	/*
+	 * The header and the wr union, all a provider reads of a request of
+	 * the opcodes built here; the XRC, bind and TSO parts stay as
+	 * calloc() left them: no builder writes them.
+	 */
 	w->wr_id = qpx->wr_id;
+	w->next = NULL;
+	w->sg_list = &b->sge[(size_t)b->n * b->max_sge];
+	w->num_sge = 0;
+	w->opcode = opcode;
 	/* inline is what wr_set_inline_data says, not a flag */
 	w->send_flags = qpx->wr_flags & ~IBV_SEND_INLINE;
-	w->opcode = opcode;
-	w->sg_list = &b->sge[(size_t)b->n * b->max_sge];
+	w->imm_data = 0;
+	memset(&w->wr, 0, sizeof(w->wr));
 	if (b->n)
 		b->wr[b->n - 1].next = w;
 	b->n++;
