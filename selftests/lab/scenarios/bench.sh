@@ -487,7 +487,7 @@ report()
 	local pre med0 med1 v f mode s0 s1 slope0 slope1 add cmd h e
 	echo "shift bench: $(git -C "$SHIFT_TOP" describe --always --dirty 2>/dev/null || echo unknown)," \
 	     "$(date -u '+%F %T UTC'), two lab hosts, $ROUNDS rounds"
-	echo "Soft-RoCE in QEMU (see Documentation/lab.md): absolute figures are emulation-bound, ratios are the result"
+	echo "Soft-RoCE in QEMU (see Documentation/lab.rst): absolute figures are emulation-bound, ratios are the result"
 	echo
 
 	med0=$(rounds lat.0 | median) med1=$(rounds lat.1 | median)
