@@ -105,15 +105,30 @@ static inline bool ctx_open(const struct shiftu_ctx *s)
 	return likely(s->seen_slow == seq);
 }
 
-/* reg is the first member: the registry's entry is the vqp */
-static inline struct shiftu_vqp *vqp_cached(const struct ibv_qp *qp)
+/*
+ * The managed QP of @qp, or NULL, as the thread's QP.  The registry's cache
+ * first, with no call before the provider's (a thread that posts to several
+ * QPs pays about what all did before the anchors); the table, or the
+ * thread's first post (its window is not registered yet), out of line.
+ * reg is the first member: the registry's entry is the vqp.
+ */
+static shiftu_cold struct shiftu_vqp *vqp_take_slow(const struct ibv_qp *qp)
 {
-	return (struct shiftu_vqp *)shiftu_qp_cached(qp);
+	struct shiftu_vqp *vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+
+	if (vq)
+		vqp_anchor(vq);
+	return vq;
 }
 
-static inline struct shiftu_vqp *vqp_lookup(const struct ibv_qp *qp)
+static inline struct shiftu_vqp *vqp_take(const struct ibv_qp *qp)
 {
-	return (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+	struct shiftu_vqp *vq = (struct shiftu_vqp *)shiftu_qp_cached(qp);
+
+	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
+		return vqp_take_slow(qp);
+	shiftu_window.vq = vq;
+	return vq;
 }
 
 /* An IBV_SEND_INLINE request: its bytes, which the caller may reuse. */
@@ -331,35 +346,15 @@ static __attribute__((always_inline)) inline int post_send_common(struct shiftu_
 	return ret;
 }
 
-/*
- * A QP the registry's cache does not hold (one of two with a slot), or the
- * thread's first post (its window is not registered yet).
- */
-static shiftu_cold int post_send_table(struct ibv_qp *qp, struct ibv_send_wr *wr,
-				       struct ibv_send_wr **bad_wr)
-{
-	struct shiftu_vqp *vq = vqp_lookup(qp);
-
-	if (unlikely(!vq))
-		return post_send_unmanaged(qp, wr, bad_wr);
-	vqp_anchor(vq);
-	return post_send_common(vq, qp, wr, bad_wr);
-}
-
-/*
- * @qp is not the thread's QP: the registry's cache's becomes the thread's
- * QP.  No call before the provider's, as on the common path: a thread that
- * posts to several QPs pays about what all did before the anchors.
- */
+/* @qp is not the thread's QP: it becomes the thread's (vqp_take()). */
 static __attribute__((noinline)) int post_send_find(struct ibv_qp *qp,
 						     struct ibv_send_wr *wr,
 						     struct ibv_send_wr **bad_wr)
 {
-	struct shiftu_vqp *vq = vqp_cached(qp);
+	struct shiftu_vqp *vq = vqp_take(qp);
 
-	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
-		return post_send_table(qp, wr, bad_wr);
-	shiftu_window.vq = vq;
+	if (unlikely(!vq))
+		return post_send_unmanaged(qp, wr, bad_wr);
 	return post_send_common(vq, qp, wr, bad_wr);
 }
 
@@ -509,28 +504,15 @@ static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_
 	return ret;
 }
 
-/* A QP the registry's cache does not hold, or the thread's first post. */
-static shiftu_cold int post_recv_table(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-				       struct ibv_recv_wr **bad_wr)
-{
-	struct shiftu_vqp *vq = vqp_lookup(qp);
-
-	if (unlikely(!vq))
-		return post_recv_unmanaged(qp, wr, bad_wr);
-	vqp_anchor(vq);
-	return post_recv_common(vq, qp, wr, bad_wr);
-}
-
 /* @qp is not the thread's QP: as post_send_find(). */
 static __attribute__((noinline)) int post_recv_find(struct ibv_qp *qp,
 						     struct ibv_recv_wr *wr,
 						     struct ibv_recv_wr **bad_wr)
 {
-	struct shiftu_vqp *vq = vqp_cached(qp);
+	struct shiftu_vqp *vq = vqp_take(qp);
 
-	if (unlikely(!vq) || unlikely(!shiftu_window_ready()))
-		return post_recv_table(qp, wr, bad_wr);
-	shiftu_window.vq = vq;
+	if (unlikely(!vq))
+		return post_recv_unmanaged(qp, wr, bad_wr);
 	return post_recv_common(vq, qp, wr, bad_wr);
 }
 
@@ -544,8 +526,12 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	return post_recv_common(vq, qp, wr, bad_wr);
 }
 
-/* A completion that needs a look (an error, or a receive) and was not a
- * good receive counted here, without a call. */
+/*
+ * A completion that needs a look (an error, or a receive) and was not a
+ * good receive counted here, without a call.  The first test is the one a
+ * good send completion takes, status and opcode in one 64-bit test; only a
+ * completion that fails it has its status looked at alone.
+ */
 static inline bool wc_looked(const struct ibv_wc *wc)
 {
 	return unlikely(wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV)) &&
