@@ -322,22 +322,13 @@ lu_rides()
 # Fails only when the pair could not be run; the caller judges the results.
 lu_pair()
 {
-	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc cmd
-	local rout=$LU_RDIR/$tag.srv.out rrc=$LU_RDIR/$tag.srv.rc
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc
 	shift 3
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	# timeout before env: only PROG runs with the library; --foreground
-	# keeps it in setsid's process group, which lu_kill_server kills
-	cmd="timeout --foreground 90 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -x $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $rrc"
-	LU_SRV_PID=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") ||
-		LU_SRV_PID=
-	[ -n "$LU_SRV_PID" ] || fail "$tag: could not start the $prog server on host 2"
-	if ! lu_peer_run "(for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1)"; then
-		lu_peer_out "cat $rout" | sed 's/^/# [host2] /'
-		fail "$tag: the $prog server on host 2 did not listen on port $port"
-	fi
+	lu_srv_start "$tag" "$pre" 90 "$prog" "$port" "$@"
+	LU_SRV_PID=$LU_SRV_STARTED
 
 	rc=0
 	# timeout before env, as on host 2; with LU_DURING set, that command
@@ -353,20 +344,54 @@ lu_pair()
 	wait $! || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
 
-	# the server ends when the client is done (30 s, then its rc is "none")
+	if lu_srv_collect "$tag" "$pre"; then
+		LU_SRV_PID=
+	else
+		lu_kill_server
+	fi
+	return 0
+}
+
+# lu_srv_start TAG PRE SECS PROG PORT ARGS...: the server of the pair TAG
+# on host 2, PROG -p PORT ARGS, preloaded (PRE=1) or not, ended after SECS;
+# its output and status go to host 2's LU_RDIR.  Returns once it listens
+# on PORT, with LU_SRV_STARTED set to its pid, which is also its process
+# group's (setsid).
+LU_SRV_STARTED=
+lu_srv_start()
+{
+	local tag=$1 pre=$2 secs=$3 prog=$4 port=$5 cmd pid
+	local rout=$LU_RDIR/$tag.srv.out
+	shift 5
+
+	# timeout before env: only PROG runs with the library; --foreground
+	# keeps it in setsid's process group
+	cmd="timeout --foreground $secs $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -x $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
+	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") || pid=
+	[ -n "$pid" ] || fail "$tag: could not start the $prog server on host 2"
+	LU_SRV_STARTED=$pid
+	if ! lu_peer_run "(for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1)"; then
+		lu_peer_out "cat $rout" | sed 's/^/# [host2] /'
+		fail "$tag: the $prog server on host 2 did not listen on port $port"
+	fi
+}
+
+# lu_srv_collect TAG PRE: once the client of the pair TAG is done, its
+# server's status (it ends by itself within 30 s, else "none"), output and,
+# if preloaded (PRE=1), libshiftu log, into $FT_TMP/TAG.srv.{rc,out,shiftu}.
+# Returns 1 when the server did not end.
+lu_srv_collect()
+{
+	local tag=$1 pre=$2 rrc=$LU_RDIR/$1.srv.rc
+
 	lu_peer_out "(for i in \$(seq 600); do [ -s $rrc ] && exec cat $rrc; sleep 0.05; done; echo none)" \
 		> "$FT_TMP/$tag.srv.rc" || fail "$tag: no server status from host 2"
-	if [ "$(cat "$FT_TMP/$tag.srv.rc")" = none ]; then
-		lu_kill_server
-	else
-		LU_SRV_PID=
-	fi
-	lu_peer_out "cat $rout" > "$FT_TMP/$tag.srv.out" || true
+	lu_peer_out "cat $LU_RDIR/$tag.srv.out" > "$FT_TMP/$tag.srv.out" || true
 	if [ "$pre" = 1 ]; then
 		lu_peer_out "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" ||
 			rm -f "$FT_TMP/$tag.srv.shiftu"
 	fi
-	return 0
+	[ "$(cat "$FT_TMP/$tag.srv.rc")" != none ]
 }
 
 # lu_bg_start TAG SECS PROG ARGS...: a preloaded PROG pair like lu_pair's,
@@ -374,16 +399,13 @@ lu_pair()
 # server's too.  lu_bg_wait TAG collects it into the same files as lu_pair.
 lu_bg_start()
 {
-	local tag=$1 secs=$2 prog=$3 port=$LU_PORT pid
+	local tag=$1 secs=$2 prog=$3 port=$LU_PORT
 	shift 3
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	pid=$(lab-peer --bg "timeout --foreground $((secs + 60)) $(lu_env 1 "$LU_RDIR/$tag.srv.shiftu")" \
-		"$prog -d rxe0 -x $LU_RGIDX -p $port $* > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc") ||
-		fail "$tag: could not start the $prog server on host 2"
-	ft_defer "lab-peer 'kill -- -$pid' 2> /dev/null"
-	peer_listening "$port" || fail "$tag: the $prog server on host 2 did not listen on port $port"
+	lu_srv_start "$tag" 1 $((secs + 60)) "$prog" "$port" "$@"
+	ft_defer "lab-peer 'kill -- -$LU_SRV_STARTED' 2> /dev/null"
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	timeout $((secs + 40)) $(lu_env 1 "$FT_TMP/$tag.cli.shiftu") \
 		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
@@ -397,10 +419,7 @@ lu_bg_wait()
 
 	wait "$(cat "$FT_TMP/$tag.cli.pid")" || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
-	lab-peer "for i in \$(seq 600); do [ -s $LU_RDIR/$tag.srv.rc ] && exec cat $LU_RDIR/$tag.srv.rc; sleep 0.05; done; echo none" \
-		> "$FT_TMP/$tag.srv.rc"
-	lab-peer "cat $LU_RDIR/$tag.srv.out" > "$FT_TMP/$tag.srv.out" 2>&1 || true
-	lab-peer "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" 2>&1 || true
+	lu_srv_collect "$tag" 1 || true
 }
 
 # lu_show FILE...: files as comments, for a failure's context.
