@@ -13,7 +13,9 @@
 # (ibv_wr_*) on both sides, which the library records and replays as well.
 # The library reads what a failover must move from Soft-RoCE's own rings;
 # the second run makes it copy every request as it is posted instead
-# (SHIFTU_RECORD=copy, what a provider with an unknown queue format gets).
+# (SHIFTU_RECORD=copy, what a provider with an unknown queue format gets),
+# and gives each QP one CQ for both queues, as NCCL does (the library then
+# counts receive completions as they are polled).
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -101,7 +103,7 @@ RINGS="in the provider's rings"
 PULL=1
 ride imm_cli write_imm
 PULL=2
-RINGS="copied as posted" LU_ENV=SHIFTU_RECORD=copy ride send_srv send
+RINGS="copied as posted" LU_ENV=SHIFTU_RECORD=copy ride send_srv send --one-cq
 PULL=1
 ride wrapi_cli send --wr-api
 for side in cli srv; do

@@ -4,8 +4,8 @@
  *
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
- *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [-v]
- *            [SERVER_ADDR]
+ *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [--one-cq]
+ *            [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
@@ -56,6 +56,9 @@
  * extended send API: the QP is created with ibv_create_qp_ex and the
  * operations it uses in send_ops_flags, and every post is one
  * ibv_wr_start ... ibv_wr_complete batch.
+ *
+ * CQs: one for sends and one for receives, or with --one-cq (either side)
+ * one for both, as NCCL has; its completions are told apart by wr_id.
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
  * and the last one; a FIFO of the signaled WRs' positions tells how much of
@@ -143,7 +146,7 @@ struct opts {
 	uint32_t duration;
 	uint32_t watchdog;
 	uint8_t retry_cnt, timeout;
-	bool verbose, expect_errors, wr_api;
+	bool verbose, expect_errors, wr_api, one_cq;
 	unsigned int set;
 };
 
@@ -204,7 +207,8 @@ struct sg {
 	bool stop;			/* peer aborted or local failure: post no more */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
-	struct ibv_cq *scq, *rcq;
+	struct ibv_cq *scq, *rcq;	/* one CQ with --one-cq */
+	uint64_t rx_took;		/* receive completions taken */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;		/* --wr-api */
 	struct ibv_mr *mr, *aux_mr;
@@ -317,8 +321,8 @@ static void usage(const char *fmt, ...)
 	}
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
-	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [-v]\n"
-	      "                [SERVER_ADDR]\n"
+	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [--one-cq]\n"
+	      "                [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -346,6 +350,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 		{ "expect-errors", no_argument, NULL, 'E' },
 		{ "wr-api", no_argument, NULL, 'X' },
+		{ "one-cq", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -420,6 +425,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'X':
 			o->wr_api = true;
+			break;
+		case 'O':
+			o->one_cq = true;
 			break;
 		case 'h':
 			usage(NULL);
@@ -727,7 +735,7 @@ static int create_resources(struct sg *g, bool server)
 	if (sq > (uint32_t)da.max_qp_wr)
 		sq = da.max_qp_wr;
 	rq = server && (r->mode == MODE_WRITE_IMM || r->mode == MODE_SEND) ? r->depth : 1;
-	if (rq > (uint32_t)da.max_qp_wr || sq < 2 || (uint32_t)da.max_cqe < sq) {
+	if (rq > (uint32_t)da.max_qp_wr || sq < 2 || (uint32_t)da.max_cqe < sq + rq) {
 		msg(g, "Unable to size the queues: the device allows %d WRs and %d CQEs",
 		    da.max_qp_wr, da.max_cqe);
 		return -EINVAL;
@@ -739,13 +747,13 @@ static int create_resources(struct sg *g, bool server)
 		msg(g, "Unable to allocate a PD: %s", strerror(-ret));
 		return ret;
 	}
-	g->scq = ibv_create_cq(g->ctx, sq, NULL, NULL, 0);
+	g->scq = ibv_create_cq(g->ctx, g->o->one_cq ? sq + rq : sq, NULL, NULL, 0);
 	if (!g->scq) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the send CQ: %s", strerror(-ret));
 		goto err_pd;
 	}
-	g->rcq = ibv_create_cq(g->ctx, rq, NULL, NULL, 0);
+	g->rcq = g->o->one_cq ? g->scq : ibv_create_cq(g->ctx, rq, NULL, NULL, 0);
 	if (!g->rcq) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the receive CQ: %s", strerror(-ret));
@@ -853,7 +861,8 @@ err_mem:
 	free(g->sq.sig);
 	g->aux = g->buf = NULL;
 	g->msg_end = g->sq.sig = NULL;
-	ibv_destroy_cq(g->rcq);
+	if (g->rcq != g->scq)
+		ibv_destroy_cq(g->rcq);
 	g->rcq = NULL;
 err_scq:
 	ibv_destroy_cq(g->scq);
@@ -877,7 +886,7 @@ static void teardown(struct sg *g)
 	free(g->buf);
 	free(g->msg_end);
 	free(g->sq.sig);
-	if (g->rcq)
+	if (g->rcq && g->rcq != g->scq)
 		ibv_destroy_cq(g->rcq);
 	if (g->scq)
 		ibv_destroy_cq(g->scq);
@@ -1016,6 +1025,26 @@ static void update_completed(struct sg *g)
 		g->st.completed++;
 }
 
+static void took_recv(struct sg *g, const struct ibv_wc *wc);
+
+/* one completion of the send queue, or of either with --one-cq */
+static void took(struct sg *g, const struct ibv_wc *wc)
+{
+	if (WRID_KIND(wc->wr_id) == WK_RECV) {
+		took_recv(g, wc);
+		return;
+	}
+	if (WRID_KIND(wc->wr_id) == WK_ATOMIC) {
+		g->atomic_pending = 0;
+		g->atomic_ok = wc->status == IBV_WC_SUCCESS;
+	}
+	if (wc->status != IBV_WC_SUCCESS) {
+		wc_error(g, wc);
+		return;
+	}
+	sq_completed(&g->sq);
+}
+
 /* reap send completions: how many, or -EIO if the CQ cannot be polled */
 static int poll_send(struct sg *g)
 {
@@ -1029,17 +1058,8 @@ static int poll_send(struct sg *g)
 		g->stop = true;
 		return -EIO;
 	}
-	for (i = 0; i < n; i++) {
-		if (WRID_KIND(wc[i].wr_id) == WK_ATOMIC) {
-			g->atomic_pending = 0;
-			g->atomic_ok = wc[i].status == IBV_WC_SUCCESS;
-		}
-		if (wc[i].status != IBV_WC_SUCCESS) {
-			wc_error(g, &wc[i]);
-			continue;
-		}
-		sq_completed(&g->sq);
-	}
+	for (i = 0; i < n; i++)
+		took(g, &wc[i]);
 	/* the atomic loop counts its own completions, one at a time */
 	if (n > 0 && !g->is_server && g->run.mode != MODE_ATOMIC)
 		update_completed(g);
@@ -1500,6 +1520,16 @@ static void consume(struct sg *g, const struct ibv_wc *wc)
 	post_recv(g, s);
 }
 
+/* one completion of the receive queue (write_imm and send servers) */
+static void took_recv(struct sg *g, const struct ibv_wc *wc)
+{
+	g->rx_took++;
+	if (wc->status != IBV_WC_SUCCESS)
+		wc_error(g, wc);
+	else if (!g->stop)
+		consume(g, wc);
+}
+
 /* tell the client how many messages are consumed: an inline 8-byte WRITE */
 static int post_credit(struct sg *g, bool force)
 {
@@ -1535,32 +1565,30 @@ static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 	unsigned int idle = 0;
 	struct ibv_wc wc[16];
 	struct wire w;
-	bool got;
+	uint64_t rx;
+	bool got, rxd;
 	int n, i;
 
 	while (!*got_done || g->next < done->f[D_SENT]) {
+		rx = g->rx_took;
 		n = ibv_poll_cq(g->rcq, 16, wc);
 		if (n < 0) {
 			msg(g, "Unable to poll the receive CQ");
 			g->st.errors++;
 			g->stop = true;
 		}
-		for (i = 0; i < n; i++) {
-			if (wc[i].status != IBV_WC_SUCCESS)
-				wc_error(g, &wc[i]);
-			else if (!g->stop)
-				consume(g, &wc[i]);
-		}
-		if (poll_send(g) > 0 || n > 0) {
+		for (i = 0; i < n; i++)
+			took(g, &wc[i]);
+		if (poll_send(g) > 0 || n > 0)
 			idle = 0;
-			if (n > 0)
-				last_rx = now_ns();
-		}
+		rxd = g->rx_took != rx;
+		if (rxd)
+			last_rx = now_ns();
 		if (g->stop)
 			break;
 		if (g->next - g->credited >= batch && post_credit(g, false))
 			break;
-		if (n > 0)
+		if (rxd)
 			continue;
 		if (*got_done && now_ns() - last_rx > 3 * NS)
 			break;

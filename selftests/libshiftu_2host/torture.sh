@@ -3,7 +3,9 @@
 # Proves: NCCL-style traffic survives many failures in one run.  Two shiftgen
 # pairs run at once with libshiftu preloaded on both hosts, one in write_imm
 # mode (chunks of WRITEs closed by a WRITE_WITH_IMM notification, NCCL's
-# simple protocol), one in send mode (SEND/RECV messages); meanwhile rail 0
+# simple protocol), one in send mode (SEND/RECV messages, one CQ for both
+# queues as NCCL has: the library then counts receives as they are polled,
+# where the write_imm pair's drains count them); meanwhile rail 0
 # is pulled TORTURE_PULLS times (default 50), at random moments, on either
 # host, by QEMU set_link from outside or by `ip link set down` inside, for a
 # random 0.3-1.5 s.  Both pairs must exit 0, and their servers must count
@@ -36,8 +38,9 @@ rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((m
 DUR=$((PULLS * 4 + 30))
 for m in imm send; do
 	lu_keep "$m" torture
-	mode=$m; [ "$m" = imm ] && mode=write_imm
-	lu_bg_start "$m" "$DUR" "$GEN" -m "$mode" -D "$DUR" -W $((DUR + 30))
+	mode=$m cq=--one-cq; [ "$m" = imm ] && mode=write_imm cq=
+	# shellcheck disable=SC2086 # $cq: no word or one
+	lu_bg_start "$m" "$DUR" "$GEN" -m "$mode" $cq -D "$DUR" -W $((DUR + 30))
 done
 
 sleep 2
