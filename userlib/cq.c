@@ -41,13 +41,17 @@ bool shiftu_recv_owed_pay(struct shiftu_vqp *vq)
 	return false;
 }
 
-/* Count the receive completions among @k just taken from a CQ of @s. */
+/*
+ * Count the receive completions among @k just taken from a CQ of @s, if
+ * pollers count them (shiftu_wc_look).
+ */
 void shiftu_took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k)
 {
+	uint32_t look = __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) >> 32;
 	int i;
 
 	for (i = 0; i < k; i++)
-		if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
+		if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & look))
 			shiftu_count_recv(s, wc[i].qp_num);
 }
 

@@ -23,7 +23,10 @@ struct shiftu_hs_msg;
 #define RMARKER_WR_ID	0x53484946545d4b52ULL
 #define PROBE_WR_ID	0x5348494654505242ULL
 
-/* Count the receive completions among @k just taken from a CQ of @s. */
+/*
+ * Count the receive completions among @k just taken from a CQ of @s, if
+ * pollers count them (shiftu_wc_look).
+ */
 void shiftu_took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k);
 
 /*

@@ -9,8 +9,10 @@
  * syscall, lock or allocation here, and no store to memory that another
  * QP's poster uses.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cq.h"
@@ -526,15 +528,28 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	return post_recv_common(vq, qp, wr, bad_wr);
 }
 
+_Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&
+	       sizeof(((struct ibv_wc *)0)->status) == 4 && __BYTE_ORDER == __LITTLE_ENDIAN,
+	       "a completion's status and opcode are read as one 64-bit word");
+
+/* The completion's status and opcode, masked with shiftu_wc_look. */
+static inline uint64_t wc_look(const struct ibv_wc *wc)
+{
+	uint64_t w;
+
+	memcpy(&w, &wc->status, sizeof(w));
+	return w & __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED);
+}
+
 /*
- * A completion that needs a look (an error, or a receive) and was not a
- * good receive counted here, without a call.  The first test is the one a
- * good send completion takes, status and opcode in one 64-bit test; only a
- * completion that fails it has its status looked at alone.
+ * A completion that needs a look (an error, or a receive to count) and
+ * was not a good receive counted here, without a call.  The first test is
+ * the one a good send completion takes, status and opcode in one 64-bit
+ * test; only a completion that fails it has its status looked at alone.
  */
 static inline bool wc_looked(const struct ibv_wc *wc)
 {
-	return unlikely(wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV)) &&
+	return unlikely(wc_look(wc) != 0) &&
 	       (wc->status != IBV_WC_SUCCESS ||
 		!shiftu_count_recv_cached(shiftu_window.ctx, wc->qp_num));
 }
@@ -556,7 +571,7 @@ static __attribute__((noinline)) int poll_took(int n, int i)
 			n = shiftu_poll_error(s, shiftu_window.cq, wc, n);
 			break;
 		}
-		if (wc[i].opcode & IBV_WC_RECV)
+		if (wc_look(&wc[i]))
 			shiftu_count_recv(s, wc[i].qp_num);
 	}
 	shiftu_poll_leave();

@@ -822,13 +822,18 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	/*
 	 * The receives still outstanding: those flushed from the receive CQ
 	 * when it is not the send CQ, else those posted and not counted
-	 * complete.  A poller may hold receive completions it took from the
-	 * default QP before this move and has not counted yet (preempted):
-	 * the flushes tell, and what it counts later is already paid.
+	 * complete.  The others were consumed: while pollers do not count
+	 * receives (shiftu_wc_look), that is the count.  When they do, one
+	 * may hold receive completions it took from the default QP before
+	 * this move and has not counted yet (preempted): the flushes tell,
+	 * and what it counts later is already paid.
 	 */
 	consumed = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
 	n_r = nr >= 0 ? (uint64_t)nr : vq->rq.head - consumed;
-	if (nr >= 0 && !from_twin && vq->rq.head - n_r > consumed) {
+	if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
+		       SHIFTU_WC_LOOK_ERRORS) {
+		__atomic_store_n(&vq->consumed, vq->rq.head - n_r, __ATOMIC_RELAXED);
+	} else if (nr >= 0 && !from_twin && vq->rq.head - n_r > consumed) {
 		uint64_t owed = vq->rq.head - n_r - consumed;
 
 		shiftu_recv_owe(vq, owed);

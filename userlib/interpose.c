@@ -44,6 +44,7 @@ static bool real_ok;
  * reads freed memory.  Pushes publish with release; walkers load acquire.
  */
 struct shiftu_ctx *shiftu_ctx_list;
+uint64_t shiftu_wc_look = SHIFTU_WC_LOOK_ERRORS;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -364,6 +365,16 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		vq->rings = 0;
 		vq->copying = 1;
 	}
+	/*
+	 * Before the QP is known, so before it can take a receive: its
+	 * pollers, which read this after the provider's poll gave them the
+	 * completion, count it.
+	 */
+	if (vq->rings && attr->send_cq == attr->recv_cq &&
+	    __atomic_exchange_n(&shiftu_wc_look, SHIFTU_WC_LOOK_RECVS, __ATOMIC_RELAXED) !=
+	    SHIFTU_WC_LOOK_RECVS)
+		shiftu_dbg("qp %u on %s: one CQ for both queues: receive completions are counted as they are polled",
+			   qp->qp_num, s->dev_name);
 	pthread_mutex_lock(&vqp_lock);
 	n->next = vqp_list;
 	if (vqp_list)

@@ -115,9 +115,9 @@ struct shiftu_ctx {
 	};
 
 	/*
-	 * Receive completions are counted per QP (the two-way handshake,
-	 * handshake.c): a direct-mapped cache from QP number to QP saves the
-	 * registry walk.  A slot holds a QP whose receives the poll's common
+	 * Receive completions are counted per QP when shiftu_wc_look says so
+	 * (the two-way handshake, handshake.c): a direct-mapped cache from QP
+	 * number to QP saves the registry walk.  A slot holds a QP whose receives the poll's common
 	 * path may count as they come, or shiftu_vqp_none, whose number
 	 * matches none: never NULL.  Filled by pollers and emptied when the
 	 * QP goes or owes counts (@recv_owed), all under the registry's lock.
@@ -423,6 +423,20 @@ static inline void shiftu_bump(uint64_t *c)
 #define SHIFTU_TWO_SIDED	((1U << IBV_WR_SEND) | (1U << IBV_WR_SEND_WITH_IMM) | \
 				 (1U << IBV_WR_RDMA_WRITE_WITH_IMM) | \
 				 (1U << IBV_WR_SEND_WITH_INV))
+
+/*
+ * What the poll's common path masks a completion's status and opcode with,
+ * read as one 64-bit word (status in the low half): what is left needs a
+ * look.  SHIFTU_WC_LOOK_ERRORS until the library manages a QP whose send
+ * and receive CQ are one, SHIFTU_WC_LOOK_RECVS from then on (never back):
+ * only such a QP needs its receive completions counted as they come, since
+ * its drain cannot tell its flushed receives from its flushed sends; the
+ * drain of any other counts the receives it flushes.  Set when the QP is
+ * created, before it can take a receive (interpose.c).
+ */
+#define SHIFTU_WC_LOOK_ERRORS	0xffffffffULL
+#define SHIFTU_WC_LOOK_RECVS	((uint64_t)IBV_WC_RECV << 32 | SHIFTU_WC_LOOK_ERRORS)
+extern uint64_t shiftu_wc_look SHIFTU_HIDDEN;
 
 /* A QP that matches none: the anchors' and the receive cache's empty value. */
 extern struct shiftu_vqp shiftu_vqp_none SHIFTU_HIDDEN;
