@@ -4,8 +4,8 @@
  *
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
- *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [--one-cq]
- *            [-v] [SERVER_ADDR]
+ *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
+ *            [--one-cq] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
@@ -55,7 +55,9 @@
  * Posting: ibv_post_send, or with --wr-api (either side, its own choice) the
  * extended send API: the QP is created with ibv_create_qp_ex and the
  * operations it uses in send_ops_flags, and every post is one
- * ibv_wr_start ... ibv_wr_complete batch.
+ * ibv_wr_start ... ibv_wr_complete batch; with --poll-in-batch the send CQ
+ * is polled between a batch's last builder and its ibv_wr_complete, which
+ * the verbs allow (a program may reap while it builds).
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
@@ -146,7 +148,7 @@ struct opts {
 	uint32_t duration;
 	uint32_t watchdog;
 	uint8_t retry_cnt, timeout;
-	bool verbose, expect_errors, wr_api, one_cq;
+	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq;
 	unsigned int set;
 };
 
@@ -321,8 +323,8 @@ static void usage(const char *fmt, ...)
 	}
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
-	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api] [--one-cq]\n"
-	      "                [-v] [SERVER_ADDR]\n"
+	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
+	      "                [--one-cq] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -351,6 +353,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "expect-errors", no_argument, NULL, 'E' },
 		{ "wr-api", no_argument, NULL, 'X' },
 		{ "one-cq", no_argument, NULL, 'O' },
+		{ "poll-in-batch", no_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -429,6 +432,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->one_cq = true;
 			break;
+		case 'B':
+			o->poll_in_batch = true;
+			break;
 		case 'h':
 			usage(NULL);
 			break;
@@ -446,6 +452,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		o->msgs = 0;
 	if (o->expect_errors && o->mode != MODE_ATOMIC)
 		usage("--expect-errors is for -m atomic only");
+	if (o->poll_in_batch && !o->wr_api)
+		usage("--poll-in-batch is for --wr-api only");
 	if (o->mode != MODE_SEND && o->mode != MODE_ATOMIC &&
 	    (uint64_t)o->chunk * o->chunks > MAX_BUF)
 		usage("-s %u -c %u: a message of more than %llu bytes", o->chunk, o->chunks, MAX_BUF);
@@ -1121,10 +1129,10 @@ static int client_idle(struct sg *g, unsigned int *idle)
 	return 0;
 }
 
-/* post the chain @wr with the extended send API, as one batch (out of
- * line: the bench measures a batch by this function's name) */
-static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
-						 const struct ibv_send_wr *wr)
+/* the chain @wr as one batch of the extended send API, all but its
+ * ibv_wr_complete: 0, or EINVAL (aborted) */
+static inline __attribute__((always_inline)) int wr_build(struct ibv_qp_ex *x,
+							  const struct ibv_send_wr *wr)
 {
 	ibv_wr_start(x);
 	for (; wr; wr = wr->next) {
@@ -1155,7 +1163,28 @@ static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
 		else if (wr->num_sge)
 			ibv_wr_set_sge_list(x, wr->num_sge, wr->sg_list);
 	}
-	return ibv_wr_complete(x);
+	return 0;
+}
+
+/* post the chain @wr with the extended send API, as one batch (out of
+ * line: the bench measures a batch by this function's name) */
+static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
+						 const struct ibv_send_wr *wr)
+{
+	int ret = wr_build(x, wr);
+
+	return ret ? ret : ibv_wr_complete(x);
+}
+
+/* post_wr_api(), reaping send completions before ibv_wr_complete */
+static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
+{
+	int ret = wr_build(g->qpx, wr);
+
+	if (ret)
+		return ret;
+	poll_send(g);
+	return ibv_wr_complete(g->qpx);
 }
 
 /* post one send WR once the queue has room, signaled as sq_want_signal says */
@@ -1182,7 +1211,12 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 	}
 	sig = sq_want_signal(&g->sq, force);
 	wr->send_flags |= sig ? IBV_SEND_SIGNALED : 0;
-	ret = g->qpx ? post_wr_api(g->qpx, wr) : ibv_post_send(g->qp, wr, &bad);
+	if (!g->qpx)
+		ret = ibv_post_send(g->qp, wr, &bad);
+	else if (g->o->poll_in_batch)
+		ret = post_wr_polling(g, wr);
+	else
+		ret = post_wr_api(g->qpx, wr);
 	if (ret) {
 		msg(g, "Unable to post a send WR (wr_id 0x%" PRIx64 "): %s", wr->wr_id, strerror(ret));
 		g->st.errors++;
