@@ -79,11 +79,25 @@ int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
 	return 0;
 }
 
+/*
+ * An error of a QP whose failover waits for a batch its poster has open
+ * (wrapi.c): the failover takes it from the stash, with what follows it.
+ */
+static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	struct shiftu_vqp *vq;
+
+	if (wc->status == IBV_WC_SUCCESS)
+		return false;
+	vq = shiftu_vqp_by_num(c->sctx, wc->qp_num);
+	return vq && __atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED);
+}
+
 static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 {
 	int n = 0;
 
-	while (n < num && c->stash_n) {
+	while (n < num && c->stash_n && !stash_held(c, &c->stash[c->stash_head])) {
 		wc[n++] = c->stash[c->stash_head];
 		c->stash_head = (c->stash_head + 1) % c->stash_cap;
 		c->stash_n--;
@@ -464,8 +478,9 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	if (!c)
 		return s->poll_cq(cq, num, wc);
 	shiftu_cq_lock_quiet(c);
+	/* held ones wait, and so does what came after them */
 	n = stash_pop(c, wc, num);
-	if (n < num) {
+	if (n < num && !c->stash_n) {
 		k = s->poll_cq(cq, num - n, wc + n);
 		if (k < 0 && !n) {
 			n = k;
@@ -476,7 +491,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			n += k;
 		}
 	}
-	if (!fo && n >= 0 && n < num && c->bak && c->n_twins) {
+	if (!fo && n >= 0 && n < num && !c->stash_n && c->bak && c->n_twins) {
 		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
 		if (k > 0)
 			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs, &drained);

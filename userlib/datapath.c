@@ -84,21 +84,6 @@ static void vqp_anchor(struct shiftu_vqp *vq)
 	shiftu_window.vq = vq;
 }
 
-/*
- * The common paths' test of a QP: the page has not moved since the QP last
- * looked, and its gate is open (interpose.h).  The word's load is a plain
- * one, after the sequence's, so that it folds into the compare: one aligned
- * load, which sees a racing writer's member before or after its store,
- * whole, and either way is handled (a post that passed is waited for by
- * the move, one that did not takes the other path).
- */
-static inline bool vqp_open(const struct shiftu_vqp *vq)
-{
-	uint64_t seq = shiftu_health_seq();
-
-	return likely(vq->seen_gate == seq);
-}
-
 /* The same for a context's polls: its page seq and its slow CQs. */
 static inline bool ctx_open(const struct shiftu_ctx *s)
 {
@@ -324,7 +309,7 @@ static __attribute__((always_inline)) inline int post_send_common(struct shiftu_
 
 	/* before the gate's load: a move that closes it waits for us */
 	shiftu_window_open();
-	if (unlikely(!vqp_open(vq)) || unlikely(wr->next))
+	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
 		return post_send_other(qp, wr, bad_wr, vq);
 	/* only the posting thread writes them; a move reads them once we are out */
 	vq->sq.head++;
@@ -495,7 +480,7 @@ static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_
 	int ret;
 
 	shiftu_window_open();
-	if (unlikely(!vqp_open(vq)) || unlikely(wr->next))
+	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
 		return post_recv_other(qp, wr, bad_wr, vq);
 	vq->rq.head++;
 	ret = vq->post_recv(qp, wr, bad_wr);

@@ -42,6 +42,7 @@
 #include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
+#include "wrapi.h"
 
 #define DRAIN_NS	(5ULL * 1000 * 1000 * 1000)
 #define KICK_NS		(100ULL * 1000 * 1000)
@@ -704,6 +705,34 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
  */
 enum move_kind { MOVE_OVER, MOVE_BACK, MOVE_REJOIN };
 
+/*
+ * A batch of the extended send API open on @vq's default QP in the
+ * provider's builders (wrapi.c) holds the provider's send queue until its
+ * poster completes it: the drain's marker would wait for it, for ever if
+ * the poster is this thread.  The posts' gate is closed first, so that no
+ * batch opens after this look; then, if one is open, the move is left to
+ * its poster, with @why.  The poster's stores of its batch and the look at
+ * @move_deferred after them are ordered against ours by the quiesce's
+ * barrier: either we see the batch closed, or it sees the move left to it
+ * (or both, and its move finds ours made).  Context: fo_lock, no CQ lock.
+ */
+static bool batch_open(struct shiftu_vqp *vq, const char *why)
+{
+	if (!shiftu_wr_can_direct(vq))
+		return false;
+	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
+	if (!shiftu_quiesce(QUIESCE_NS))
+		usleep(GRACE_US);
+	if (!shiftu_wr_direct_open(vq)) {
+		__atomic_store_n(&vq->move_deferred, NULL, __ATOMIC_RELAXED);
+		return false;
+	}
+	shiftu_info("qp %u on %s: %s during a batch of the extended send API: failing over once it is posted",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+	return true;
+}
+
 /* Where the sends posted on the QP a move leaves end: held ones follow. */
 static uint64_t posted_end(const struct shiftu_vqp *vq)
 {
@@ -778,6 +807,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		return FO_NONE;
 	}
+	if (kind == MOVE_OVER && batch_open(vq, why))
+		return FO_NONE;
 	flushed = malloc((vq->sq.mask + vq->rq.mask + 3) * sizeof(*flushed));
 	if (!flushed)
 		return FO_NONE;

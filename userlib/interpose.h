@@ -26,6 +26,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "health.h"
 #include "qp.h"
 #include "quiesce.h"
 #include "util.h"
@@ -250,6 +251,13 @@ struct shiftu_vqp {
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
 	struct shiftu_wrbatch *wb;	/* the extended send API's batch (wrapi.c) */
+	/*
+	 * A failover that found a batch of the extended send API open on the
+	 * default QP in the provider's builders (wrapi.c) leaves its reason
+	 * here, and the slow flag set, for the batch's poster to fail over
+	 * once it has completed or aborted it (fo_lock; any thread clears).
+	 */
+	const char *move_deferred;
 
 	struct shiftu_ring sq, rq;
 	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
@@ -396,6 +404,21 @@ void shiftu_ctx_health(struct shiftu_ctx *s);
  * watcher thread (handshake.c).
  */
 void shiftu_health_sweep(void);
+
+/*
+ * The common paths' test of a QP: the page has not moved since the QP last
+ * looked, and its gate is open (see struct shiftu_vqp).  The word's load is
+ * a plain one, after the sequence's, so that it folds into the compare: one
+ * aligned load, which sees a racing writer's member before or after its
+ * store, whole, and either way is handled (a post that passed is waited for
+ * by the move, one that did not takes the other path).
+ */
+static inline bool shiftu_vqp_open(const struct shiftu_vqp *vq)
+{
+	uint64_t seq = shiftu_health_seq();
+
+	return __builtin_expect(vq->seen_gate == seq, 1);
+}
 
 /* The managed QP number @qp_num of context @s, or NULL.  Cold. */
 struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num);

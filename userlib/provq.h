@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include <rdma/rdma_user_rxe.h>
+
 struct shiftu_vqp;
 
 /*
@@ -37,5 +39,35 @@ void shiftu_provq_mark(struct shiftu_vqp *vq);
  * Context: fo_lock.
  */
 int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r);
+
+/*
+ * The producer index of send ring @q (vq->psq), which only the QP's poster
+ * (and the provider on its behalf) writes.  Read by that poster.
+ */
+static inline uint32_t shiftu_provq_prod(const struct rxe_queue_buf *q)
+{
+	return __atomic_load_n(&q->producer_index, __ATOMIC_RELAXED);
+}
+
+/*
+ * The requests the provider put in send ring @q from index @from to the
+ * producer index: their number, and in *@two_sided those that consume a
+ * receive at the peer (@mask: 1 << opcode of those).  Context: the QP's
+ * poster, which wrote them.
+ */
+static inline uint32_t shiftu_provq_since(const struct rxe_queue_buf *q, uint32_t from,
+					  uint32_t mask, uint32_t *two_sided)
+{
+	uint32_t n = (shiftu_provq_prod(q) - from) & q->index_mask, i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct rxe_send_wqe *w = (const void *)
+			(q->data + ((size_t)((from + i) & q->index_mask) << q->log2_elem_size));
+
+		k += (mask >> (w->wr.opcode & 31)) & 1;
+	}
+	*two_sided = k;
+	return n;
+}
 
 #endif /* _SHIFTU_PROVQ_H */

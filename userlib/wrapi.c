@@ -3,19 +3,34 @@
  * wrapi.c: the extended send API (ibv_wr_start ... ibv_wr_complete) on a QP
  * the library protects.
  *
- * The provider's wr_* builders write its send queue directly, where the
- * library could neither record what was posted nor turn a batch to the twin.
- * So on such a QP the builders are the library's: each request of a batch
- * becomes an ibv_send_wr in a per-QP array (inline bytes copied at once,
- * as the verb promises the caller may reuse its buffer on return), and
- * wr_complete posts the chain through the library's post_send, the one
- * path that records, fails over and replays.  The provider's builders are
- * never called on that QP.
+ * The provider's wr_* builders write its send queue directly.  Where the
+ * library reads a failed QP's requests from the provider's rings
+ * (SHIFTU_RINGS_PROVIDER, provq.c), that is all it needs: a batch that
+ * starts while the QP is on the posts' common path is a direct batch, built
+ * by the provider's own builders, and wr_complete only counts what the
+ * provider put in its ring, as a post counts its request.  The library's
+ * wr_start and wr_complete frame it; the builders cost nothing more.
  *
- * One difference is visible: the provider posts a batch whole or not at
- * all; a chain posted by ibv_post_send may stop part way (a full queue), and
- * then the requests before the failed one are posted.  Programs that size
- * their batches by the queue's free entries, as they must, never see it.
+ * The provider holds its send queue's lock from wr_start to wr_complete.
+ * A failover must not wait for it (its drain posts a marker on that queue,
+ * and the poster may be the thread failing over, from a poll inside its
+ * batch): a move that finds a direct batch open leaves the move to the
+ * batch's poster, which makes it once the batch is posted or aborted
+ * (failover.c, struct shiftu_vqp's @move_deferred).
+ *
+ * Otherwise (a QP that copies its requests, or on its slow path: moved,
+ * moving, or the page moved) the builders are the library's: each request
+ * of a batch becomes an ibv_send_wr in a per-QP array (inline bytes copied
+ * at once, as the verb promises the caller may reuse its buffer on return),
+ * and wr_complete posts the chain through the library's post_send, the one
+ * path that records, fails over and replays.  The QP's builders are swapped
+ * at wr_start, when no batch is open.
+ *
+ * One difference is visible there: the provider posts a batch whole or not
+ * at all; a chain posted by ibv_post_send may stop part way (a full queue),
+ * and then the requests before the failed one are posted.  Programs that
+ * size their batches by the queue's free entries, as they must, never see
+ * it.
  *
  * Context: the thread the application posts from; the verbs forbid two
  * threads between one QP's wr_start and its wr_complete.
@@ -24,8 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failover.h"
 #include "interpose.h"
 #include "log.h"
+#include "provq.h"
 #include "wrapi.h"
 
 struct shiftu_wrbatch {
@@ -38,6 +55,15 @@ struct shiftu_wrbatch {
 	uint32_t max_sge;
 	uint32_t max_inline;
 	int err;			/* the first error of the batch */
+	/*
+	 * Direct batches: the provider's entry points and builders as the QP
+	 * came with them, and the send ring's producer index at wr_start.
+	 */
+	struct ibv_qp_ex prov;
+	uint32_t prod0;
+	uint8_t can_direct;		/* SHIFTU_RINGS_PROVIDER */
+	uint8_t direct;			/* a direct batch is open; a move reads it */
+	uint8_t prov_builders;		/* the QP has the provider's builders */
 };
 
 /*
@@ -245,17 +271,77 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 	wr_set_inline_data_list(qpx, 1, &buf);
 }
 
+/* The builders of the operations replayed: the provider's, or ours. */
+static void builders_use(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx, bool provider);
+
 /* shiftu_: the bench (selftests/lab/scenarios/bench.sh) measures it by name */
 static void shiftu_wr_start(struct ibv_qp_ex *qpx)
 {
 	struct shiftu_vqp *vq = vqp_of(qpx);
+	struct shiftu_wrbatch *b;
 
 	if (!vq || !vq->wb)
 		return;
+	b = vq->wb;
 	shiftu_bump(&vq->wr_starts);
-	vq->wb->n = 0;
-	vq->wb->cur = NULL;
-	vq->wb->err = 0;
+	b->err = 0;
+	/* a post's window and test: a move waits for us, or we see it */
+	shiftu_window_open();
+	if (__builtin_expect(b->can_direct && shiftu_vqp_open(vq), 1)) {
+		b->direct = 1;
+		shiftu_window_close();
+		if (__builtin_expect(!b->prov_builders, 0))
+			builders_use(b, qpx, true);
+		b->prov.wr_start(qpx);
+		/* under the provider's lock: no request of ours goes in now */
+		b->prod0 = shiftu_provq_prod(vq->psq);
+		return;
+	}
+	shiftu_window_close();
+	if (b->prov_builders)
+		builders_use(b, qpx, false);
+	b->n = 0;
+	b->cur = NULL;
+}
+
+/* A move waits for this poster's batch: made now that it is posted. */
+static shiftu_cold void direct_deferred(struct shiftu_vqp *vq)
+{
+	const char *why = __atomic_exchange_n(&vq->move_deferred, NULL, __ATOMIC_RELAXED);
+
+	if (why)
+		shiftu_failover(vq, why);
+}
+
+/*
+ * Complete a direct batch, or abort it when a builder failed (@b->err),
+ * and count what the provider put in its ring, inside the posting window as
+ * a post counts: a move that began meanwhile waits for the count, or, if it
+ * came first and found the batch open, is ours to make.
+ */
+static inline int direct_complete(struct shiftu_vqp *vq, struct shiftu_wrbatch *b,
+				  struct ibv_qp_ex *qpx)
+{
+	uint32_t n, n2;
+	int ret = b->err;
+
+	shiftu_window_open();
+	if (__builtin_expect(!ret, 1))
+		ret = b->prov.wr_complete(qpx);
+	else
+		b->prov.wr_abort(qpx);
+	/* what the provider published, even if its doorbell failed after */
+	n = shiftu_provq_since(vq->psq, b->prod0, SHIFTU_TWO_SIDED, &n2);
+	vq->sq.head += n;
+	vq->sent2 += n2;
+	b->direct = 0;
+	shiftu_window_close();
+	/* statistics, by the QP's one poster: no locked add */
+	__atomic_store_n(&vq->wr_posts, __atomic_load_n(&vq->wr_posts, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELAXED);
+	if (__builtin_expect(__atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED) != NULL, 0))
+		direct_deferred(vq);
+	return ret;
 }
 
 /* shiftu_: as shiftu_wr_start() */
@@ -270,6 +356,8 @@ static int shiftu_wr_complete(struct ibv_qp_ex *qpx)
 		return EINVAL;
 	b = vq->wb;
 	shiftu_bump(&vq->wr_completes);
+	if (__builtin_expect(b->direct, 1))
+		return direct_complete(vq, b, qpx);
 	ret = b->err;
 	if (!ret && b->n) {
 		ret = shiftu_post_send_vq(vq, b->wr, &bad);
@@ -285,13 +373,18 @@ static int shiftu_wr_complete(struct ibv_qp_ex *qpx)
 
 static void wr_abort(struct ibv_qp_ex *qpx)
 {
-	struct shiftu_wrbatch *b = batch_of(qpx);
+	struct shiftu_vqp *vq = vqp_of(qpx);
+	struct shiftu_wrbatch *b = vq ? vq->wb : NULL;
 
-	if (b) {
-		b->n = 0;
-		b->cur = NULL;
-		b->err = 0;
+	if (!b)
+		return;
+	if (b->direct) {
+		b->err = ECANCELED;
+		direct_complete(vq, b, qpx);
 	}
+	b->n = 0;
+	b->cur = NULL;
+	b->err = 0;
 }
 
 /*
@@ -352,6 +445,53 @@ bool shiftu_wr_ops_covered(uint64_t send_ops_flags)
 	return !(send_ops_flags & ~(uint64_t)SHIFTU_WR_OPS);
 }
 
+/* The library's builders of the operations it replays. */
+static const struct ibv_qp_ex lib_builders = {
+	.wr_rdma_write = wr_rdma_write,
+	.wr_rdma_write_imm = wr_rdma_write_imm,
+	.wr_rdma_read = wr_rdma_read,
+	.wr_send = wr_send,
+	.wr_send_imm = wr_send_imm,
+	.wr_atomic_cmp_swp = wr_atomic_cmp_swp,
+	.wr_atomic_fetch_add = wr_atomic_fetch_add,
+	.wr_set_sge = wr_set_sge,
+	.wr_set_sge_list = wr_set_sge_list,
+	.wr_set_inline_data = wr_set_inline_data,
+	.wr_set_inline_data_list = wr_set_inline_data_list,
+};
+
+/*
+ * The others stay the library's stubs in a direct batch too: the batch
+ * fails at wr_complete, aborted, as on the library's path.
+ */
+static void builders_use(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx, bool provider)
+{
+	const struct ibv_qp_ex *f = provider ? &b->prov : &lib_builders;
+
+	qpx->wr_rdma_write = f->wr_rdma_write;
+	qpx->wr_rdma_write_imm = f->wr_rdma_write_imm;
+	qpx->wr_rdma_read = f->wr_rdma_read;
+	qpx->wr_send = f->wr_send;
+	qpx->wr_send_imm = f->wr_send_imm;
+	qpx->wr_atomic_cmp_swp = f->wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = f->wr_atomic_fetch_add;
+	qpx->wr_set_sge = f->wr_set_sge;
+	qpx->wr_set_sge_list = f->wr_set_sge_list;
+	qpx->wr_set_inline_data = f->wr_set_inline_data;
+	qpx->wr_set_inline_data_list = f->wr_set_inline_data_list;
+	b->prov_builders = provider;
+}
+
+bool shiftu_wr_direct_open(const struct shiftu_vqp *vq)
+{
+	return vq->wb && vq->wb->can_direct && __atomic_load_n(&vq->wb->direct, __ATOMIC_RELAXED);
+}
+
+bool shiftu_wr_can_direct(const struct shiftu_vqp *vq)
+{
+	return vq->wb && vq->wb->can_direct;
+}
+
 int shiftu_wr_attach(struct shiftu_vqp *vq, struct ibv_qp_ex *qpx)
 {
 	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
@@ -373,22 +513,14 @@ int shiftu_wr_attach(struct shiftu_vqp *vq, struct ibv_qp_ex *qpx)
 		free(b);
 		return -ENOMEM;
 	}
+	b->prov = *qpx;
+	b->can_direct = vq->rings == SHIFTU_RINGS_PROVIDER && vq->psq;
 	vq->wb = b;
 
 	qpx->wr_start = shiftu_wr_start;
 	qpx->wr_complete = shiftu_wr_complete;
 	qpx->wr_abort = wr_abort;
-	qpx->wr_rdma_write = wr_rdma_write;
-	qpx->wr_rdma_write_imm = wr_rdma_write_imm;
-	qpx->wr_rdma_read = wr_rdma_read;
-	qpx->wr_send = wr_send;
-	qpx->wr_send_imm = wr_send_imm;
-	qpx->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
-	qpx->wr_atomic_fetch_add = wr_atomic_fetch_add;
-	qpx->wr_set_sge = wr_set_sge;
-	qpx->wr_set_sge_list = wr_set_sge_list;
-	qpx->wr_set_inline_data = wr_set_inline_data;
-	qpx->wr_set_inline_data_list = wr_set_inline_data_list;
+	builders_use(b, qpx, false);
 	qpx->wr_local_inv = wr_local_inv;
 	qpx->wr_send_inv = wr_local_inv;
 	qpx->wr_bind_mw = wr_bind_mw;

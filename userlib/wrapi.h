@@ -31,6 +31,14 @@ bool shiftu_wr_ops_covered(uint64_t send_ops_flags);
  */
 int shiftu_wr_attach(struct shiftu_vqp *vq, struct ibv_qp_ex *qpx);
 
+/*
+ * @vq's batches may be direct (built by the provider's builders in its
+ * ring, see wrapi.c), and one is open now: its poster holds the provider's
+ * send queue.  Any thread; the second is read after shiftu_quiesce().
+ */
+bool shiftu_wr_can_direct(const struct shiftu_vqp *vq);
+bool shiftu_wr_direct_open(const struct shiftu_vqp *vq);
+
 /* Free @vq's batch.  Context: destroy, the QP no longer in use. */
 void shiftu_wr_detach(struct shiftu_vqp *vq);
 

@@ -10,7 +10,10 @@
 # the same and answers; each replays only what the other had not received.
 # When rail 0 is back, both go back to it by the same handshake, and the
 # traffic leaves rail 1.  The third run posts with the extended send API
-# (ibv_wr_*) on both sides, which the library records and replays as well.
+# (ibv_wr_*) on both sides and reaps completions inside its batches: the
+# provider's builders fill its ring while the QP is on rail 0, a failover
+# that meets an open batch is made by its poster once the batch is posted,
+# and the library's builders take over while on the twin.
 # The library reads what a failover must move from Soft-RoCE's own rings;
 # the second run makes it copy every request as it is posted instead
 # (SHIFTU_RECORD=copy, what a provider with an unknown queue format gets),
@@ -105,7 +108,9 @@ ride imm_cli write_imm
 PULL=2
 RINGS="copied as posted" LU_ENV=SHIFTU_RECORD=copy ride send_srv send --one-cq
 PULL=1
-ride wrapi_cli send --wr-api
+ride wrapi_cli send --wr-api --poll-in-batch
 for side in cli srv; do
 	lu_check_log wrapi_cli "$side" "wr_start>0" "wr_complete>0" "post_send=0"
+	log "wrapi_cli $side: $(grep -c 'during a batch of the extended send API' \
+		"$FT_TMP/wrapi_cli.$side.shiftu") failover(s) made by a batch's poster"
 done
