@@ -26,6 +26,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "provq.h"
 #include "qp.h"
 #include "quiesce.h"
 
@@ -538,6 +539,40 @@ TEST_F(quiesce, windows)
 	EXPECT_EQ(polls + done, shiftu_window_polls());
 	shiftu_window_leave();
 	EXPECT_EQ(0, shiftu_window.seq & 1);
+}
+
+/*
+ * What a direct batch counts (wrapi.c): the requests between an index and
+ * Soft-RoCE's producer index, modulo the ring, and the two-sided among
+ * them, read from the provider's own entries.
+ */
+TEST(provq_since)
+{
+	static const uint32_t ops[] = {
+		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
+		IBV_WR_RDMA_READ, IBV_WR_SEND_WITH_IMM, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	};
+	const uint32_t slots = 8, log2 = 9;	/* 512-byte slots hold a wqe */
+	struct rxe_queue_buf *q;
+	uint32_t i, n, two;
+
+	ASSERT_LE(sizeof(struct rxe_send_wqe), 1U << log2);
+	q = calloc(1, sizeof(*q) + (slots << log2));
+	ASSERT_NE(NULL, q);
+	q->log2_elem_size = log2;
+	q->index_mask = slots - 1;
+	/* six requests from slot 5 on: they wrap to slots 0..2 */
+	for (i = 0; i < 6; i++)
+		((struct rxe_send_wqe *)(q->data + (((5 + i) & 7) << log2)))->wr.opcode = ops[i];
+	q->producer_index = (5 + 6) & 7;
+	n = shiftu_provq_since(q, 5, SHIFTU_TWO_SIDED, &two);
+	EXPECT_EQ(6U, n);
+	EXPECT_EQ(3U, two);	/* WRITE_WITH_IMM, SEND, SEND_WITH_IMM */
+	/* nothing published since: none */
+	n = shiftu_provq_since(q, q->producer_index, SHIFTU_TWO_SIDED, &two);
+	EXPECT_EQ(0U, n);
+	EXPECT_EQ(0U, two);
+	free(q);
 }
 
 TEST(qp_state_public)

@@ -1137,7 +1137,12 @@ static inline __attribute__((always_inline)) int wr_build(struct ibv_qp_ex *x,
 	ibv_wr_start(x);
 	for (; wr; wr = wr->next) {
 		x->wr_id = wr->wr_id;
-		x->wr_flags = wr->send_flags & ~IBV_SEND_INLINE;
+		/*
+		 * IBV_SEND_INLINE stays with ibv_wr_set_inline_data():
+		 * Soft-RoCE's builder copies the bytes without marking the
+		 * request inline, and its kernel side reads the flag.
+		 */
+		x->wr_flags = wr->send_flags;
 		switch (wr->opcode) {
 		case IBV_WR_RDMA_WRITE:
 			ibv_wr_rdma_write(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);

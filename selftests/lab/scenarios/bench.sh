@@ -154,7 +154,8 @@ step_bw()
 # ---- c: instructions per data verb (callgrind), syscalls (strace) ----
 
 # The data verbs measured: the library's entry points, and the extended
-# send API's builders it puts in the provider's place (wrapi.c).
+# send API's builders it puts in the provider's place when a batch cannot
+# be direct (wrapi.c; a direct batch runs the provider's own).
 CG_FNS_LIB=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete
 CG_FNS_LIB=$CG_FNS_LIB,wr_rdma_write,wr_rdma_write_imm,wr_send,wr_set_sge_list,wr_set_inline_data
 CG_FNS=$CG_FNS_LIB
@@ -240,9 +241,10 @@ step_cg()
 	[ -x "$SHIFTGEN" ] || skip "shiftgen missing ($SHIFTGEN)"
 	CG_ARGS=(-m write -c 1 -s 4096 -n @N@ --wr-api)
 	cg_mode wr "$SHIFTGEN"
-	# the library's builders replace the provider's (which are not in
-	# the stripped provider's symbols): a whole batch, as the program's
-	# post_wr_api() makes it, preloaded less plain, per batch (slope)
+	# what the library adds to a batch, its builders or the provider's
+	# (which are not in the stripped provider's symbols): a whole batch,
+	# as the program's post_wr_api() makes it, preloaded less plain, per
+	# batch (slope)
 	CG_PRE=0 CG_OBJ=shiftgen CG_FNS=post_wr_api
 	cg_run wrplain "$CG_N" "$SHIFTGEN"
 	cg_run wrplain $((2 * CG_N)) "$SHIFTGEN"
@@ -506,7 +508,7 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose builders (wr_*) are the library's in the provider's place: their whole cost)"
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran)"
 	for mode in old ex recv wr; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
 			 wr_rdma_write_imm wr_send wr_set_sge_list wr_set_inline_data \
