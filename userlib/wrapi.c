@@ -292,9 +292,13 @@ static void shiftu_wr_start(struct ibv_qp_ex *qpx)
 		shiftu_window_close();
 		if (__builtin_expect(!b->prov_builders, 0))
 			builders_use(b, qpx, true);
-		b->prov.wr_start(qpx);
-		/* under the provider's lock: no request of ours goes in now */
+		/*
+		 * Before the provider's lock, which changes nothing: the ring
+		 * has one poster, us, and the library posts there only with
+		 * the gate closed, which a direct batch holds off (failover.c).
+		 */
 		b->prod0 = shiftu_provq_prod(vq->psq);
+		b->prov.wr_start(qpx);
 		return;
 	}
 	shiftu_window_close();

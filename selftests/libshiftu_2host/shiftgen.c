@@ -56,8 +56,9 @@
  * extended send API: the QP is created with ibv_create_qp_ex and the
  * operations it uses in send_ops_flags, and every post is one
  * ibv_wr_start ... ibv_wr_complete batch; with --poll-in-batch the send CQ
- * is polled between a batch's last builder and its ibv_wr_complete, which
- * the verbs allow (a program may reap while it builds).
+ * is polled for a millisecond between a batch's last builder and its
+ * ibv_wr_complete, which the verbs allow (a program may reap while it
+ * builds), so that most of the run is spent inside batches.
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
@@ -1181,14 +1182,16 @@ static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
 	return ret ? ret : ibv_wr_complete(x);
 }
 
-/* post_wr_api(), reaping send completions before ibv_wr_complete */
+/* post_wr_api(), reaping send completions for 1 ms before ibv_wr_complete */
 static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
 {
+	uint64_t until = now_ns() + NS / 1000;
 	int ret = wr_build(g->qpx, wr);
 
 	if (ret)
 		return ret;
-	poll_send(g);
+	while (now_ns() < until && poll_send(g) >= 0)
+		;
 	return ibv_wr_complete(g->qpx);
 }
 
