@@ -11,9 +11,10 @@
 # When rail 0 is back, both go back to it by the same handshake, and the
 # traffic leaves rail 1.  The third run posts with the extended send API
 # (ibv_wr_*) on both sides and reaps completions inside its batches: the
-# provider's builders fill its ring while the QP is on rail 0, a failover
-# that meets an open batch is made by its poster once the batch is posted,
-# and the library's builders take over while on the twin.
+# provider's builders fill its ring while the QP is on rail 0; the client
+# holds a batch open across the pull, so that the failover meets it and
+# is made by its poster once the batch is posted; the library's builders
+# take over while on the twin.
 # The library reads what a failover must move from Soft-RoCE's own rings;
 # the second run makes it copy every request as it is posted instead
 # (SHIFTU_RECORD=copy, what a provider with an unknown queue format gets),
@@ -54,11 +55,17 @@ backed()
 }
 
 # pull TAG: rail 0 out from 2 s to 5 s; host 1's packets per rail counted
-# over 1.5 s of the outage and over 1.5 s once it failed back
+# over 1.5 s of the outage and over 1.5 s once it failed back.  With HOLD
+# set, host 1's client (the job lu_pair started last) keeps a batch open
+# from just before the pull to 0.7 s after it (shiftgen's SIGUSR2).
 pull()
 {
-	local a0 a1
+	local a0 a1 cli=$!
 	sleep 2
+	if [ -n "${HOLD:-}" ]; then
+		pkill -USR2 -P "$cli" shiftgen || fail "$1: no client to signal"
+		sleep 0.3
+	fi
 	link eth0 off
 	sleep 1
 	a0=$(pkts rxe0) a1=$(pkts rxe1)
@@ -108,9 +115,11 @@ ride imm_cli write_imm
 PULL=2
 RINGS="copied as posted" LU_ENV=SHIFTU_RECORD=copy ride send_srv send --one-cq
 PULL=1
-ride wrapi_cli send --wr-api --poll-in-batch
+HOLD=1 ride wrapi_cli send --wr-api --poll-in-batch
 for side in cli srv; do
 	lu_check_log wrapi_cli "$side" "wr_start>0" "wr_complete>0" "post_send=0"
-	log "wrapi_cli $side: $(grep -c 'during a batch of the extended send API' \
-		"$FT_TMP/wrapi_cli.$side.shiftu") failover(s) made by a batch's poster"
 done
+grep -q 'during a batch of the extended send API: failing over once it is posted' \
+	"$FT_TMP/wrapi_cli.cli.shiftu" ||
+	lu_fail wrapi_cli "cli: the failover did not meet the batch held open across the pull"
+log "wrapi_cli cli: $(grep -o 'qp [0-9]* on rxe0: .* during a batch.*' "$FT_TMP/wrapi_cli.cli.shiftu")"

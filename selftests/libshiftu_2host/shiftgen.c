@@ -58,7 +58,8 @@
  * ibv_wr_start ... ibv_wr_complete batch; with --poll-in-batch the send CQ
  * is polled for a millisecond between a batch's last builder and its
  * ibv_wr_complete, which the verbs allow (a program may reap while it
- * builds), so that most of the run is spent inside batches.
+ * builds), so that most of the run is spent inside batches, and SIGUSR2
+ * keeps the next batch open for a second (a test makes a failure meet it).
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
@@ -128,6 +129,8 @@
 
 /* SIGUSR1 came (finish()): the client's next message is its last */
 static volatile sig_atomic_t finish_now;
+/* SIGUSR2 came (hold()): the next batch stays open for a second */
+static volatile sig_atomic_t hold_next;
 
 enum sg_mode { MODE_WRITE_IMM, MODE_SEND, MODE_WRITE, MODE_ATOMIC, MODE__MAX };
 static const char *const mode_names[MODE__MAX] = {
@@ -1182,11 +1185,15 @@ static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
 	return ret ? ret : ibv_wr_complete(x);
 }
 
-/* post_wr_api(), reaping send completions for 1 ms before ibv_wr_complete */
+/* post_wr_api(), reaping send completions for 1 ms (after SIGUSR2: 1 s)
+ * before ibv_wr_complete */
 static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
 {
-	uint64_t until = now_ns() + NS / 1000;
-	int ret = wr_build(g->qpx, wr);
+	uint64_t until = now_ns() + (hold_next ? NS : NS / 1000);
+	int ret;
+
+	hold_next = 0;
+	ret = wr_build(g->qpx, wr);
 
 	if (ret)
 		return ret;
@@ -1973,6 +1980,13 @@ static void finish(int sig)
 	finish_now = 1;
 }
 
+/* SIGUSR2 (--poll-in-batch): the next batch stays open for a second */
+static void hold(int sig)
+{
+	(void)sig;
+	hold_next = 1;
+}
+
 /* the last resort, should a verbs call itself block past the watchdog */
 static void backstop(int sig)
 {
@@ -1998,6 +2012,8 @@ int main(int argc, char **argv)
 	g.deadline = now_ns() + o.watchdog * NS;
 	signal(SIGALRM, backstop);
 	signal(SIGUSR1, finish);
+	if (o.poll_in_batch)
+		signal(SIGUSR2, hold);
 	alarm(o.watchdog + 5);
 	srand48(now_ns() ^ getpid());
 
