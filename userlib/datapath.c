@@ -76,8 +76,7 @@ __thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-ex
 	.ctx_before = &ctx_none,
 };
 
-/* @vq becomes the thread's QP, its window registered first. */
-static void vqp_anchor(struct shiftu_vqp *vq)
+void shiftu_vqp_anchor(struct shiftu_vqp *vq)
 {
 	if (!shiftu_window_ready())
 		shiftu_window_register();
@@ -104,7 +103,7 @@ static shiftu_cold struct shiftu_vqp *vqp_take_slow(const struct ibv_qp *qp)
 	struct shiftu_vqp *vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
 
 	if (vq)
-		vqp_anchor(vq);
+		shiftu_vqp_anchor(vq);
 	return vq;
 }
 
@@ -358,7 +357,7 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr)
 {
-	vqp_anchor(vq);
+	shiftu_vqp_anchor(vq);
 	return post_send_common(vq, vq->reg.app_qp, wr, bad_wr);
 }
 

@@ -528,6 +528,9 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 
+/* @vq becomes the thread's QP, its window registered first (datapath.c). */
+void shiftu_vqp_anchor(struct shiftu_vqp *vq);
+
 /*
  * post_send on @vq, the application's counters left alone (wrapi.c).  @vq
  * becomes the thread's QP, as for an ibv_post_send().

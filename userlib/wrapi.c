@@ -274,8 +274,51 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 /* The builders of the operations replayed: the provider's, or ours. */
 static void builders_use(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx, bool provider);
 
-/* shiftu_: the bench (selftests/lab/scenarios/bench.sh) measures it by name */
-static void shiftu_wr_start(struct ibv_qp_ex *qpx)
+/*
+ * A direct batch opens if @vq is on the posts' common path, tested inside
+ * the posting window as a post tests it: a move waits for us, or we see it.
+ */
+static inline bool direct_open(struct shiftu_vqp *vq, struct shiftu_wrbatch *b)
+{
+	bool open;
+
+	shiftu_window_open();
+	open = shiftu_vqp_open(vq);
+	if (__builtin_expect(open, 1))
+		b->direct = 1;
+	shiftu_window_close();
+	return open;
+}
+
+/*
+ * The provider's wr_start, the ring's producer index noted before its
+ * lock, which changes nothing: the ring has one poster, us, and the
+ * library posts there only with the gate closed, which an open direct
+ * batch holds off (failover.c).
+ */
+static inline void direct_begin(struct shiftu_vqp *vq, struct shiftu_wrbatch *b,
+				struct ibv_qp_ex *qpx)
+{
+	b->prod0 = shiftu_provq_prod(vq->psq);
+	b->prov.wr_start(qpx);
+}
+
+/* A batch of the library's builders. */
+static void library_begin(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx)
+{
+	if (b->prov_builders)
+		builders_use(b, qpx, false);
+	b->n = 0;
+	b->cur = NULL;
+	b->err = 0;
+}
+
+/*
+ * wr_start on a QP that is not the thread's, or whose builders are ours:
+ * the QP becomes the thread's (its window registered), and the batch is
+ * direct if it can be.
+ */
+static __attribute__((noinline)) void wr_start_other(struct ibv_qp_ex *qpx)
 {
 	struct shiftu_vqp *vq = vqp_of(qpx);
 	struct shiftu_wrbatch *b;
@@ -283,29 +326,37 @@ static void shiftu_wr_start(struct ibv_qp_ex *qpx)
 	if (!vq || !vq->wb)
 		return;
 	b = vq->wb;
+	shiftu_vqp_anchor(vq);
 	shiftu_bump(&vq->wr_starts);
-	b->err = 0;
-	/* a post's window and test: a move waits for us, or we see it */
-	shiftu_window_open();
-	if (__builtin_expect(b->can_direct && shiftu_vqp_open(vq), 1)) {
-		b->direct = 1;
-		shiftu_window_close();
-		if (__builtin_expect(!b->prov_builders, 0))
+	if (b->can_direct && direct_open(vq, b)) {
+		if (!b->prov_builders)
 			builders_use(b, qpx, true);
-		/*
-		 * Before the provider's lock, which changes nothing: the ring
-		 * has one poster, us, and the library posts there only with
-		 * the gate closed, which a direct batch holds off (failover.c).
-		 */
-		b->prod0 = shiftu_provq_prod(vq->psq);
-		b->prov.wr_start(qpx);
+		direct_begin(vq, b, qpx);
 		return;
 	}
-	shiftu_window_close();
-	if (b->prov_builders)
-		builders_use(b, qpx, false);
-	b->n = 0;
-	b->cur = NULL;
+	library_begin(b, qpx);
+}
+
+/*
+ * shiftu_: the bench (selftests/lab/scenarios/bench.sh) measures it by
+ * name.  The common path: the thread's QP, with the provider's builders
+ * in place, on the posts' common path.
+ */
+static void shiftu_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct shiftu_vqp *vq = shiftu_window.vq;
+	struct shiftu_wrbatch *b = vq->wb;
+
+	if (__builtin_expect(vq->reg.app_qp != &qpx->qp_base || !b || !b->prov_builders, 0)) {
+		wr_start_other(qpx);
+		return;
+	}
+	shiftu_bump(&vq->wr_starts);
+	if (__builtin_expect(!direct_open(vq, b), 0)) {
+		library_begin(b, qpx);
+		return;
+	}
+	direct_begin(vq, b, qpx);
 }
 
 /* A move waits for this poster's batch: made now that it is posted. */
@@ -330,10 +381,12 @@ static inline int direct_complete(struct shiftu_vqp *vq, struct shiftu_wrbatch *
 	int ret = b->err;
 
 	shiftu_window_open();
-	if (__builtin_expect(!ret, 1))
+	if (__builtin_expect(!ret, 1)) {
 		ret = b->prov.wr_complete(qpx);
-	else
+	} else {
 		b->prov.wr_abort(qpx);
+		b->err = 0;
+	}
 	/* what the provider published, even if its doorbell failed after */
 	n = shiftu_provq_since(vq->psq, b->prod0, SHIFTU_TWO_SIDED, &n2);
 	vq->sq.head += n;
