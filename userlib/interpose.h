@@ -118,10 +118,11 @@ struct shiftu_ctx {
 	/*
 	 * Receive completions are counted per QP when shiftu_wc_look says so
 	 * (the two-way handshake, handshake.c): a direct-mapped cache from QP
-	 * number to QP saves the registry walk.  A slot holds a QP whose receives the poll's common
-	 * path may count as they come, or shiftu_vqp_none, whose number
-	 * matches none: never NULL.  Filled by pollers and emptied when the
-	 * QP goes or owes counts (@recv_owed), all under the registry's lock.
+	 * number to QP saves the registry walk.  A slot holds a QP whose
+	 * receives the poll's common path may count as they come, or
+	 * shiftu_vqp_none, whose number matches none: never NULL.  Filled by
+	 * pollers and emptied when the QP goes or owes counts (@recv_owed),
+	 * all under the registry's lock.
 	 */
 	struct shiftu_vqp *rcache[64];
 
