@@ -541,7 +541,8 @@ static void builders_use(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx, bool p
 
 bool shiftu_wr_direct_open(const struct shiftu_vqp *vq)
 {
-	return vq->wb && vq->wb->can_direct && __atomic_load_n(&vq->wb->direct, __ATOMIC_RELAXED);
+	/* only a QP that can have one opens one */
+	return vq->wb && __atomic_load_n(&vq->wb->direct, __ATOMIC_RELAXED);
 }
 
 bool shiftu_wr_can_direct(const struct shiftu_vqp *vq)
