@@ -433,15 +433,18 @@ lu_show()
 }
 
 # lu_fail TAG MESSAGE: show what the pair TAG left, then fail.  The
-# client's files come last, nearest the verdict: a log cut to its tail
-# (CI's) keeps them.
+# client's files come last, its program's own output last of all, nearest
+# the verdict: a log cut to its tail (CI's) keeps the program's error.
 lu_fail()
 {
 	local f
 	for f in "$FT_TMP/$1".*; do
 		case $f in *.cli.*) ;; *) lu_show "$f" ;; esac
 	done
-	lu_show "$FT_TMP/$1".cli.*
+	for f in "$FT_TMP/$1".cli.*; do
+		case $f in *.cli.out) ;; *) lu_show "$f" ;; esac
+	done
+	lu_show "$FT_TMP/$1".cli.out
 	fail "$1: $2"
 }
 
