@@ -1821,6 +1821,12 @@ static int client(struct sg *g)
 			msg(g, "unexpected message %u instead of the server's result", w.type);
 		else
 			peer = w.f[RS_OK] ? "ok" : "fail";
+		/* the server's verdict here too: a log cut to its tail (CI's) keeps it */
+		if (!ret && w.type == MSG_RESULT && !w.f[RS_OK])
+			msg(g, "the server failed the run: msgs=%" PRIu64 " lost=%" PRIu64
+			    " dup=%" PRIu64 " reorder=%" PRIu64 " corrupt=%" PRIu64 " errors=%" PRIu64,
+			    w.f[RS_MSGS], w.f[RS_LOST], w.f[RS_DUP], w.f[RS_REORDER],
+			    w.f[RS_CORRUPT], w.f[RS_ERRORS]);
 	}
 	ok = !g->timed_out && !g->st.corrupt && !strcmp(peer, "ok") &&
 	     (!g->st.errors || errors_allowed(&g->run)) &&
