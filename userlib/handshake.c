@@ -18,6 +18,7 @@
 #include "interpose.h"
 #include "log.h"
 #include "shadow.h"
+#include "thread.h"
 #include "util.h"
 
 #define MAX_CHANNELS	16
@@ -122,7 +123,6 @@ static void *watcher(void *arg)
 struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 {
 	struct ibv_comp_channel *ch;
-	pthread_t t;
 	int ret;
 
 	if (s->bak_channel)
@@ -142,12 +142,10 @@ struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 	}
 	channels[n_channels++] = ch;
 	if (!watcher_started) {
-		ret = pthread_create(&t, NULL, watcher, NULL);
+		ret = shiftu_thread_start(watcher, NULL);
 		if (ret)
 			shiftu_warn("cannot start the watcher thread: %s: peers' failovers are not heard",
 				    strerror(ret));
-		else
-			pthread_detach(t);
 		watcher_started = !ret;
 	}
 	pthread_mutex_unlock(&ch_lock);

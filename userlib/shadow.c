@@ -30,6 +30,7 @@
 #include "report.h"
 #include "shadow.h"
 #include "store.h"
+#include "thread.h"
 #include "util.h"
 
 pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,14 +105,9 @@ static void *shadow_thread(void *arg);
 
 static void shadow_start(void)
 {
-	pthread_attr_t a;
-	pthread_t t;
 	int err;
 
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&t, &a, shadow_thread, NULL);
-	pthread_attr_destroy(&a);
+	err = shiftu_thread_start(shadow_thread, NULL);
 	if (err)
 		shiftu_warn("cannot start the backup thread: %s: QPs run unprotected",
 			    strerror(err));

@@ -3,7 +3,7 @@
  * shiftu_unit: libshiftu's pure logic on the build host: the health page
  * reader against pages laid out in memory, the QP registry, the pollers'
  * windows a move waits out, the configuration parsers and shiftu_set_options()
- * checks.
+ * checks, and the signal mask of the library's own threads.
  *
  * The pages use strides and offsets different from the reader's sizeof(), so
  * a reader that used its own sizes would find the wrong rows.  Each TEST runs
@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "provq.h"
 #include "qp.h"
 #include "quiesce.h"
+#include "thread.h"
 
 #include "kselftest_harness.h"
 
@@ -803,6 +805,85 @@ TEST(version_and_stats)
 	EXPECT_EQ(0, st.flags & SHIFTU_STATS_F_HEALTH_PAGE);
 	st.size = 8;
 	EXPECT_EQ(-EINVAL, shiftu_stats(&st));
+}
+
+/* ---- the library's threads leave the application's signals alone ---- */
+
+static pthread_t usr1_on;
+static volatile sig_atomic_t usr1_runs;
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t lib_cond = PTHREAD_COND_INITIALIZER;
+static int lib_stage;		/* 1: the thread runs, 2: it may end */
+static sigset_t lib_mask;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_on = pthread_self();
+	usr1_runs++;
+}
+
+static void *lib_thread(void *arg)
+{
+	(void)arg;
+	pthread_sigmask(SIG_BLOCK, NULL, &lib_mask);
+	pthread_mutex_lock(&lib_lock);
+	lib_stage = 1;
+	pthread_cond_broadcast(&lib_cond);
+	while (lib_stage != 2)
+		pthread_cond_wait(&lib_cond, &lib_lock);
+	pthread_mutex_unlock(&lib_lock);
+	return NULL;
+}
+
+/*
+ * A signal sent to the process while every application thread blocks it
+ * stays pending for them: were a library thread to leave it unblocked,
+ * the kernel would deliver it there, and the handler would run on it.
+ */
+TEST(thread_signals)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t usr1, before, after, pending;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, NULL, &before));
+	ASSERT_EQ(0, shiftu_thread_start(lib_thread, NULL));
+	/* the caller's mask is its own again */
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, NULL, &after));
+	EXPECT_EQ(0, sigismember(&after, SIGUSR1));
+	EXPECT_EQ(0, sigismember(&after, SIGINT));
+	EXPECT_EQ(0, sigismember(&after, SIGTERM));
+	/* from now on, the application's only thread blocks it */
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &usr1, NULL));
+	pthread_mutex_lock(&lib_lock);
+	while (lib_stage != 1)
+		pthread_cond_wait(&lib_cond, &lib_lock);
+	pthread_mutex_unlock(&lib_lock);
+
+	EXPECT_EQ(1, sigismember(&lib_mask, SIGUSR1));
+	EXPECT_EQ(1, sigismember(&lib_mask, SIGINT));
+	EXPECT_EQ(1, sigismember(&lib_mask, SIGALRM));
+	EXPECT_EQ(1, sigismember(&lib_mask, SIGCHLD));
+	EXPECT_EQ(0, sigismember(&lib_mask, SIGSEGV));
+	EXPECT_EQ(0, sigismember(&lib_mask, SIGBUS));
+
+	ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+	usleep(100 * 1000);
+	EXPECT_EQ(0, usr1_runs);
+	ASSERT_EQ(0, sigpending(&pending));
+	EXPECT_EQ(1, sigismember(&pending, SIGUSR1));
+	/* unblocked, it is delivered to this thread, before the call returns */
+	ASSERT_EQ(0, pthread_sigmask(SIG_SETMASK, &before, NULL));
+	EXPECT_EQ(1, usr1_runs);
+	EXPECT_TRUE(pthread_equal(usr1_on, pthread_self()));
+
+	pthread_mutex_lock(&lib_lock);
+	lib_stage = 2;
+	pthread_cond_broadcast(&lib_cond);
+	pthread_mutex_unlock(&lib_lock);
 }
 
 TEST_HARNESS_MAIN
