@@ -33,7 +33,7 @@ smr_agent_peer_start
 
 LU_DURING=lu_pull
 
-ARGS=(-s 65536 -D 25 -F)
+ARGS=(-s 65536 -D 18 -F)
 
 lu_pair plain 0 ib_write_bw "${ARGS[@]}"
 read -r p0 p1 < "$FT_TMP/plain.outage"

@@ -294,8 +294,9 @@ lu_keep_now()
 
 # lu_rides ON SUFFIX: lu_ride for ib_send_bw, ib_read_bw and ib_write_lat,
 # each through host ON's rail 0 going down by QEMU's set_link and by ip
-# link, for 20 s (the after-window ends about 13 s in, once the client has
-# failed back); the tags end in SUFFIX, and _ip for ip link.
+# link, for 17 s (the after-window ends about 14 s in, once the client has
+# failed back: some 0.4 s after the repair in the lab); the tags end in
+# SUFFIX, and _ip for ip link.
 lu_rides()
 {
 	local on=$1 by sfx run prog size name
@@ -307,7 +308,7 @@ lu_rides()
 			if [ "$by" = ip ]; then
 				sfx=${2}_ip
 			fi
-			lu_ride "$on" "$by" "$prog" "$size" "$name$sfx" -D 20
+			lu_ride "$on" "$by" "$prog" "$size" "$name$sfx" -D 17
 		done
 	done
 }
