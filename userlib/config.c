@@ -222,6 +222,9 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 	if ((v = get("SHIFTU_TEST_FAILBACK_DELAY_MS")) &&
 	    shiftu_parse_ms(v, 0, SHIFTU_FAILBACK_DELAY_MS_MAX, &cfg->failback_delay_ms))
 		nbad += bad("SHIFTU_TEST_FAILBACK_DELAY_MS", v, "0");
+	if ((v = get("SHIFTU_TEST_SERVE_DELAY_MS")) &&
+	    shiftu_parse_ms(v, 0, SHIFTU_SERVE_DELAY_MS_MAX, &cfg->serve_delay_ms))
+		nbad += bad("SHIFTU_TEST_SERVE_DELAY_MS", v, "0");
 	return nbad;
 }
 
@@ -253,6 +256,9 @@ static void config_read(void)
 	if (config.failback_delay_ms)
 		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
 			    config.failback_delay_ms, config.failback_delay_ms);
+	if (config.serve_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message (a test setting)",
+			    config.serve_delay_ms, config.serve_delay_ms);
 }
 
 const struct shiftu_config *shiftu_config(void)

@@ -13,6 +13,7 @@
  *   SHIFTU_RECORD	auto|copy				(auto)
  *   SHIFTU_TEST_TWIN_RESET_MS	0..10000 (0; tests only, see libshiftu(7))
  *   SHIFTU_TEST_FAILBACK_DELAY_MS	0..10000 (0; tests only, likewise)
+ *   SHIFTU_TEST_SERVE_DELAY_MS	0..1000 (0; tests only, likewise)
  *
  * A value that does not parse is logged once (warn: variable and value) and
  * the default is used instead.
@@ -30,6 +31,7 @@
 #define SHIFTU_PROBE_MS_MAX		3600000
 #define SHIFTU_TWIN_RESET_MS_MAX	10000
 #define SHIFTU_FAILBACK_DELAY_MS_MAX	10000
+#define SHIFTU_SERVE_DELAY_MS_MAX	1000
 #define SHIFTU_HEALTH_DEV_DEFAULT	"/dev/shift_ft"	/* SHIFT_FT_DEVICE_PATH */
 
 enum shiftu_store_kind {
@@ -64,6 +66,7 @@ struct shiftu_config {
 					 * provider's rings (provq.c) */
 	uint32_t twin_reset_ms;		/* tests: a stale twin's reset waits */
 	uint32_t failback_delay_ms;	/* tests: going back waits after the probe */
+	uint32_t serve_delay_ms;	/* tests: shiftu_app_serve() waits first */
 };
 
 /*

@@ -17,8 +17,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bell.h"
+#include "config.h"
 #include "cq.h"
 #include "failover.h"
 #include "handshake.h"
@@ -420,17 +422,33 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 
 /*
  * The shadow thread's turn while a two-sided failback waits for the
- * peer's message on the default QP: the application may not poll the CQ
+ * peer's message on @vq's default QP: the application may not poll the CQ
  * it comes to.  What else is there is kept for the application.
+ *
+ * The wait is looked at again under the CQ's lock: the message may have
+ * come to the application's poll meanwhile, and the QP gone back with it
+ * (moved() holds this lock).  Its CQs then leave the slow poll, and the
+ * application's polls on the common path would race this one: completions
+ * it stashed would reach the application after later ones (a SEND pair's
+ * server would see a message late, with the peer's replay streaming in).
  */
-void shiftu_app_serve(struct shiftu_cq *c)
+void shiftu_app_serve(struct shiftu_vqp *vq)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_vqp *fo = NULL, *v;
+	struct shiftu_cq *c = vq->rcq;
 	struct ibv_wc wc[16], first;
 	int k, i, n_msgs = 0;
 
+	if (shiftu_config()->serve_delay_ms)
+		usleep(shiftu_config()->serve_delay_ms * 1000U);
 	shiftu_cq_lock_quiet(c);
+	if (!shiftu_awaits_default(vq)) {
+		pthread_mutex_unlock(&c->lock);
+		shiftu_dbg("qp %u: the failback's message came to the application's poll meanwhile: its CQ left alone",
+			   vq->reg.app_qp->qp_num);
+		return;
+	}
 	k = c->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
 	if (k > 0) {
 		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);

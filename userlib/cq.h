@@ -74,9 +74,9 @@ void shiftu_twin_serve(struct shiftu_cq *c);
 int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 		   struct shiftu_hs_msg *msgs, int *n_msgs);
 
-/* The shadow thread's poll of an application CQ the application may not
- * poll while a two-sided failback's message is awaited on it. */
-void shiftu_app_serve(struct shiftu_cq *c);
+/* The shadow thread's poll of @vq's receive CQ, which the application may
+ * not poll while a two-sided failback's message is awaited on it. */
+void shiftu_app_serve(struct shiftu_vqp *vq);
 
 /* poll_cq found an error completion among the @n it took into @wc. */
 int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n);

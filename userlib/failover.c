@@ -1073,6 +1073,13 @@ bool shiftu_going_back(const struct shiftu_vqp *vq)
 	       !__atomic_load_n(&vq->on_twin, __ATOMIC_RELAXED);
 }
 
+bool shiftu_awaits_default(const struct shiftu_vqp *vq)
+{
+	return __atomic_load_n(&vq->ctrl_default, __ATOMIC_RELAXED) &&
+	       (__atomic_load_n(&vq->on_twin, __ATOMIC_RELAXED) ||
+		__atomic_load_n(&vq->state, __ATOMIC_RELAXED) == SHIFTU_SEND_HANDSHAKE);
+}
+
 /*
  * A failback cut short: we went back, and the default QP failed before
  * the peer's count came (our own may never have reached it).  The peer

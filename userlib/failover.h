@@ -48,6 +48,15 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 bool shiftu_going_back(const struct shiftu_vqp *vq);
 
 /*
+ * A two-sided failback's message may come to @vq's default QP, whose CQ
+ * the application may then not poll: true while @vq is on its twin or
+ * going back, which keeps its CQs on the slow poll.  The shadow thread
+ * reads it without a lock, and again under the receive CQ's lock, which
+ * the move back to the default QP holds (shiftu_app_serve()).
+ */
+bool shiftu_awaits_default(const struct shiftu_vqp *vq);
+
+/*
  * A two-sided failback cut short (its default QP failed while it waited
  * for the peer's count): the work goes onto the renewed twin, and the
  * peer is asked to join it (@vq->rejoin_ask).  Context: the shadow thread,

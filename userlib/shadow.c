@@ -1203,8 +1203,8 @@ static bool shadow_pass(void)
 		}
 		/* a two-sided failback's message may come to a CQ the
 		 * application does not poll: listen while one can */
-		if (vq->ctrl_default && (vq->on_twin || vq->state == SHIFTU_SEND_HANDSHAKE)) {
-			shiftu_app_serve(vq->rcq);
+		if (shiftu_awaits_default(vq)) {
+			shiftu_app_serve(vq);
 			pending = true;
 		}
 		/* a passive QP (no RTS step) is done once its twin is in RTR */

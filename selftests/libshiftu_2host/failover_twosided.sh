@@ -19,7 +19,13 @@
 # the second run makes it copy every request as it is posted instead
 # (SHIFTU_RECORD=copy, what a provider with an unknown queue format gets),
 # and gives each QP one CQ for both queues, as NCCL does (the library then
-# counts receive completions as they are polled).
+# counts receive completions as they are polled).  In that run the backup
+# threads, which look for the failback's message on the default QP's CQ
+# while the application may not poll it, are held 50 ms before each look
+# (SHIFTU_TEST_SERVE_DELAY_MS), so that the message comes to the
+# application's own poll meanwhile and the QP goes back under the held
+# thread: it must then leave the CQ to the application, whose polls are
+# on the common path again, or the messages it took would arrive late.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -113,7 +119,13 @@ RINGS="in the provider's rings"
 PULL=1
 ride imm_cli write_imm
 PULL=2
-RINGS="copied as posted" LU_ENV=SHIFTU_RECORD=copy ride send_srv send --one-cq
+RINGS="copied as posted" LU_LOG=debug \
+	LU_ENV="SHIFTU_RECORD=copy SHIFTU_TEST_SERVE_DELAY_MS=50" ride send_srv send --one-cq
+grep -q "the failback's message came to the application's poll meanwhile" \
+	"$FT_TMP/send_srv.cli.shiftu" "$FT_TMP/send_srv.srv.shiftu" ||
+	lu_fail send_srv "the backup threads never found the failback's message taken before their look"
+log "send_srv: $(grep -ho "qp [0-9]*: the failback's message came.*" \
+	"$FT_TMP/send_srv.cli.shiftu" "$FT_TMP/send_srv.srv.shiftu" | head -n 1)"
 PULL=1
 HOLD=1 ride wrapi_cli send --wr-api --poll-in-batch
 for side in cli srv; do
