@@ -257,7 +257,7 @@ static void config_read(void)
 		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
 			    config.failback_delay_ms, config.failback_delay_ms);
 	if (config.serve_delay_ms)
-		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message (a test setting)",
+		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message and before keeping what it found (a test setting)",
 			    config.serve_delay_ms, config.serve_delay_ms);
 }
 

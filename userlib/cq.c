@@ -421,6 +421,20 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 }
 
 /*
+ * SHIFTU_TEST_SERVE_DELAY_MS: shiftu_app_serve() is held before its look,
+ * so that the message comes to the application's poll meanwhile, and
+ * again before it keeps what it found, so that a poll of the application's
+ * on the common path, were it let run meanwhile, would overtake it.
+ */
+static void serve_test_delay(void)
+{
+	uint32_t ms = shiftu_config()->serve_delay_ms;
+
+	if (ms)
+		usleep(ms * 1000U);
+}
+
+/*
  * The shadow thread's turn while a two-sided failback waits for the
  * peer's message on @vq's default QP: the application may not poll the CQ
  * it comes to.  What else is there is kept for the application.
@@ -440,8 +454,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	struct ibv_wc wc[16], first;
 	int k, i, n_msgs = 0;
 
-	if (shiftu_config()->serve_delay_ms)
-		usleep(shiftu_config()->serve_delay_ms * 1000U);
+	serve_test_delay();
 	shiftu_cq_lock_quiet(c);
 	if (!shiftu_awaits_default(vq)) {
 		pthread_mutex_unlock(&c->lock);
@@ -453,6 +466,8 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	if (k > 0) {
 		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
 		shiftu_took(c->sctx, wc, k);
+		if (k)
+			serve_test_delay();
 		for (i = 0; i < k; i++) {
 			/* a QP's first error: the move counts it in the stash */
 			if (!fo && wc[i].status != IBV_WC_SUCCESS &&

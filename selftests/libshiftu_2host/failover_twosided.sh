@@ -22,10 +22,11 @@
 # counts receive completions as they are polled).  In that run the backup
 # threads, which look for the failback's message on the default QP's CQ
 # while the application may not poll it, are held 50 ms before each look
-# (SHIFTU_TEST_SERVE_DELAY_MS), so that the message comes to the
-# application's own poll meanwhile and the QP goes back under the held
-# thread: it must then leave the CQ to the application, whose polls are
-# on the common path again, or the messages it took would arrive late.
+# and before keeping what a look found (SHIFTU_TEST_SERVE_DELAY_MS), so
+# that the message comes to the application's own poll meanwhile and the
+# QP goes back under the held thread: it must then leave the CQ to the
+# application, whose polls are on the common path again, or the messages
+# it took would arrive after later ones.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
