@@ -66,7 +66,9 @@
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
  * and the last one; a FIFO of the signaled WRs' positions tells how much of
- * the queue a completion frees (RC completes in order).
+ * the queue a completion frees (RC completes in order).  Both sides check
+ * that order: a good send completion must be that of the oldest signaled
+ * WR not yet completed (else corrupt: one reordered, repeated or made up).
  *
  * Every completion with an error status is printed (status string, wr_id)
  * and counted; the side then stops posting, drains, and still ends the TCP
@@ -192,6 +194,7 @@ struct sq {
 	uint64_t posted;	/* WRs posted */
 	uint64_t done;		/* WRs known complete */
 	uint64_t *sig;		/* FIFO: value of posted after each signaled WR */
+	uint64_t *sig_id;	/* FIFO: the wr_id of each signaled WR */
 	uint32_t head, tail;
 	uint32_t since_sig;
 };
@@ -775,12 +778,13 @@ static int create_resources(struct sg *g, bool server)
 	ret = -ENOMEM;
 	g->sq.size = sq;
 	g->sq.sig = calloc(sq, sizeof(*g->sq.sig));
+	g->sq.sig_id = calloc(sq, sizeof(*g->sq.sig_id));
 	/* msg_end (client): see update_completed() */
 	g->msg_end = calloc(sq, sizeof(*g->msg_end));
 	g->buf_len = r->mode == MODE_ATOMIC ? 0 : r->slot * r->depth;
 	g->buf = alloc_zeroed(g->buf_len);
 	g->aux = alloc_zeroed(64);
-	if (!g->sq.sig || !g->msg_end || !g->buf || !g->aux) {
+	if (!g->sq.sig || !g->sq.sig_id || !g->msg_end || !g->buf || !g->aux) {
 		msg(g, "Unable to allocate %zu bytes of buffers", g->buf_len);
 		goto err_mem;
 	}
@@ -871,8 +875,9 @@ err_mem:
 	free(g->buf);
 	free(g->msg_end);
 	free(g->sq.sig);
+	free(g->sq.sig_id);
 	g->aux = g->buf = NULL;
-	g->msg_end = g->sq.sig = NULL;
+	g->msg_end = g->sq.sig = g->sq.sig_id = NULL;
 	if (g->rcq != g->scq)
 		ibv_destroy_cq(g->rcq);
 	g->rcq = NULL;
@@ -898,6 +903,7 @@ static void teardown(struct sg *g)
 	free(g->buf);
 	free(g->msg_end);
 	free(g->sq.sig);
+	free(g->sq.sig_id);
 	if (g->rcq && g->rcq != g->scq)
 		ibv_destroy_cq(g->rcq);
 	if (g->scq)
@@ -1007,10 +1013,11 @@ static bool sq_want_signal(const struct sq *q, bool force)
 	return force || q->since_sig + 1 >= SIG_EVERY || q->posted + 1 - q->done >= q->size;
 }
 
-static void sq_posted(struct sq *q, bool signaled)
+static void sq_posted(struct sq *q, bool signaled, uint64_t wr_id)
 {
 	q->posted++;
 	if (signaled) {
+		q->sig_id[q->tail % q->size] = wr_id;
 		q->sig[q->tail++ % q->size] = q->posted;
 		q->since_sig = 0;
 	} else {
@@ -1018,11 +1025,16 @@ static void sq_posted(struct sq *q, bool signaled)
 	}
 }
 
-/* a signaled WR completed: RC completes in order, so all before it did too */
-static void sq_completed(struct sq *q)
+/*
+ * A signaled WR completed: RC completes in order, so all before it did too.
+ * False if it is not the oldest signaled WR outstanding.
+ */
+static bool sq_completed(struct sq *q, uint64_t wr_id)
 {
-	if (q->head != q->tail)
-		q->done = q->sig[q->head++ % q->size];
+	if (q->head == q->tail || q->sig_id[q->head % q->size] != wr_id)
+		return false;
+	q->done = q->sig[q->head++ % q->size];
+	return true;
 }
 
 /*
@@ -1054,7 +1066,17 @@ static void took(struct sg *g, const struct ibv_wc *wc)
 		wc_error(g, wc);
 		return;
 	}
-	sq_completed(&g->sq);
+	if (!sq_completed(&g->sq, wc->wr_id)) {
+		g->st.corrupt++;
+		if (g->st.corrupt_printed++ < ERR_PRINT_MAX) {
+			if (g->sq.head == g->sq.tail)
+				msg(g, "corrupt: send completion wr_id 0x%" PRIx64 " with no signaled WR outstanding",
+				    wc->wr_id);
+			else
+				msg(g, "corrupt: send completion wr_id 0x%" PRIx64 " out of order (expected 0x%" PRIx64 ")",
+				    wc->wr_id, g->sq.sig_id[g->sq.head % g->sq.size]);
+		}
+	}
 }
 
 /* reap send completions: how many, or -EIO if the CQ cannot be polled */
@@ -1238,7 +1260,7 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 		g->stop = true;
 		return -ret;
 	}
-	sq_posted(&g->sq, sig);
+	sq_posted(&g->sq, sig, wr->wr_id);
 	return 0;
 }
 
