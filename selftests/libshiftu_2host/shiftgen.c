@@ -1067,7 +1067,9 @@ static void took(struct sg *g, const struct ibv_wc *wc)
 		return;
 	}
 	if (!sq_completed(&g->sq, wc->wr_id)) {
+		/* the queue's accounting is lost with it: stop, do not stall */
 		g->st.corrupt++;
+		g->stop = true;
 		if (g->st.corrupt_printed++ < ERR_PRINT_MAX) {
 			if (g->sq.head == g->sq.tail)
 				msg(g, "corrupt: send completion wr_id 0x%" PRIx64 " with no signaled WR outstanding",
