@@ -47,8 +47,8 @@
 #define DRAIN_NS	(5ULL * 1000 * 1000 * 1000)
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define PROBE_NS	(1000ULL * 1000 * 1000)
-#define GRACE_US	1000
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
+#define QUIESCE_MAX_S	5
 #define TWIN_WAIT_NS	(2000ULL * 1000 * 1000)
 
 static uint64_t now_ns(void)
@@ -278,6 +278,29 @@ static int unstash_errors(struct shiftu_vqp *vq, struct drain_state *d)
 
 
 
+/*
+ * Wait out the threads a move of @vq overtook inside a data verb
+ * (quiesce.h): usually at once, else up to QUIESCE_MAX_S with a line
+ * saying so.  A thread held longer (stopped, or starved of CPU) leaves the
+ * move nothing it can trust: a post may yet land behind the drain's
+ * marker, a poll may hold completions the count lacks.  Then the QP is
+ * left unprotected, its errors going to the application, rather than
+ * have its work lost or done twice: -EBUSY, with a line saying so.
+ * Context: fo_lock, no CQ lock.
+ */
+static int fo_quiesce(struct shiftu_vqp *vq)
+{
+	if (shiftu_quiesce(QUIESCE_NS))
+		return 0;
+	shiftu_info("qp %u on %s: a thread is still inside a data verb the move overtook: waiting for it",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+	if (shiftu_quiesce(QUIESCE_MAX_S * 1000000000ULL))
+		return 0;
+	shiftu_warn("qp %u on %s: a thread stayed inside a data verb for %d s: its work cannot be moved safely: unprotected",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, QUIESCE_MAX_S);
+	return -EBUSY;
+}
+
 /* The QP a move leaves or goes to: the application's, or its twin. */
 static struct ibv_qp *side_qp(const struct shiftu_vqp *vq, bool twin)
 {
@@ -409,19 +432,16 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	 * flushes ahead of our markers and still be on its way to stash
 	 * them (it waits for these locks): it is inside its window
 	 * (quiesce.h), and what it stashes is counted instead of reaching
-	 * the application as errors once the move is done.  Without
-	 * membarrier(2), or past the wait's bound, a grace is all it gets.
-	 * (Only the application polls the default QP's CQs; a twin's are
-	 * the library's.)
+	 * the application as errors once the move is done.  (Only the
+	 * application polls the default QP's CQs; a twin's are the
+	 * library's.)
 	 */
 	if (!twin) {
 		shiftu_unlock_cqs(cqs[0], cqs[1]);
-		if (!shiftu_quiesce(QUIESCE_NS)) {
-			shiftu_dbg("qp %u: a poller stayed in its window: a grace instead",
-				   vq->reg.app_qp->qp_num);
-			usleep(GRACE_US);
-		}
+		ret = fo_quiesce(vq);
 		shiftu_lock_cqs(cqs[0], cqs[1]);
+		if (ret)
+			return ret;
 		ret = unstash_errors(vq, d);
 		if (ret < 0)
 			return ret;
@@ -714,23 +734,26 @@ enum move_kind { MOVE_OVER, MOVE_BACK, MOVE_REJOIN };
  * its poster, with @why.  The poster's stores of its batch and the look at
  * @move_deferred after them are ordered against ours by the quiesce's
  * barrier: either we see the batch closed, or it sees the move left to it
- * (or both, and its move finds ours made).  Context: fo_lock, no CQ lock.
+ * (or both, and its move finds ours made).  Returns 1 if the move is left
+ * to the poster, 0 if none is open, or -EBUSY (fo_quiesce()).
+ * Context: fo_lock, no CQ lock.
  */
-static bool batch_open(struct shiftu_vqp *vq, const char *why)
+static int batch_open(struct shiftu_vqp *vq, const char *why)
 {
+	int ret;
+
 	if (!shiftu_wr_can_direct(vq))
-		return false;
+		return 0;
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
-	if (!shiftu_quiesce(QUIESCE_NS))
-		usleep(GRACE_US);
-	if (!shiftu_wr_direct_open(vq)) {
+	ret = fo_quiesce(vq);
+	if (ret || !shiftu_wr_direct_open(vq)) {
 		__atomic_store_n(&vq->move_deferred, NULL, __ATOMIC_RELAXED);
-		return false;
+		return ret;
 	}
 	shiftu_info("qp %u on %s: %s during a batch of the extended send API: failing over once it is posted",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-	return true;
+	return 1;
 }
 
 /* Where the sends posted on the QP a move leaves end: held ones follow. */
@@ -807,8 +830,15 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		return FO_NONE;
 	}
-	if (kind == MOVE_OVER && batch_open(vq, why))
-		return FO_NONE;
+	if (kind == MOVE_OVER) {
+		ret = batch_open(vq, why);
+		if (ret > 0)
+			return FO_NONE;
+		if (ret < 0) {
+			shiftu_lock_cqs(c, rc);
+			goto dead;
+		}
+	}
 	flushed = malloc((vq->sq.mask + vq->rq.mask + 3) * sizeof(*flushed));
 	if (!flushed)
 		return FO_NONE;
@@ -836,18 +866,18 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 */
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
 	shiftu_unlock_cqs(c, rc);
-	if (!shiftu_quiesce(QUIESCE_NS)) {
-		shiftu_dbg("qp %u: a poster or poller stayed in its window: a grace instead",
-			   vq->reg.app_qp->qp_num);
-		usleep(GRACE_US);
-	}
+	ret = fo_quiesce(vq);
 	shiftu_lock_cqs(c, rc);
+	if (ret)
+		goto dead;
 	end = posted_end(vq);
 	ret = drain(vq, from_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
 		    msgs, n_msgs);
 	if (ret < 0) {
-		shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(-ret));
+		if (ret != -EBUSY)
+			shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    strerror(-ret));
 		goto dead;
 	}
 	/*

@@ -21,6 +21,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static bool key_ok, barrier_ok;
 
+/* Without membarrier(2): how long a thread's window stores take to show. */
+#define GRACE_US	1000
+
 static int membarrier(int cmd)
 {
 	return (int)syscall(__NR_membarrier, cmd, 0, 0);
@@ -94,7 +97,8 @@ static void init(void)
 	/* registered once; PRIVATE_EXPEDITED is refused without it */
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 	if (!barrier_ok)
-		shiftu_dbg("membarrier(2) private expedited not available: moves wait for posters and pollers by a grace period");
+		shiftu_info("membarrier(2) private expedited not available: moves see posters and pollers after a grace of %d us",
+			    GRACE_US);
 }
 
 void shiftu_window_register(void)
@@ -145,14 +149,21 @@ static bool left(const struct shiftu_window *w, bool poll, uint64_t deadline)
 
 bool shiftu_quiesce(uint64_t timeout_ns)
 {
-	uint64_t deadline = now_ns() + timeout_ns;
+	uint64_t deadline;
 	struct shiftu_window *w;
 	bool all = true;
 
 	pthread_once(&once, init);
-	/* the caller's stores out, every thread's window stores in */
+	/*
+	 * The caller's stores out, every thread's window stores in.  Without
+	 * the barrier, a grace: a store waits in its CPU's store buffer for
+	 * far less, and a thread that passed the caller's flag before it
+	 * was seen had opened its window first.  Not a proof; the best
+	 * there is without membarrier(2).
+	 */
 	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
-		return false;
+		usleep(GRACE_US);
+	deadline = now_ns() + timeout_ns;
 	/*
 	 * Under the registry's lock, so that no word goes while it is read:
 	 * a thread exiting waits here, one starting to poll too (before its

@@ -157,10 +157,10 @@ static inline void shiftu_poll_leave(void)
  * Wait until every other thread that was inside its window when this was
  * called (after the caller's stores that send new calls elsewhere, such as
  * a QP's or a CQ's slow flag) has left it, at most @timeout_ns.  Returns
- * true when all did (or none was inside), false on the timeout, or when
- * membarrier(2) is not there (the caller then falls back on a grace
- * period).  Context: no lock a poller may wait for inside its window (a
- * CQ's) held.  Cold.
+ * true when all did (or none was inside), false on the timeout.  Without
+ * membarrier(2) the windows are read after a grace of a millisecond
+ * instead of the barrier.  Context: no lock a poller may wait for inside
+ * its window (a CQ's) held.  Cold.
  */
 bool shiftu_quiesce(uint64_t timeout_ns);
 
