@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: a move waits for an application thread it overtook inside a data
+# verb, and gives the QP up, with a warning, rather than guess when the
+# thread stays there.  The client's main thread, which posts and polls, is
+# stopped by ptrace (holdthread; the library's threads run on) inside
+# Soft-RoCE's provider, which the library calls from ibv_post_send,
+# ibv_post_recv and ibv_poll_cq with the thread's window open (quiesce.h).
+# Rail 0 is pulled while it is held, and the watcher starts the move.  Each QP has one CQ, as NCCL's
+# do: the receives outstanding are then counted from the pollers' counts,
+# which the held thread may be about to change.
+# - held 1.5 s: the move says it waits, goes on once the thread is let go
+#   (so it takes over a second), and the traffic rides through the pull
+#   and back with shiftgen's checks all passing.
+# - held 7 s: past the move's bound of 5 s its QP is left unprotected, with
+#   a warning and no failover, and the program goes on on rail 0 once the
+#   cable is back.
+#
+#     host 1 (shiftgen client, held)                 host 2 (shiftgen server)
+#     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
+#     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
+#     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GEN=$LU_DIR/shiftgen
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_ride_setup "$GEN"
+[ -x "$LU_DIR/holdthread" ] || skip "holdthread not built (make -C $LU_DIR)"
+
+# held TAG: a LU_DURING command.  2 s in, the client's main thread is
+# stopped inside Soft-RoCE's provider (holdthread) and, once it is, host
+# 1's rail 0 pulled; the thread is let go HOLD seconds later, and the cable
+# comes back BACK seconds after that.  TAG.hold: holdthread's output.
+held()
+{
+	local tag=$1 cli=$! pid hold i
+
+	lab_nap 2
+	pid=$(pgrep -P "$cli" shiftgen) || fail "$tag: no client to hold"
+	"$LU_DIR/holdthread" "$pid" librxe- "$HOLD" > "$FT_TMP/$tag.hold" 2>&1 &
+	hold=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^held' "$FT_TMP/$tag.hold" && break
+		lab_nap 0.1
+	done
+	grep -q '^held' "$FT_TMP/$tag.hold" ||
+		{ wait $hold; lu_show "$FT_TMP/$tag.hold"; fail "$tag: the client's thread was not held"; }
+	lu_cable 1 link off
+	wait $hold || { lu_show "$FT_TMP/$tag.hold"; fail "$tag: holdthread failed"; }
+	lab_nap "$BACK"
+	lu_cable 1 link on
+}
+LU_DURING=held
+
+# the failover's own time in ms, from its line in the client's log
+fo_ms()
+{
+	grep -o 'failed over to qp .* [0-9.]* ms$' "$FT_TMP/$1.cli.shiftu" |
+		awk '{ printf "%d\n", $(NF - 1) }'
+}
+
+HOLD=1.5 BACK=2.5
+lu_keep short held
+lu_pair short 1 "$GEN" -m send --one-cq -D 14
+lu_gen_clean short
+grep -q 'a thread is still inside a data verb the move overtook: waiting for it' \
+	"$FT_TMP/short.cli.shiftu" || lu_fail short "the move did not wait for the held thread"
+grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/short.cli.shiftu" ||
+	lu_fail short "the client's QP did not fail over"
+ms=$(fo_ms short)
+log "short: $(cat "$FT_TMP/short.hold") for $HOLD s; the failover took $ms ms"
+[ "${ms:-0}" -ge 1000 ] || lu_fail short "the failover took ${ms:-?} ms: it did not wait for the held thread"
+for side in cli srv; do
+	lu_check_log short "$side" "failovers=1" "failbacks=1" "twin_wcs>0"
+done
+log "short: $(grep '^shiftgen: role=server' "$FT_TMP/short.srv.out")"
+
+HOLD=7 BACK=1
+lu_keep long held
+lu_pair long 1 "$GEN" -m send --one-cq -D 16
+lu_exited_ok long
+grep -q 'a thread stayed inside a data verb for 5 s: its work cannot be moved safely: unprotected' \
+	"$FT_TMP/long.cli.shiftu" || lu_fail long "the move did not give up the QP"
+log "long: $(cat "$FT_TMP/long.hold") for $HOLD s: $(grep -o 'qp [0-9]* on rxe0: a thread stayed.*' "$FT_TMP/long.cli.shiftu")"
+[ "$(lu_stat "$FT_TMP/long.cli.shiftu" failovers)" = 0 ] ||
+	lu_fail long "the client's QP failed over anyway"
+log "long: $(grep '^shiftgen: role=client' "$FT_TMP/long.cli.out")"
+log "long: $(grep '^shiftgen: role=server' "$FT_TMP/long.srv.out")"

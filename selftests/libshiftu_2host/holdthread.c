@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * holdthread: stop one thread of a running process inside a library's code
+ * and keep it there, while the process's other threads run on.
+ *
+ *   holdthread TID LIBRARY SECONDS
+ *
+ * Seizes thread TID alone with ptrace(2) (the others are not traced),
+ * interrupts it, and single-steps it until it executes code of the
+ * library whose mapped path contains LIBRARY (/proc/TID/maps); prints
+ * "held TID at ADDR" then, holds it SECONDS (fractions allowed) and lets
+ * it go.  A thread that does not reach the library within 30 s is let go,
+ * with exit status 1.
+ *
+ * failover_held.sh holds a program's main thread inside Soft-RoCE's
+ * provider, which libshiftu calls only inside the thread's window
+ * (userlib/quiesce.h): there a failover must wait for it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REACH_S	30
+
+struct range {
+	uint64_t lo, hi;
+};
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* The executable mappings of @lib in @tid's address space, at most @max. */
+static int lib_text(pid_t tid, const char *lib, struct range *r, int max)
+{
+	char path[64], line[512], perms[8];
+	unsigned long lo, hi;
+	int n = 0, off;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &off) != 3)
+			continue;
+		if (perms[2] == 'x' && strstr(line + off, lib))
+			r[n++] = (struct range){ lo, hi };
+	}
+	fclose(f);
+	return n;
+}
+
+static bool inside(const struct range *r, int n, uint64_t ip)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ip >= r[i].lo && ip < r[i].hi)
+			return true;
+	return false;
+}
+
+/*
+ * Wait for @tid's next stop; false if it is gone.  *@sig: a signal the
+ * thread was about to take, to be given back when it goes on (0 for the
+ * stops we made: the interrupt's, a step's trap).
+ */
+static bool stopped(pid_t tid, int *sig)
+{
+	int status;
+
+	if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status))
+		return false;
+	*sig = WSTOPSIG(status);
+	if (*sig == SIGTRAP || status >> 16)
+		*sig = 0;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct user_regs_struct regs;
+	struct range text[8];
+	double hold, t0;
+	unsigned long steps = 0;
+	char *end;
+	pid_t tid;
+	int n, sig = 0, ret = 1;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: holdthread TID LIBRARY SECONDS\n");
+		return 2;
+	}
+	tid = (pid_t)strtol(argv[1], &end, 10);
+	if (*end || tid <= 0) {
+		fprintf(stderr, "holdthread: bad thread id '%s'\n", argv[1]);
+		return 2;
+	}
+	hold = strtod(argv[3], &end);
+	if (*end || hold < 0) {
+		fprintf(stderr, "holdthread: bad time '%s'\n", argv[3]);
+		return 2;
+	}
+	n = lib_text(tid, argv[2], text, 8);
+	if (n <= 0) {
+		fprintf(stderr, "holdthread: thread %d has no code of %s mapped\n", tid, argv[2]);
+		return 1;
+	}
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) || ptrace(PTRACE_INTERRUPT, tid, 0, 0)) {
+		fprintf(stderr, "holdthread: cannot trace thread %d: %s\n", tid, strerror(errno));
+		return 1;
+	}
+	if (!stopped(tid, &sig))
+		goto gone;
+	t0 = now();
+	for (;;) {
+		if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
+			goto gone;
+		if (inside(text, n, regs.rip))
+			break;
+		if (now() - t0 > REACH_S) {
+			fprintf(stderr, "holdthread: thread %d did not reach %s in %d s (%lu steps)\n",
+				tid, argv[2], REACH_S, steps);
+			goto out;
+		}
+		if (ptrace(PTRACE_SINGLESTEP, tid, 0, sig) || !stopped(tid, &sig))
+			goto gone;
+		steps++;
+	}
+	printf("held %d at 0x%llx after %lu steps\n", tid, (unsigned long long)regs.rip, steps);
+	fflush(stdout);
+	t0 = now();
+	while (now() - t0 < hold)
+		usleep(10000);
+	ret = 0;
+out:
+	if (ptrace(PTRACE_DETACH, tid, 0, sig))
+		fprintf(stderr, "holdthread: cannot let thread %d go: %s\n", tid, strerror(errno));
+	return ret;
+gone:
+	fprintf(stderr, "holdthread: thread %d is gone\n", tid);
+	return 1;
+}
