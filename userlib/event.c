@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -55,15 +56,17 @@ void __attribute__((cold)) shiftu_event_emit(enum shiftu_event_type type, struct
 {
 	struct shiftu_event ev;
 	struct timespec ts;
+	char to[48] = "";
 	shiftu_event_cb fn;
 	void *arg;
 
 	if (type == SHIFTU_EV_UNSPEC || type > SHIFTU_EV_MAX)
 		return;
 	shiftu_stat_add(event_stat[type], 1);
-	shiftu_info("%s: qp %p %s:%u -> %s:%u%s%s", event_names[type], (void *)qp,
-		    from_dev ?: "", from_port, to_dev ?: "", to_port,
-		    err ? ": " : "", err ? strerror(-err) : "");
+	if (to_dev)
+		snprintf(to, sizeof(to), " -> %s:%u", to_dev, to_port);
+	shiftu_info("%s: qp %p %s:%u%s%s%s", event_names[type], (void *)qp, from_dev ?: "",
+		    from_port, to, err ? ": " : "", err ? strerror(-err) : "");
 
 	pthread_mutex_lock(&cb_lock);
 	fn = cb_fn;

@@ -612,11 +612,11 @@ static void fo_report(struct shiftu_vqp *vq, enum fo_result r)
 		break;
 	case FO_DEAD_ATOMIC:
 		shiftu_event_emit(SHIFTU_EV_ATOMIC_ERROR, vq->reg.app_qp,
-				  vq->sctx->dev_name, vq->port_num, NULL, 0, EIO);
+				  vq->sctx->dev_name, vq->port_num, NULL, 0, -EIO);
 		/* fall through */
 	case FO_DEAD:
 		shiftu_event_emit(SHIFTU_EV_UNPROTECTED, vq->reg.app_qp, vq->sctx->dev_name,
-				  vq->port_num, NULL, 0, EIO);
+				  vq->port_num, NULL, 0, -EIO);
 		break;
 	default:
 		break;

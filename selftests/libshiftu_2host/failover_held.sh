@@ -13,8 +13,8 @@
 #   (so it takes over a second), and the traffic rides through the pull
 #   and back with shiftgen's checks all passing.
 # - held 7 s: past the move's bound of 5 s its QP is left unprotected, with
-#   a warning and no failover, and the program goes on on rail 0 once the
-#   cable is back.
+#   a warning, the event (EIO) and no failover, and the program goes on on
+#   rail 0 once the cable is back.
 #
 #     host 1 (shiftgen client, held)                 host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -86,5 +86,8 @@ grep -q 'a thread stayed inside a data verb for 5 s: its work cannot be moved sa
 log "long: $(cat "$FT_TMP/long.hold") for $HOLD s: $(grep -o 'qp [0-9]* on rxe0: a thread stayed.*' "$FT_TMP/long.cli.shiftu")"
 [ "$(lu_stat "$FT_TMP/long.cli.shiftu" failovers)" = 0 ] ||
 	lu_fail long "the client's QP failed over anyway"
+# the event an application's callback gets, logged: -EIO
+grep -q 'info: unprotected: qp 0x[0-9a-f]* rxe0:1: Input/output error$' "$FT_TMP/long.cli.shiftu" ||
+	lu_fail long "no unprotected event with EIO"
 log "long: $(grep '^shiftgen: role=client' "$FT_TMP/long.cli.out")"
 log "long: $(grep '^shiftgen: role=server' "$FT_TMP/long.srv.out")"
