@@ -176,7 +176,7 @@ void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
 		pthread_mutex_unlock(&b->lock);
 }
 
-static bool in_twins(struct shiftu_cq *c, struct shiftu_vqp *vq)
+bool shiftu_twins_has(const struct shiftu_cq *c, const struct shiftu_vqp *vq)
 {
 	unsigned int j;
 
@@ -188,7 +188,7 @@ static bool in_twins(struct shiftu_cq *c, struct shiftu_vqp *vq)
 
 void shiftu_twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq)
 {
-	if (!in_twins(c, vq))
+	if (!shiftu_twins_has(c, vq))
 		c->twins[c->n_twins++] = vq;
 }
 

@@ -46,9 +46,11 @@ void shiftu_cq_lock_quiet(struct shiftu_cq *c);
 void shiftu_lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b);
 void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b);
 
-/* @vq posts on its twin: @c matches the twin's completions to it. */
+/* @vq posts on its twin: @c matches the twin's completions to it.
+ * Context: @c->lock held. */
 void shiftu_twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq);
 void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq);
+bool shiftu_twins_has(const struct shiftu_cq *c, const struct shiftu_vqp *vq);
 
 /*
  * Hand the peers' control messages @msgs to the handshake, and let

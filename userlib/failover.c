@@ -220,7 +220,7 @@ static void swqe_wc(const struct shiftu_vqp *vq, const struct shiftu_swqe *e,
 struct drain_state {
 	struct ibv_wc *flushed;
 	unsigned int n, max, n_recv;
-	bool smark, rmark;
+	bool smark, rmark, stuck;
 };
 
 /*
@@ -283,22 +283,23 @@ static int unstash_errors(struct shiftu_vqp *vq, struct drain_state *d)
  * (quiesce.h): usually at once, else up to QUIESCE_MAX_S with a line
  * saying so.  A thread held longer (stopped, or starved of CPU) leaves the
  * move nothing it can trust: a post may yet land behind the drain's
- * marker, a poll may hold completions the count lacks.  Then the QP is
- * left unprotected, its errors going to the application, rather than
- * have its work lost or done twice: -EBUSY, with a line saying so.
- * Context: fo_lock, no CQ lock.
+ * marker, a poll may hold completions the count lacks.  Then false, with
+ * a line saying so, and the QP is left unprotected, its errors going to
+ * the application, rather than have its work lost or done twice.  (While
+ * that thread stays where it is, the next move gives up at once:
+ * shiftu_quiesce() remembers it.)  Context: fo_lock, no CQ lock.
  */
-static int fo_quiesce(struct shiftu_vqp *vq)
+static bool fo_quiesce(struct shiftu_vqp *vq)
 {
-	if (shiftu_quiesce(QUIESCE_NS))
-		return 0;
+	if (shiftu_quiesce(QUIESCE_NS, false))
+		return true;
 	shiftu_info("qp %u on %s: a thread is still inside a data verb the move overtook: waiting for it",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-	if (shiftu_quiesce(QUIESCE_MAX_S * 1000000000ULL))
-		return 0;
-	shiftu_warn("qp %u on %s: a thread stayed inside a data verb for %d s: its work cannot be moved safely: unprotected",
+	if (shiftu_quiesce(QUIESCE_MAX_S * 1000000000ULL, true))
+		return true;
+	shiftu_warn("qp %u on %s: a thread stayed inside a data verb for %d s or more: its work cannot be moved safely: unprotected",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, QUIESCE_MAX_S);
-	return -EBUSY;
+	return false;
 }
 
 /* The QP a move leaves or goes to: the application's, or its twin. */
@@ -438,10 +439,10 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	 */
 	if (!twin) {
 		shiftu_unlock_cqs(cqs[0], cqs[1]);
-		ret = fo_quiesce(vq);
+		d->stuck = !fo_quiesce(vq);
 		shiftu_lock_cqs(cqs[0], cqs[1]);
-		if (ret)
-			return ret;
+		if (d->stuck)
+			return -EBUSY;
 		ret = unstash_errors(vq, d);
 		if (ret < 0)
 			return ret;
@@ -451,10 +452,11 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 
 /*
  * *@n_recv: how many of the *@got flushed were receives, when the QP's two
- * CQs tell them apart (else -1).
+ * CQs tell them apart (else -1); *@stuck: it failed because a thread
+ * stayed inside a data verb (fo_quiesce() said so).
  */
 static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
-		 unsigned int max, int *got, int *n_recv,
+		 unsigned int max, int *got, int *n_recv, bool *stuck,
 		 struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct drain_state d = {
@@ -470,6 +472,7 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
 	vq->rcq->draining--;
 	*got = (int)d.n;
 	*n_recv = vq->scq != vq->rcq ? (int)d.n_recv : -1;
+	*stuck = d.stuck;
 	return ret;
 }
 
@@ -623,20 +626,6 @@ static void fo_report(struct shiftu_vqp *vq, enum fo_result r)
 	}
 }
 
-/* Give up on @vq: the application gets the errors.  Context: fo_lock and
- * the send CQ's lock held. */
-static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n)
-{
-	int i;
-
-	/* what the NIC flushed goes to the application, as without shift */
-	for (i = 0; i < n; i++)
-		shiftu_stash_push(vq->scq, &flushed[i]);
-	vq->state = SHIFTU_SEND_DEAD;
-	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
-	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
-}
-
 /*
  * Back on its default QP, @vq gives up the slow polls its failover took,
  * unless the library still holds completions for its CQs: then each CQ
@@ -663,6 +652,49 @@ static void slow_handover(struct shiftu_vqp *vq)
 			shiftu_cq_slow(vq, true);	/* a count for each */
 		r->slow_leftover++;
 	}
+}
+
+/*
+ * The sends from @from on that @vq holds and never posted (a handshake's,
+ * a fence's) complete flushed, as on a QP in error.  Context: fo_lock and
+ * both CQs' locks held.
+ */
+static void flush_held(struct shiftu_vqp *vq, uint64_t from)
+{
+	struct ibv_wc wc;
+	uint64_t i;
+
+	for (i = from; i < vq->sq.head; i++) {
+		swqe_wc(vq, shiftu_swqe_at(&vq->sq, i), &wc);
+		wc.status = IBV_WC_WR_FLUSH_ERR;
+		shiftu_stash_push(vq->scq, &wc);
+	}
+}
+
+/*
+ * Give up on @vq: the application gets the errors, the @n the NIC flushed
+ * and then the sends from @held on it held back.  A QP whose work is not
+ * on its twin gives up the twin's place on its CQs and their slow polls,
+ * as a failback does: nothing of it comes from the twin any more.
+ * Context: fo_lock and both CQs' locks held.
+ */
+static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n,
+		    uint64_t held)
+{
+	int i;
+
+	/* what the NIC flushed goes to the application, as without shift */
+	for (i = 0; i < n; i++)
+		shiftu_stash_push(vq->scq, &flushed[i]);
+	flush_held(vq, held);
+	if (!vq->on_twin && shiftu_twins_has(vq->scq, vq)) {
+		shiftu_twins_del(vq->scq, vq);
+		shiftu_twins_del(vq->rcq, vq);
+		slow_handover(vq);
+	}
+	vq->state = SHIFTU_SEND_DEAD;
+	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
+	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
 }
 
 /*
@@ -735,21 +767,21 @@ enum move_kind { MOVE_OVER, MOVE_BACK, MOVE_REJOIN };
  * @move_deferred after them are ordered against ours by the quiesce's
  * barrier: either we see the batch closed, or it sees the move left to it
  * (or both, and its move finds ours made).  Returns 1 if the move is left
- * to the poster, 0 if none is open, or -EBUSY (fo_quiesce()).
+ * to the poster, 0 if none is open, or -EBUSY when fo_quiesce() gave up.
  * Context: fo_lock, no CQ lock.
  */
 static int batch_open(struct shiftu_vqp *vq, const char *why)
 {
-	int ret;
+	bool ok;
 
 	if (!shiftu_wr_can_direct(vq))
 		return 0;
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
-	ret = fo_quiesce(vq);
-	if (ret || !shiftu_wr_direct_open(vq)) {
+	ok = fo_quiesce(vq);
+	if (!ok || !shiftu_wr_direct_open(vq)) {
 		__atomic_store_n(&vq->move_deferred, NULL, __ATOMIC_RELAXED);
-		return ret;
+		return ok ? 0 : -EBUSY;
 	}
 	shiftu_info("qp %u on %s: %s during a batch of the extended send API: failing over once it is posted",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
@@ -790,6 +822,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	uint64_t consumed;
 	int n = 0, nr, n_s, ret;
 	bool atomic = false, held = false, from_twin, to_twin = kind != MOVE_BACK;
+	bool stuck = false, unposted = true;
 	enum fo_result r;
 
 	switch (kind) {
@@ -866,15 +899,19 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 */
 	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
 	shiftu_unlock_cqs(c, rc);
-	ret = fo_quiesce(vq);
+	/*
+	 * Leaving the twin, no thread can be inside a verb of this QP: its
+	 * posts took the slow path all along, and its CQs' polls too.
+	 */
+	stuck = !from_twin && !fo_quiesce(vq);
 	shiftu_lock_cqs(c, rc);
-	if (ret)
+	if (stuck)
 		goto dead;
 	end = posted_end(vq);
 	ret = drain(vq, from_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
-		    msgs, n_msgs);
+		    &stuck, msgs, n_msgs);
 	if (ret < 0) {
-		if (ret != -EBUSY)
+		if (!stuck)
 			shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
 				    strerror(-ret));
@@ -952,6 +989,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	}
 	/* the receives first: the peer may send as soon as it hears from us */
 	vq->on_twin = to_twin;
+	unposted = false;
 	for (i = vq->rq.head - n_r; i < vq->rq.head; i++) {
 		ret = post_recv_on(vq, shiftu_rwqe_at(&vq->rq, i));
 		if (ret) {
@@ -1004,7 +1042,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	return r;
 
 dead:
-	go_dead(vq, flushed, n);
+	/* before the receives moved, the held sends were posted nowhere */
+	go_dead(vq, flushed, n, unposted ? posted_end(vq) : vq->sq.head);
 	shiftu_unlock_cqs(c, rc);
 	free(flushed);
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
@@ -1019,8 +1058,7 @@ dead:
  */
 void shiftu_hs_timeout(struct shiftu_vqp *vq)
 {
-	struct ibv_wc wc;
-	uint64_t i, n;
+	uint64_t n;
 
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state != SHIFTU_SEND_HANDSHAKE) {
@@ -1029,12 +1067,7 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq)
 	}
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	n = vq->sq.head - vq->replay_start;
-	for (i = vq->replay_start; i < vq->sq.head; i++) {
-		swqe_wc(vq, shiftu_swqe_at(&vq->sq, i), &wc);
-		wc.status = IBV_WC_WR_FLUSH_ERR;
-		shiftu_stash_push(vq->scq, &wc);
-	}
-	go_dead(vq, NULL, 0);
+	go_dead(vq, NULL, 0, vq->replay_start);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	pthread_mutex_unlock(&vq->fo_lock);
 	shiftu_warn("qp %u on %s: no word from the peer in %.1f s: %" PRIu64 " requests flushed, unprotected",
@@ -1278,7 +1311,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 		if (ret) {
 			shiftu_warn("qp %u on %s: the peer's count came, but answering or replaying failed: %s: unprotected",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			go_dead(vq, NULL, 0);
+			go_dead(vq, NULL, 0, vq->sq.head);
 			r = FO_DEAD;
 		} else {
 			shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",

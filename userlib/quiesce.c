@@ -21,6 +21,16 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static bool key_ok, barrier_ok;
 
+/*
+ * The window a last wait gave up on, and the word it had then: while it
+ * still has it, the thread has not moved, and any wait gives up at once (a
+ * thread stuck in a verb would otherwise cost every move the bound).
+ * windows_lock.
+ */
+static const struct shiftu_window *stuck_w;
+static bool stuck_poll;
+static uint64_t stuck_v;
+
 /* Without membarrier(2): how long a thread's window stores take to show. */
 #define GRACE_US	1000
 
@@ -47,6 +57,8 @@ static void window_gone(void *arg)
 			*p = w->next;
 			break;
 		}
+	if (stuck_w == w)
+		stuck_w = NULL;
 	polls_gone += window_polls(w);
 	pthread_mutex_unlock(&windows_lock);
 }
@@ -132,26 +144,22 @@ static uint64_t word(const struct shiftu_window *w, bool poll)
 		      __atomic_load_n(&w->seq, __ATOMIC_RELAXED);
 }
 
-/* @w's post (or @poll) window, if it was open, was left by @deadline. */
-static bool left(const struct shiftu_window *w, bool poll, uint64_t deadline)
+/* @w is still registered (its thread has not exited).  windows_lock. */
+static bool registered(const struct shiftu_window *w)
 {
-	uint64_t v = word(w, poll);
+	const struct shiftu_window *i;
 
-	if (!(v & 1))
-		return true;
-	while (word(w, poll) == v) {
-		if (now_ns() >= deadline)
-			return false;
-		sched_yield();
-	}
-	return true;
+	for (i = windows; i; i = i->next)
+		if (i == w)
+			return true;
+	return false;
 }
 
-bool shiftu_quiesce(uint64_t timeout_ns)
+bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 {
-	uint64_t deadline;
 	struct shiftu_window *w;
-	bool all = true;
+	uint64_t deadline, v;
+	bool poll;
 
 	pthread_once(&once, init);
 	/*
@@ -163,18 +171,45 @@ bool shiftu_quiesce(uint64_t timeout_ns)
 	 */
 	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		usleep(GRACE_US);
-	deadline = now_ns() + timeout_ns;
 	/*
-	 * Under the registry's lock, so that no word goes while it is read:
-	 * a thread exiting waits here, one starting to poll too (before its
-	 * window opens).
+	 * Each window is read under the registry's lock, so that no word
+	 * goes while it is read (a thread exiting waits for it), and the lock
+	 * is dropped while we wait for one to move: a thread starting or
+	 * ending does not wait for us.  A window that went meanwhile sends
+	 * us over the list again; each window is read first after the
+	 * barrier either way.
 	 */
 	pthread_mutex_lock(&windows_lock);
-	for (w = windows; all && w; w = w->next)
-		if (w != &shiftu_window)
-			all = left(w, false, deadline) && left(w, true, deadline);
+	deadline = now_ns() + timeout_ns;
+again:
+	for (w = windows; w; w = w->next) {
+		if (w == &shiftu_window)
+			continue;
+		for (poll = false; ; poll = true) {
+			v = word(w, poll);
+			while ((v & 1) && word(w, poll) == v) {
+				if (w == stuck_w && poll == stuck_poll && v == stuck_v)
+					goto out;
+				if (now_ns() >= deadline) {
+					if (last)
+						stuck_w = w, stuck_poll = poll, stuck_v = v;
+					goto out;
+				}
+				pthread_mutex_unlock(&windows_lock);
+				sched_yield();
+				pthread_mutex_lock(&windows_lock);
+				if (!registered(w))
+					goto again;
+			}
+			if (poll)
+				break;
+		}
+	}
 	pthread_mutex_unlock(&windows_lock);
 	/* what a poller did in its window (a stash) the caller sees through
 	 * the CQ's lock, which the poller took to do it */
-	return all;
+	return true;
+out:
+	pthread_mutex_unlock(&windows_lock);
+	return false;
 }

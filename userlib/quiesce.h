@@ -91,8 +91,9 @@ static inline bool shiftu_window_ready(void)
  * was open): one increment each.  Only the thread writes its words, with
  * plain stores (one instruction on x86, where an aligned store is atomic;
  * the poll word's 64 bits want a 64-bit target, as the statistics do);
- * shiftu_quiesce() reads them relaxed after membarrier(2) made them
- * visible.  The compiler barriers keep the data verb between them.
+ * shiftu_quiesce() reads them relaxed after membarrier(2) (or, without
+ * it, a grace) made them visible.  The compiler barriers keep the data
+ * verb between them.
  * shiftu_window_*(): posts; shiftu_poll_*(): polls.
  */
 static inline void shiftu_window_open(void)
@@ -157,11 +158,12 @@ static inline void shiftu_poll_leave(void)
  * Wait until every other thread that was inside its window when this was
  * called (after the caller's stores that send new calls elsewhere, such as
  * a QP's or a CQ's slow flag) has left it, at most @timeout_ns.  Returns
- * true when all did (or none was inside), false on the timeout.  Without
- * membarrier(2) the windows are read after a grace of a millisecond
- * instead of the barrier.  Context: no lock a poller may wait for inside
- * its window (a CQ's) held.  Cold.
+ * true when all did (or none was inside), false on the timeout, and at
+ * once while a thread is still where a @last wait (the caller's final
+ * one) gave up on it.  Without membarrier(2) the windows are read after a
+ * grace of a millisecond instead of the barrier.  Context: no lock a
+ * poller may wait for inside its window (a CQ's) held.  Cold.
  */
-bool shiftu_quiesce(uint64_t timeout_ns);
+bool shiftu_quiesce(uint64_t timeout_ns, bool last);
 
 #endif /* _SHIFTU_QUIESCE_H */

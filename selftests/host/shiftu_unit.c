@@ -493,6 +493,14 @@ static void *sitter(void *arg)
 	return NULL;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 FIXTURE(quiesce) {};
 FIXTURE_VARIANT(quiesce) { bool poll; };
 FIXTURE_VARIANT_ADD(quiesce, post) { .poll = false };
@@ -504,7 +512,8 @@ FIXTURE_TEARDOWN(quiesce) {}
  * A move waits for a poster or a poller inside its window (posts and
  * polls have one each), up to its bound, and not for one outside it, nor
  * for itself, nor for a thread that has exited; nor, in a child of
- * fork(2), for the parent's other threads.  The poll window counts the
+ * fork(2), for the parent's other threads; nor, once a last wait gave up
+ * on a thread, for that thread while it has not moved.  The poll window counts the
  * polls for the statistics, once each whatever their slow paths did, the
  * exited thread's included, and the one in progress not yet.
  */
@@ -513,30 +522,36 @@ TEST_F(quiesce, windows)
 	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, variant->poll };
 	uint64_t polls, done = variant->poll ? 2 : 0;
 	pthread_t th;
+	double t0;
 	int status;
 	pid_t pid;
 
 	shiftu_window_enter();		/* our own window never blocks us */
-	ASSERT_TRUE(shiftu_quiesce(0));
+	ASSERT_TRUE(shiftu_quiesce(0, false));
 	polls = shiftu_window_polls();
 	ASSERT_EQ(0, pthread_create(&th, NULL, sitter, &t));
 	sitter_wait(&t, 1);
-	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000));
+	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000, false));
 	EXPECT_EQ(polls, shiftu_window_polls());
+	/* given up on by a last wait, it is given up on at once after */
+	EXPECT_FALSE(shiftu_quiesce(50 * 1000 * 1000, true));
+	t0 = now_s();
+	EXPECT_FALSE(shiftu_quiesce(2000 * 1000 * 1000ULL, false));
+	EXPECT_GT(0.5, now_s() - t0);
 	/* a child has only the forking thread: nothing to wait for there */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
-		_exit(shiftu_quiesce(0) ? 0 : 1);
+		_exit(shiftu_quiesce(0, false) ? 0 : 1);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sitter_set(&t, 2);
 	sitter_wait(&t, 3);
-	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000));
+	EXPECT_TRUE(shiftu_quiesce(50 * 1000 * 1000, false));
 	EXPECT_EQ(polls + done, shiftu_window_polls());
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	/* its words went with it, its polls stay counted */
-	EXPECT_TRUE(shiftu_quiesce(0));
+	EXPECT_TRUE(shiftu_quiesce(0, false));
 	EXPECT_EQ(polls + done, shiftu_window_polls());
 	shiftu_window_leave();
 	EXPECT_EQ(0, shiftu_window.seq & 1);
