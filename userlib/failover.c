@@ -1076,6 +1076,23 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq)
 	fo_report(vq, FO_DEAD);
 }
 
+void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
+{
+	if (!vq->scq || !vq->rcq)
+		return;
+	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	if (shiftu_twins_has(vq->scq, vq) || shiftu_twins_has(vq->rcq, vq)) {
+		shiftu_twins_del(vq->scq, vq);
+		shiftu_twins_del(vq->rcq, vq);
+		slow_handover(vq);
+	}
+	/* no move starts after this one: each wants another state */
+	vq->state = SHIFTU_SEND_DEAD;
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	pthread_mutex_unlock(&vq->fo_lock);
+}
+
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];

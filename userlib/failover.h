@@ -98,6 +98,15 @@ void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
 /* The peer's count did not come in time: give up on @vq (shadow thread). */
 void shiftu_hs_timeout(struct shiftu_vqp *vq);
 
+/*
+ * The application destroys @vq's QP: its CQs stop matching its twin's
+ * completions to it (the twin goes next, shiftu_shadow_qp_gone()) and give
+ * up the slow polls it held.  What they stashed for it stays, as a NIC's
+ * CQ keeps a destroyed QP's completions.  Context: the destroying thread,
+ * no library lock held.
+ */
+void shiftu_failover_qp_gone(struct shiftu_vqp *vq);
+
 /* The peer's control message @m arrived (handshake.h).  No lock held. */
 void shiftu_hs_message(const struct shiftu_hs_msg *m);
 

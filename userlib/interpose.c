@@ -24,6 +24,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "event.h"
+#include "failover.h"
 #include "log.h"
 #include "provq.h"
 #include "quiesce.h"
@@ -512,6 +513,7 @@ static void qp_detach(struct ibv_qp *qp)
 	if (!vq)
 		return;
 	shiftu_qp_unregister(&vq->reg);
+	shiftu_failover_qp_gone(vq);
 	shiftu_shadow_qp_gone(vq);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
