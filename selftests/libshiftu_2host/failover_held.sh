@@ -81,7 +81,7 @@ HOLD=7 BACK=1
 lu_keep long held
 lu_pair long 1 "$GEN" -m send --one-cq -D 16
 lu_exited_ok long
-grep -q 'a thread stayed inside a data verb for 5 s: its work cannot be moved safely: unprotected' \
+grep -q 'a thread stayed inside a data verb for 5 s or more: its work cannot be moved safely: unprotected' \
 	"$FT_TMP/long.cli.shiftu" || lu_fail long "the move did not give up the QP"
 log "long: $(cat "$FT_TMP/long.hold") for $HOLD s: $(grep -o 'qp [0-9]* on rxe0: a thread stayed.*' "$FT_TMP/long.cli.shiftu")"
 [ "$(lu_stat "$FT_TMP/long.cli.shiftu" failovers)" = 0 ] ||
