@@ -213,12 +213,18 @@ static void swqe_wc(const struct shiftu_vqp *vq, const struct shiftu_swqe *e,
 		wc->byte_len += e->sge[i].length;
 }
 
+/* A flushed completion a drain took, and whether the receive CQ had it. */
+struct drained_wc {
+	struct ibv_wc wc;
+	bool rcq;
+};
+
 /*
  * What a drain has collected so far (drain()): with separate send and
  * receive CQs, @n_recv of the @n flushed came from the receive CQ.
  */
 struct drain_state {
-	struct ibv_wc *flushed;
+	struct drained_wc *flushed;
 	unsigned int n, max, n_recv;
 	bool smark, rmark, stuck;
 };
@@ -239,10 +245,12 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (twin)
 			vq->ctrl_rq = 0;
 	} else if (wc->wr_id != SHIFTU_CTRL_SEND_ID) {
+		bool rcq = c == vq->rcq && c != vq->scq;
+
 		if (d->n == d->max)
 			return -EOVERFLOW;
-		d->flushed[d->n++] = *wc;
-		d->n_recv += c == vq->rcq && c != vq->scq;
+		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq };
+		d->n_recv += rcq;
 	}
 	return 0;
 }
@@ -455,7 +463,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
  * CQs tell them apart (else -1); *@stuck: it failed because a thread
  * stayed inside a data verb (fo_quiesce() said so).
  */
-static int drain(struct shiftu_vqp *vq, bool twin, struct ibv_wc *flushed,
+static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 		 unsigned int max, int *got, int *n_recv, bool *stuck,
 		 struct shiftu_hs_msg *msgs, int *n_msgs)
 {
@@ -678,14 +686,14 @@ static void flush_held(struct shiftu_vqp *vq, uint64_t from)
  * as a failback does: nothing of it comes from the twin any more.
  * Context: fo_lock and both CQs' locks held.
  */
-static void go_dead(struct shiftu_vqp *vq, const struct ibv_wc *flushed, int n,
+static void go_dead(struct shiftu_vqp *vq, const struct drained_wc *flushed, int n,
 		    uint64_t held)
 {
 	int i;
 
 	/* what the NIC flushed goes to the application, as without shift */
 	for (i = 0; i < n; i++)
-		shiftu_stash_push(vq->scq, &flushed[i]);
+		shiftu_stash_push(flushed[i].rcq ? vq->rcq : vq->scq, &flushed[i].wc);
 	flush_held(vq, held);
 	if (!vq->on_twin && shiftu_twins_has(vq->scq, vq)) {
 		shiftu_twins_del(vq->scq, vq);
@@ -817,7 +825,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		[MOVE_REJOIN] = "back on",
 	};
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
-	struct ibv_wc *flushed = NULL;
+	struct drained_wc *flushed = NULL;
 	uint64_t t0 = now_ns(), start, end, i, n_r, replayed = 0;
 	uint64_t consumed;
 	int n = 0, nr, n_s, ret;
