@@ -155,11 +155,41 @@ static bool registered(const struct shiftu_window *w)
 	return false;
 }
 
+enum wait { LEFT, GONE, GAVE_UP };
+
+/*
+ * Wait, the registry's lock dropped meanwhile, until @w's post (or @poll)
+ * window, if it is open, has moved on: LEFT; GONE if its thread exited
+ * meanwhile; GAVE_UP at @deadline (remembered if @last), or at once if
+ * a last wait gave up on it where it still is.  windows_lock.
+ */
+static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t deadline,
+			   bool last)
+{
+	uint64_t v = word(w, poll);
+
+	while ((v & 1) && word(w, poll) == v) {
+		if (w == stuck_w && poll == stuck_poll && v == stuck_v)
+			return GAVE_UP;
+		if (now_ns() >= deadline) {
+			if (last)
+				stuck_w = w, stuck_poll = poll, stuck_v = v;
+			return GAVE_UP;
+		}
+		pthread_mutex_unlock(&windows_lock);
+		sched_yield();
+		pthread_mutex_lock(&windows_lock);
+		if (!registered(w))
+			return GONE;
+	}
+	return LEFT;
+}
+
 bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 {
 	struct shiftu_window *w;
-	uint64_t deadline, v;
-	bool poll;
+	uint64_t deadline;
+	enum wait r;
 
 	pthread_once(&once, init);
 	/*
@@ -181,35 +211,20 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 	 */
 	pthread_mutex_lock(&windows_lock);
 	deadline = now_ns() + timeout_ns;
-again:
-	for (w = windows; w; w = w->next) {
-		if (w == &shiftu_window)
-			continue;
-		for (poll = false; ; poll = true) {
-			v = word(w, poll);
-			while ((v & 1) && word(w, poll) == v) {
-				if (w == stuck_w && poll == stuck_poll && v == stuck_v)
-					goto out;
-				if (now_ns() >= deadline) {
-					if (last)
-						stuck_w = w, stuck_poll = poll, stuck_v = v;
-					goto out;
-				}
-				pthread_mutex_unlock(&windows_lock);
-				sched_yield();
-				pthread_mutex_lock(&windows_lock);
-				if (!registered(w))
-					goto again;
-			}
-			if (poll)
+	do {
+		for (w = windows, r = LEFT; w; w = w->next) {
+			if (w == &shiftu_window)
+				continue;
+			r = wait_word(w, false, deadline, last);
+			if (r == LEFT)
+				r = wait_word(w, true, deadline, last);
+			/* before the next: a window gone has no next */
+			if (r != LEFT)
 				break;
 		}
-	}
+	} while (r == GONE);
 	pthread_mutex_unlock(&windows_lock);
 	/* what a poller did in its window (a stash) the caller sees through
 	 * the CQ's lock, which the poller took to do it */
-	return true;
-out:
-	pthread_mutex_unlock(&windows_lock);
-	return false;
+	return r == LEFT;
 }

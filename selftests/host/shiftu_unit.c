@@ -557,6 +557,41 @@ TEST_F(quiesce, windows)
 	EXPECT_EQ(0, shiftu_window.seq & 1);
 }
 
+/* A poster or poller that exits inside its window, 100 ms after it says
+ * it is in. */
+static void *leaver(void *arg)
+{
+	struct sitter *t = arg;
+
+	if (t->poll) {
+		shiftu_window_register();
+		shiftu_poll_open();
+	} else {
+		shiftu_window_enter();
+	}
+	sitter_set(t, 1);
+	usleep(100 * 1000);
+	return NULL;
+}
+
+/*
+ * A thread that exits while a move waits for its window ends the wait:
+ * its words go with it, and the wait does not read them after.
+ */
+TEST_F(quiesce, exit_inside)
+{
+	struct sitter t = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, variant->poll };
+	pthread_t th;
+	double t0;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, leaver, &t));
+	sitter_wait(&t, 1);
+	t0 = now_s();
+	EXPECT_TRUE(shiftu_quiesce(2000 * 1000 * 1000ULL, false));
+	EXPECT_GT(1.0, now_s() - t0);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+}
+
 /*
  * What a direct batch counts (wrapi.c): the requests between an index and
  * Soft-RoCE's producer index, modulo the ring, and the two-sided among
