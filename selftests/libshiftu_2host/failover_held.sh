@@ -9,7 +9,7 @@
 # Rail 0 is pulled while it is held, and the watcher starts the move.  Each QP has one CQ, as NCCL's
 # do: the receives outstanding are then counted from the pollers' counts,
 # which the held thread may be about to change.
-# - held 1.5 s: the move says it waits, goes on once the thread is let go
+# - held 2.5 s: the move says it waits, goes on once the thread is let go
 #   (so it takes over a second), and the traffic rides through the pull
 #   and back with shiftgen's checks all passing.
 # - held 7 s: past the move's bound of 5 s its QP is left unprotected, with
@@ -76,13 +76,13 @@ ride()
 	lu_pair "$1" 1 "$GEN" -m send --one-cq -D "$2"
 }
 
-HOLD=1.5 BACK=2.5 ride short 14
+HOLD=2.5 BACK=2 ride short 14
 lu_gen_clean short
 logged short 'a thread is still inside a data verb the move overtook: waiting for it' \
 	"the move did not wait for the held thread"
 logged short 'failed over to qp [0-9]+ on rxe1 port 1' "the client's QP did not fail over"
 ms=$(fo_ms short)
-log "short: $(cat "$FT_TMP/short.hold") for 1.5 s; the failover took $ms ms"
+log "short: $(cat "$FT_TMP/short.hold") for 2.5 s; the failover took $ms ms"
 [ "${ms:-0}" -ge 1000 ] || lu_fail short "the failover took ${ms:-?} ms: it did not wait for the held thread"
 for side in cli srv; do
 	lu_check_log short "$side" "failovers=1" "failbacks=1" "twin_wcs>0"
