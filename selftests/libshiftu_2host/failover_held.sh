@@ -6,9 +6,10 @@
 # stopped by ptrace (holdthread; the library's threads run on) inside
 # Soft-RoCE's provider, which the library calls from ibv_post_send,
 # ibv_post_recv and ibv_poll_cq with the thread's window open (quiesce.h).
-# Rail 0 is pulled while it is held, and the watcher starts the move.  Each QP has one CQ, as NCCL's
-# do: the receives outstanding are then counted from the pollers' counts,
-# which the held thread may be about to change.
+# Rail 0 is pulled while it is held, and the watcher starts the move.
+# Each QP has one CQ, as NCCL's do: the receives outstanding are then
+# counted from the pollers' counts, which the held thread may be about to
+# change.
 # - held 2.5 s: the move says it waits, goes on once the thread is let go
 #   (so it takes over a second), and the traffic rides through the pull
 #   and back with shiftgen's checks all passing.
