@@ -663,6 +663,21 @@ static void slow_handover(struct shiftu_vqp *vq)
 }
 
 /*
+ * @vq's work is no longer on its twin, nor will come from it: its CQs stop
+ * matching the twin's completions to it and give back the slow polls its
+ * failover took (slow_handover()).  Nothing to do for a QP not there: the
+ * slow polls stay counted once.  Context: both CQs' locks held.
+ */
+static void twins_leave(struct shiftu_vqp *vq)
+{
+	if (!shiftu_twins_has(vq->scq, vq) && !shiftu_twins_has(vq->rcq, vq))
+		return;
+	shiftu_twins_del(vq->scq, vq);
+	shiftu_twins_del(vq->rcq, vq);
+	slow_handover(vq);
+}
+
+/*
  * The sends from @from on that @vq holds and never posted (a handshake's,
  * a fence's) complete flushed, as on a QP in error.  Context: fo_lock and
  * both CQs' locks held.
@@ -695,11 +710,8 @@ static void go_dead(struct shiftu_vqp *vq, const struct drained_wc *flushed, int
 	for (i = 0; i < n; i++)
 		shiftu_stash_push(flushed[i].rcq ? vq->rcq : vq->scq, &flushed[i].wc);
 	flush_held(vq, held);
-	if (!vq->on_twin && shiftu_twins_has(vq->scq, vq)) {
-		shiftu_twins_del(vq->scq, vq);
-		shiftu_twins_del(vq->rcq, vq);
-		slow_handover(vq);
-	}
+	if (!vq->on_twin)
+		twins_leave(vq);
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
 	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
@@ -734,9 +746,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
 		return FO_DONE;
 	}
-	shiftu_twins_del(vq->scq, vq);
-	shiftu_twins_del(vq->rcq, vq);
-	slow_handover(vq);
+	twins_leave(vq);
 	vq->state = SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
 	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
@@ -1090,11 +1100,7 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 		return;
 	pthread_mutex_lock(&vq->fo_lock);
 	shiftu_lock_cqs(vq->scq, vq->rcq);
-	if (shiftu_twins_has(vq->scq, vq) || shiftu_twins_has(vq->rcq, vq)) {
-		shiftu_twins_del(vq->scq, vq);
-		shiftu_twins_del(vq->rcq, vq);
-		slow_handover(vq);
-	}
+	twins_leave(vq);
 	/* no move starts after this one: each wants another state */
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
@@ -1380,9 +1386,7 @@ static bool release_held(struct shiftu_vqp *vq)
 		ret = vq->post_send(vq->reg.app_qp, &w, &bad);
 	}
 	shiftu_lock_cqs(c, vq->rcq);
-	shiftu_twins_del(c, vq);
-	shiftu_twins_del(vq->rcq, vq);
-	slow_handover(vq);
+	twins_leave(vq);
 	shiftu_unlock_cqs(c, vq->rcq);
 	vq->state = ret ? SHIFTU_SEND_DEAD : SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
