@@ -5,13 +5,14 @@
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
- *            [--one-cq] [-v] [SERVER_ADDR]
+ *            [--one-cq] [--spare-qp SECONDS] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
- * --expect-errors, watchdog) are authoritative; a server given one of them
- * explicitly refuses a client that disagrees.  Plain libibverbs only, so that
- * libshiftu can be preloaded under it as under any unmodified program.
+ * --expect-errors, --spare-qp, watchdog) are authoritative; a server given
+ * one of them explicitly refuses a client that disagrees.  Plain libibverbs
+ * only, so that libshiftu can be preloaded under it as under any unmodified
+ * program.
  *
  * Out of band (TCP, like perftest): the client sends HELLO (its QP, GID, the
  * address and rkey of its credit word, the run parameters); the server makes
@@ -63,6 +64,13 @@
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
+ *
+ * A spare QP (--spare-qp SECONDS, a run parameter; a server given it only
+ * refuses a client without one): each side makes a second RC QP on the
+ * same CQs, connected to the other's and carrying nothing, and the client
+ * destroys its own SECONDS into the run and says so on stderr ("destroyed
+ * the spare QP").  A library
+ * under the program sees a QP of a shared CQ go while the run goes on.
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
  * and the last one; a FIFO of the signaled WRs' positions tells how much of
@@ -140,7 +148,8 @@ static const char *const mode_names[MODE__MAX] = {
 };
 
 /* options given explicitly, so that a server can check them against the client */
-enum { SET_MODE = 1, SET_CHUNK = 2, SET_CHUNKS = 4, SET_DEPTH = 8, SET_EXPECT = 16 };
+enum { SET_MODE = 1, SET_CHUNK = 2, SET_CHUNKS = 4, SET_DEPTH = 8, SET_EXPECT = 16,
+       SET_SPARE = 32 };
 
 struct opts {
 	const char *dev;
@@ -153,6 +162,7 @@ struct opts {
 	uint64_t msgs;
 	uint32_t duration;
 	uint32_t watchdog;
+	uint32_t spare_secs;	/* --spare-qp, 0 without */
 	uint8_t retry_cnt, timeout;
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq;
 	unsigned int set;
@@ -163,6 +173,7 @@ struct run {
 	enum sg_mode mode;
 	uint32_t chunk, chunks, depth;
 	bool expect_errors;
+	bool spare;		/* both sides make a spare QP */
 	uint32_t watchdog;
 	uint64_t slot;		/* bytes of one message's slot */
 };
@@ -170,7 +181,7 @@ struct run {
 /* one message on the TCP channel */
 enum msg_type { MSG_HELLO = 1, MSG_READY, MSG_DONE, MSG_RESULT, MSG_ABORT };
 enum { W_QPN, W_PSN, W_LID, W_MTU, W_RKEY, W_ADDR, W_MODE, W_CHUNK, W_CHUNKS,
-       W_DEPTH, W_FLAGS, W_WATCHDOG, W_STATUS };				/* HELLO, READY */
+       W_DEPTH, W_FLAGS, W_WATCHDOG, W_STATUS, W_SPARE_QPN };		/* HELLO, READY */
 enum { D_SENT, D_COMPLETED, D_ERRORS, D_CORRUPT, D_CSUM };		/* DONE */
 enum { RS_OK, RS_MSGS, RS_LOST, RS_DUP, RS_REORDER, RS_CORRUPT, RS_ERRORS };	/* RESULT */
 #define W_FIELDS 14
@@ -181,6 +192,7 @@ struct wire {
 	uint8_t gid[16];
 };
 #define HELLO_EXPECT	1ull	/* W_FLAGS */
+#define HELLO_SPARE	2ull
 
 struct endpoint {
 	uint32_t qpn, psn, lid, mtu, rkey;
@@ -220,6 +232,9 @@ struct sg {
 	uint64_t rx_took;		/* receive completions taken */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;		/* --wr-api */
+	struct ibv_qp *spare;		/* --spare-qp, till the client destroys its own */
+	uint32_t spare_rqpn;		/* the peer's spare QP */
+	uint64_t spare_at;		/* client: when to destroy it, CLOCK_MONOTONIC ns */
 	struct ibv_mr *mr, *aux_mr;
 	uint64_t *buf;			/* DEPTH slots */
 	size_t buf_len;
@@ -331,7 +346,7 @@ static void usage(const char *fmt, ...)
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
-	      "                [--one-cq] [-v] [SERVER_ADDR]\n"
+	      "                [--one-cq] [--spare-qp SECONDS] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -361,6 +376,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "wr-api", no_argument, NULL, 'X' },
 		{ "one-cq", no_argument, NULL, 'O' },
 		{ "poll-in-batch", no_argument, NULL, 'B' },
+		{ "spare-qp", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -441,6 +457,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'B':
 			o->poll_in_batch = true;
+			break;
+		case 'S':
+			o->spare_secs = num("--spare-qp", optarg, 1, 86400);
+			o->set |= SET_SPARE;
 			break;
 		case 'h':
 			usage(NULL);
@@ -714,6 +734,67 @@ out:
 	return ret;
 }
 
+/* RESET -> INIT on the run's port; @what names the QP in the message */
+static int qp_init(struct sg *g, struct ibv_qp *qp, const char *what)
+{
+	struct ibv_qp_attr qa = { 0 };
+	int ret;
+
+	qa.qp_state = IBV_QPS_INIT;
+	qa.pkey_index = 0;
+	qa.port_num = g->o->ib_port;
+	qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC;
+	ret = ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		msg(g, "Unable to move %s to INIT: %s", what, strerror(ret));
+	return -ret;
+}
+
+/* --spare-qp: a QP on the run's CQs that carries nothing, in INIT */
+static int spare_create(struct sg *g)
+{
+	struct ibv_qp_init_attr qia = {
+		.send_cq = g->scq, .recv_cq = g->rcq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	int ret;
+
+	g->spare = ibv_create_qp(g->pd, &qia);
+	if (!g->spare) {
+		ret = errno ? -errno : -ENOMEM;
+		msg(g, "Unable to create the spare QP: %s", strerror(-ret));
+		return ret;
+	}
+	ret = qp_init(g, g->spare, "the spare QP");
+	if (ret) {
+		ibv_destroy_qp(g->spare);
+		g->spare = NULL;
+	}
+	return ret;
+}
+
+/* the client's spare QP, destroyed while the run goes on */
+static void spare_destroy(struct sg *g)
+{
+	uint32_t qpn = g->spare->qp_num;
+	int ret;
+
+	g->spare_at = 0;
+	ret = ibv_destroy_qp(g->spare);
+	if (ret) {
+		msg(g, "Unable to destroy the spare QP (qp %u): %s", qpn, strerror(ret));
+		g->st.errors++;
+		g->stop = true;
+		return;
+	}
+	g->spare = NULL;
+	msg(g, "destroyed the spare QP (qp %u) %.1f s into the run", qpn,
+	    (now_ns() - g->t0) / 1e9);
+}
+
 static void *alloc_zeroed(size_t len)
 {
 	void *p;
@@ -733,7 +814,6 @@ static int create_resources(struct sg *g, bool server)
 	const struct run *r = &g->run;
 	struct ibv_device_attr da;
 	struct ibv_qp_init_attr qia = { 0 };
-	struct ibv_qp_attr qa = { 0 };
 	int access, ret;
 	uint32_t sq, rq;
 
@@ -844,17 +924,13 @@ static int create_resources(struct sg *g, bool server)
 		msg(g, "Unable to create the QP: %s", strerror(-ret));
 		goto err_aux_mr;
 	}
-	qa.qp_state = IBV_QPS_INIT;
-	qa.pkey_index = 0;
-	qa.port_num = g->o->ib_port;
-	qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC;
-	ret = ibv_modify_qp(g->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS);
-	if (ret) {
-		msg(g, "Unable to move the QP to INIT: %s", strerror(ret));
-		ret = -ret;
+	ret = qp_init(g, g->qp, "the QP");
+	if (ret)
 		goto err_qp;
+	if (g->run.spare) {
+		ret = spare_create(g);
+		if (ret)
+			goto err_qp;
 	}
 	g->local.qpn = g->qp->qp_num;
 	g->local.psn = lrand48() & 0xffffff;
@@ -893,6 +969,8 @@ err_pd:
 /* in the reverse order of open_device() and create_resources() */
 static void teardown(struct sg *g)
 {
+	if (g->spare && ibv_destroy_qp(g->spare))
+		msg(g, "Unable to destroy the spare QP");
 	if (g->qp && ibv_destroy_qp(g->qp))
 		msg(g, "Unable to destroy the QP");
 	if (g->aux_mr)
@@ -923,8 +1001,8 @@ static bool gid_is_zero(const uint8_t *gid)
 	return !memcmp(gid, zero, sizeof(zero));
 }
 
-/* INIT -> RTR -> RTS towards g->remote, on both sides */
-static int qp_connect(struct sg *g)
+/* @qp (@what in messages): INIT -> RTR -> RTS towards the peer's @dest_qpn */
+static int qp_connect_one(struct sg *g, struct ibv_qp *qp, uint32_t dest_qpn, const char *what)
 {
 	const struct opts *o = g->o;
 	struct ibv_qp_attr a = { 0 };
@@ -932,7 +1010,7 @@ static int qp_connect(struct sg *g)
 
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = g->local.mtu < g->remote.mtu ? g->local.mtu : g->remote.mtu;
-	a.dest_qp_num = g->remote.qpn;
+	a.dest_qp_num = dest_qpn;
 	a.rq_psn = g->remote.psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
@@ -945,11 +1023,11 @@ static int qp_connect(struct sg *g)
 		a.ah_attr.grh.sgid_index = o->gid_idx;
 		a.ah_attr.grh.hop_limit = 64;
 	}
-	ret = ibv_modify_qp(g->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			    IBV_QP_MIN_RNR_TIMER);
 	if (ret) {
-		msg(g, "Unable to move the QP to RTR: %s", strerror(ret));
+		msg(g, "Unable to move %s to RTR: %s", what, strerror(ret));
 		return -ret;
 	}
 	memset(&a, 0, sizeof(a));
@@ -959,13 +1037,23 @@ static int qp_connect(struct sg *g)
 	a.rnr_retry = 7;
 	a.sq_psn = g->local.psn;
 	a.max_rd_atomic = 1;
-	ret = ibv_modify_qp(g->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (ret) {
-		msg(g, "Unable to move the QP to RTS: %s", strerror(ret));
+		msg(g, "Unable to move %s to RTS: %s", what, strerror(ret));
 		return -ret;
 	}
 	return 0;
+}
+
+/* the QP, and the spare if there is one, on both sides */
+static int qp_connect(struct sg *g)
+{
+	int ret = qp_connect_one(g, g->qp, g->remote.qpn, "the QP");
+
+	if (!ret && g->spare)
+		ret = qp_connect_one(g, g->spare, g->spare_rqpn, "the spare QP");
+	return ret;
 }
 
 static void put_endpoint(struct wire *w, const struct endpoint *e)
@@ -1087,6 +1175,8 @@ static int poll_send(struct sg *g)
 	struct ibv_wc wc[16];
 	int n, i;
 
+	if (g->spare_at && now_ns() >= g->spare_at)
+		spare_destroy(g);
 	n = ibv_poll_cq(g->scq, 16, wc);
 	if (n < 0) {
 		msg(g, "Unable to poll the send CQ");
@@ -1770,6 +1860,7 @@ static void run_from_opts(struct run *r, const struct opts *o)
 	r->chunks = o->chunks;
 	r->depth = o->depth;
 	r->expect_errors = o->expect_errors;
+	r->spare = o->spare_secs;
 	r->watchdog = o->watchdog;
 	r->slot = r->mode == MODE_ATOMIC ? 0 :
 		  (uint64_t)r->chunk * (r->mode == MODE_SEND ? 1 : r->chunks);
@@ -1799,7 +1890,8 @@ static int client(struct sg *g)
 	w.f[W_CHUNK] = g->run.chunk;
 	w.f[W_CHUNKS] = g->run.chunks;
 	w.f[W_DEPTH] = g->run.depth;
-	w.f[W_FLAGS] = g->run.expect_errors ? HELLO_EXPECT : 0;
+	w.f[W_FLAGS] = (g->run.expect_errors ? HELLO_EXPECT : 0) | (g->spare ? HELLO_SPARE : 0);
+	w.f[W_SPARE_QPN] = g->spare ? g->spare->qp_num : 0;
 	w.f[W_WATCHDOG] = g->run.watchdog;
 	ret = tcp_send(g, MSG_HELLO, &w);
 	if (!ret)
@@ -1815,11 +1907,19 @@ static int client(struct sg *g)
 		goto out;
 	}
 	get_endpoint(&g->remote, &w);
+	g->spare_rqpn = w.f[W_SPARE_QPN];
+	if (g->spare && !g->spare_rqpn) {
+		msg(g, "the server made no spare QP: is it an older shiftgen?");
+		ret = -EPROTO;
+		goto out;
+	}
 	ret = qp_connect(g);
 	if (ret)
 		goto out;
 
 	g->t0 = now_ns();
+	if (g->spare)
+		g->spare_at = g->t0 + g->o->spare_secs * NS;
 	if (g->run.mode == MODE_ATOMIC)
 		client_atomic(g);
 	else
@@ -1871,14 +1971,15 @@ static const char *hello_refusal(const struct opts *o, const struct wire *w)
 	if (m >= MODE__MAX || !chunk || chunk % 8 || chunk > MAX_BUF || !chunks ||
 	    chunks > MAX_CHUNKS || !depth || depth > MAX_DEPTH ||
 	    chunk * (m == MODE_SEND ? 1 : chunks) * depth > MAX_BUF || !w->f[W_WATCHDOG] ||
-	    w->f[W_WATCHDOG] > 86400 + 30)
+	    w->f[W_WATCHDOG] > 86400 + 30 || !(w->f[W_FLAGS] & HELLO_SPARE) != !w->f[W_SPARE_QPN])
 		return "its parameters are out of range";
 	if (((o->set & SET_MODE) && m != o->mode) ||
 	    ((o->set & SET_CHUNK) && chunk != o->chunk) ||
 	    ((o->set & SET_CHUNKS) && chunks != o->chunks) ||
 	    ((o->set & SET_DEPTH) && depth != o->depth) ||
-	    ((o->set & SET_EXPECT) && !(w->f[W_FLAGS] & HELLO_EXPECT)))
-		return "its -m/-s/-c/-q/--expect-errors differ from the server's";
+	    ((o->set & SET_EXPECT) && !(w->f[W_FLAGS] & HELLO_EXPECT)) ||
+	    ((o->set & SET_SPARE) && !(w->f[W_FLAGS] & HELLO_SPARE)))
+		return "its -m/-s/-c/-q/--expect-errors/--spare-qp differ from the server's";
 	return NULL;
 }
 
@@ -1919,6 +2020,8 @@ static int server(struct sg *g)
 	g->run.chunks = w.f[W_CHUNKS];
 	g->run.depth = w.f[W_DEPTH];
 	g->run.expect_errors = w.f[W_FLAGS] & HELLO_EXPECT;
+	g->run.spare = w.f[W_FLAGS] & HELLO_SPARE;
+	g->spare_rqpn = w.f[W_SPARE_QPN];
 	g->run.watchdog = w.f[W_WATCHDOG] + 5;
 	g->run.slot = g->run.mode == MODE_ATOMIC ? 0 :
 		      (uint64_t)g->run.chunk * (g->run.mode == MODE_SEND ? 1 : g->run.chunks);
@@ -1947,6 +2050,7 @@ static int server(struct sg *g)
 		g->local.addr = (uintptr_t)g->buf;
 	}
 	put_endpoint(&w, &g->local);
+	w.f[W_SPARE_QPN] = g->spare ? g->spare->qp_num : 0;
 	ret = tcp_send(g, MSG_READY, &w);
 	if (ret) {
 		msg(g, "Unable to answer the client: %s", strerror(-ret));
