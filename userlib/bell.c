@@ -19,8 +19,18 @@
  * The bell rings when the library put completions in the stash of a CQ
  * the application has armed since it last rang (the library sees the arm
  * go by: ibv_req_notify_cq() is one of the context's ops), at most once
- * per arm, as a NIC raises one event per arm.  An arm for solicited
- * completions only is not rung: the flush is not solicited.
+ * per arm, as a NIC raises one event per arm.
+ *
+ * An arm for solicited completions only wants a receive completion of a
+ * message sent with the solicited event bit, or an error completion
+ * (ibv_req_notify_cq(3)).  The library cannot tell the first kind: a work
+ * completion does not carry the bit.  So such an arm is rung by any
+ * receive or error completion the library stashes, a wake-up too many
+ * rather than one missed, and by a flushed receive: the verbs count an
+ * error completion as solicited, where Soft-RoCE counts only receives
+ * (a flushed send raises no solicited event there).  A receive is flushed
+ * when the responder runs, which a post does not start there: the bell
+ * then moves its QP to the error state again, as a drain does (failover.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -38,7 +48,7 @@ void shiftu_bell_create(struct shiftu_cq *c)
 	struct ibv_context *ctx = c->app->context;
 	struct ibv_qp_init_attr a = {
 		.send_cq = c->app, .recv_cq = c->app,
-		.cap = { .max_send_wr = BELL_DEPTH, .max_recv_wr = 1,
+		.cap = { .max_send_wr = BELL_DEPTH, .max_recv_wr = BELL_DEPTH,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
@@ -93,21 +103,44 @@ void shiftu_bell_destroy(struct shiftu_cq *c)
 	c->bell_pd = NULL;
 }
 
-void shiftu_bell_ring(struct shiftu_cq *c)
+/* @wc is a completion a solicited-only arm may want (see the top) */
+static bool maybe_solicited(const struct ibv_wc *wc)
 {
-	struct ibv_send_wr w = {
+	return wc->status != IBV_WC_SUCCESS || (wc->opcode & IBV_WC_RECV);
+}
+
+void shiftu_bell_ring(struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	struct ibv_send_wr sw = {
 		.wr_id = SHIFTU_BELL_ID, .opcode = IBV_WR_SEND,
 		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	}, *bad_s;
+	struct ibv_recv_wr rw = { .wr_id = SHIFTU_BELL_ID }, *bad_r;
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	struct ibv_qp *qp = __atomic_load_n(&c->bell, __ATOMIC_ACQUIRE);
+	int arm = __atomic_load_n(&c->armed, __ATOMIC_RELAXED);
+	int ret;
 
 	/* a load first: most pushes find the CQ not armed, and write nothing */
-	if (!qp || !__atomic_load_n(&c->armed, __ATOMIC_RELAXED) ||
-	    !__atomic_exchange_n(&c->armed, 0, __ATOMIC_ACQ_REL))
-		return;
-	/* the provider's own post: the application's context's ops are ours */
-	if (c->sctx->post_send(qp, &w, &bad))
-		__atomic_store_n(&c->armed, 1, __ATOMIC_RELAXED);	/* full: later */
+	do {
+		if (!qp || arm == SHIFTU_ARM_NONE ||
+		    (arm == SHIFTU_ARM_SOLICITED && !maybe_solicited(wc)))
+			return;
+	} while (!__atomic_compare_exchange_n(&c->armed, &arm, SHIFTU_ARM_NONE, false,
+					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	/* the provider's own posts: the application's context's ops are ours */
+	if (arm == SHIFTU_ARM_ANY) {
+		ret = c->sctx->post_send(qp, &sw, &bad_s);
+	} else {
+		ret = c->sctx->post_recv(qp, &rw, &bad_r);
+		/* Soft-RoCE flushes a receive once its responder runs, which a
+		 * post from userspace does not start: a move to ERR does */
+		if (!ret)
+			shiftu_real.modify_qp(qp, &err, IBV_QP_STATE);
+	}
+	if (ret)	/* full: the next push rings; a new arm is not weakened */
+		__atomic_compare_exchange_n(&c->armed, &(int){ SHIFTU_ARM_NONE }, arm, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 bool shiftu_bell_is(const struct shiftu_cq *c, const struct ibv_wc *wc)
@@ -124,10 +157,17 @@ int shiftu_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	int ret;
 
 	ret = s->req_notify_cq(cq, solicited_only);
-	if (ret || solicited_only || !cq->channel)
+	if (ret || !cq->channel)
 		return ret;
 	c = shiftu_cq_find(cq);
-	if (c && __atomic_load_n(&c->bell, __ATOMIC_RELAXED))
-		__atomic_store_n(&c->armed, 1, __ATOMIC_RELEASE);
+	if (!c || !__atomic_load_n(&c->bell, __ATOMIC_RELAXED))
+		return 0;
+	/* as a NIC does, a solicited arm leaves an armed CQ armed for any */
+	if (!solicited_only)
+		__atomic_store_n(&c->armed, SHIFTU_ARM_ANY, __ATOMIC_RELEASE);
+	else
+		__atomic_compare_exchange_n(&c->armed, &(int){ SHIFTU_ARM_NONE },
+					    SHIFTU_ARM_SOLICITED, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
 	return 0;
 }

@@ -15,6 +15,13 @@ struct shiftu_cq;
 /* The wr_id of a bell's request: its flushed completion is the library's. */
 #define SHIFTU_BELL_ID	0x5348494654424c4cULL	/* "SHIFTBLL" */
 
+/* How the application armed a CQ since its bell last rang (shiftu_cq's @armed) */
+enum {
+	SHIFTU_ARM_NONE,
+	SHIFTU_ARM_ANY,		/* ibv_req_notify_cq(cq, 0) */
+	SHIFTU_ARM_SOLICITED,	/* ibv_req_notify_cq(cq, 1) */
+};
+
 /*
  * Give @c a bell if the application's CQ has a completion channel.
  * Context: the shadow thread, when it makes @c's twin.  On failure (logged)
@@ -26,10 +33,11 @@ void shiftu_bell_create(struct shiftu_cq *c);
 void shiftu_bell_destroy(struct shiftu_cq *c);
 
 /*
- * The library put completions in @c's stash: raise the application's
- * event if it armed the CQ since the last ring.  Any thread, any lock.
+ * The library put @wc in @c's stash: raise the application's event if it
+ * armed the CQ since the last ring, for any completion or, if @wc may be
+ * solicited, for solicited ones.  Any thread, any lock.
  */
-void shiftu_bell_ring(struct shiftu_cq *c);
+void shiftu_bell_ring(struct shiftu_cq *c, const struct ibv_wc *wc);
 
 /* @wc is the completion of @c's bell (to be taken out). */
 bool shiftu_bell_is(const struct shiftu_cq *c, const struct ibv_wc *wc);

@@ -62,7 +62,7 @@ int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
 	if (shiftu_bell_is(c, wc))
 		return 0;	/* the library's wake-up: never the application's */
 	/* a sleeping application must hear of it: the stash raises no event */
-	shiftu_bell_ring(c);
+	shiftu_bell_ring(c, wc);
 	if (c->stash_n == c->stash_cap) {
 		unsigned int cap = c->stash_cap ? 2 * c->stash_cap : 64, i;
 		struct ibv_wc *s = malloc(cap * sizeof(*s));

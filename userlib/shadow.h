@@ -76,7 +76,7 @@ struct shiftu_cq {
 	/* the application's channel's bell (bell.c): set once, then read-only */
 	struct ibv_qp *bell;
 	struct ibv_pd *bell_pd;
-	int armed;			/* armed since the bell last rang (atomic) */
+	int armed;			/* SHIFTU_ARM_*: since the bell last rang (atomic) */
 	struct shiftu_cq *next;
 };
 
