@@ -5,14 +5,14 @@
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
- *            [--one-cq] [--spare-qp SECONDS] [-v] [SERVER_ADDR]
+ *            [--one-cq] [--spare-qp SECONDS] [--solicited] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
- * --expect-errors, --spare-qp, watchdog) are authoritative; a server given
- * one of them explicitly refuses a client that disagrees.  Plain libibverbs
- * only, so that libshiftu can be preloaded under it as under any unmodified
- * program.
+ * --expect-errors, --spare-qp, --solicited, watchdog) are authoritative; a
+ * server given one of them explicitly refuses a client that disagrees.
+ * Plain libibverbs only, so that libshiftu can be preloaded under it as
+ * under any unmodified program.
  *
  * Out of band (TCP, like perftest): the client sends HELLO (its QP, GID, the
  * address and rkey of its credit word, the run parameters); the server makes
@@ -69,8 +69,17 @@
  * refuses a client without one): each side makes a second RC QP on the
  * same CQs, connected to the other's and carrying nothing, and the client
  * destroys its own SECONDS into the run and says so on stderr ("destroyed
- * the spare QP").  A library
- * under the program sees a QP of a shared CQ go while the run goes on.
+ * the spare QP"): a library under the program sees a QP of a shared CQ go
+ * while the run goes on.
+ *
+ * Completion events (--solicited, a run parameter; write_imm and send): the
+ * client marks each message's notification (the WRITE_WITH_IMM or SEND)
+ * solicited, and the server, whenever its receive CQ is empty, arms it for
+ * solicited completions only and sleeps in its completion channel, as an
+ * event-driven receiver does, instead of polling.  A sleep that lasts its
+ * full second although a message had come, with no event within 100 ms of
+ * finding it, is a missed wake-up: the server prints it, counts it
+ * (missed_wakes=N in its summary, with wakes=N) and fails the run.
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
  * and the last one; a FIFO of the signaled WRs' positions tells how much of
@@ -149,7 +158,7 @@ static const char *const mode_names[MODE__MAX] = {
 
 /* options given explicitly, so that a server can check them against the client */
 enum { SET_MODE = 1, SET_CHUNK = 2, SET_CHUNKS = 4, SET_DEPTH = 8, SET_EXPECT = 16,
-       SET_SPARE = 32 };
+       SET_SPARE = 32, SET_SOLICITED = 64 };
 
 struct opts {
 	const char *dev;
@@ -164,7 +173,7 @@ struct opts {
 	uint32_t watchdog;
 	uint32_t spare_secs;	/* --spare-qp, 0 without */
 	uint8_t retry_cnt, timeout;
-	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq;
+	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited;
 	unsigned int set;
 };
 
@@ -174,6 +183,7 @@ struct run {
 	uint32_t chunk, chunks, depth;
 	bool expect_errors;
 	bool spare;		/* both sides make a spare QP */
+	bool solicited;		/* notifications solicited, the server sleeps for them */
 	uint32_t watchdog;
 	uint64_t slot;		/* bytes of one message's slot */
 };
@@ -193,6 +203,7 @@ struct wire {
 };
 #define HELLO_EXPECT	1ull	/* W_FLAGS */
 #define HELLO_SPARE	2ull
+#define HELLO_SOLICITED	4ull
 
 struct endpoint {
 	uint32_t qpn, psn, lid, mtu, rkey;
@@ -214,6 +225,7 @@ struct sq {
 struct stats {
 	uint64_t sent, completed, msgs, lost, dup, reorder, corrupt, errors;
 	uint64_t peer_errors;
+	uint64_t wakes, missed_wakes;	/* --solicited: the server's events */
 	unsigned int err_printed, corrupt_printed;
 };
 
@@ -229,6 +241,7 @@ struct sg {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;	/* one CQ with --one-cq */
+	struct ibv_comp_channel *ch;	/* --solicited, the server: the receive CQ's */
 	uint64_t rx_took;		/* receive completions taken */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;		/* --wr-api */
@@ -346,7 +359,7 @@ static void usage(const char *fmt, ...)
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
-	      "                [--one-cq] [--spare-qp SECONDS] [-v] [SERVER_ADDR]\n"
+	      "                [--one-cq] [--spare-qp SECONDS] [--solicited] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -377,6 +390,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "one-cq", no_argument, NULL, 'O' },
 		{ "poll-in-batch", no_argument, NULL, 'B' },
 		{ "spare-qp", required_argument, NULL, 'S' },
+		{ "solicited", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -462,6 +476,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->spare_secs = num("--spare-qp", optarg, 1, 86400);
 			o->set |= SET_SPARE;
 			break;
+		case 'L':
+			o->solicited = true;
+			o->set |= SET_SOLICITED;
+			break;
 		case 'h':
 			usage(NULL);
 			break;
@@ -481,6 +499,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage("--expect-errors is for -m atomic only");
 	if (o->poll_in_batch && !o->wr_api)
 		usage("--poll-in-batch is for --wr-api only");
+	if (o->solicited && o->mode != MODE_WRITE_IMM && o->mode != MODE_SEND)
+		usage("--solicited is for -m write_imm and send only");
 	if (o->mode != MODE_SEND && o->mode != MODE_ATOMIC &&
 	    (uint64_t)o->chunk * o->chunks > MAX_BUF)
 		usage("-s %u -c %u: a message of more than %llu bytes", o->chunk, o->chunks, MAX_BUF);
@@ -842,13 +862,22 @@ static int create_resources(struct sg *g, bool server)
 		msg(g, "Unable to allocate a PD: %s", strerror(-ret));
 		return ret;
 	}
-	g->scq = ibv_create_cq(g->ctx, g->o->one_cq ? sq + rq : sq, NULL, NULL, 0);
+	if (server && r->solicited) {
+		g->ch = ibv_create_comp_channel(g->ctx);
+		if (!g->ch) {
+			ret = errno ? -errno : -ENOMEM;
+			msg(g, "Unable to create a completion channel: %s", strerror(-ret));
+			goto err_pd;
+		}
+	}
+	g->scq = ibv_create_cq(g->ctx, g->o->one_cq ? sq + rq : sq, NULL,
+			       g->o->one_cq ? g->ch : NULL, 0);
 	if (!g->scq) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the send CQ: %s", strerror(-ret));
-		goto err_pd;
+		goto err_ch;
 	}
-	g->rcq = g->o->one_cq ? g->scq : ibv_create_cq(g->ctx, rq, NULL, NULL, 0);
+	g->rcq = g->o->one_cq ? g->scq : ibv_create_cq(g->ctx, rq, NULL, g->ch, 0);
 	if (!g->rcq) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the receive CQ: %s", strerror(-ret));
@@ -960,6 +989,10 @@ err_mem:
 err_scq:
 	ibv_destroy_cq(g->scq);
 	g->scq = NULL;
+err_ch:
+	if (g->ch)
+		ibv_destroy_comp_channel(g->ch);
+	g->ch = NULL;
 err_pd:
 	ibv_dealloc_pd(g->pd);
 	g->pd = NULL;
@@ -986,6 +1019,8 @@ static void teardown(struct sg *g)
 		ibv_destroy_cq(g->rcq);
 	if (g->scq)
 		ibv_destroy_cq(g->scq);
+	if (g->ch)
+		ibv_destroy_comp_channel(g->ch);
 	if (g->pd)
 		ibv_dealloc_pd(g->pd);
 	if (g->ctx)
@@ -1496,6 +1531,8 @@ static void client_stream(struct sg *g)
 				wr.wr_id = WRID(WK_IMM, k, c);
 				wr.imm_data = htobe32((uint32_t)k);
 			}
+			if (r->solicited && last)
+				wr.send_flags = IBV_SEND_SOLICITED;
 			/* write mode: slot_free() waits on a completion within DEPTH messages */
 			if (post_send(g, &wr, last && (final || (r->mode == MODE_WRITE &&
 						       (k + 1) % half == 0)), true))
@@ -1721,6 +1758,54 @@ static int post_credit(struct sg *g, bool force)
  * for 3 s (what is missing then is lost; a completion the client saw has
  * its receive completion already made on this side).
  */
+/*
+ * --solicited, the server with nothing received: arm the receive CQ for
+ * solicited completions only and sleep in its channel for up to a second.
+ * True when an event woke it; false after a quiet second, or when a
+ * message was found without its event (a missed wake-up, counted).
+ */
+static bool wait_solicited(struct sg *g)
+{
+	struct pollfd p = { .fd = g->ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	void *cq_ctx;
+	int n;
+
+	n = ibv_req_notify_cq(g->rcq, 1);
+	if (n) {
+		msg(g, "Unable to arm the receive CQ: %s", strerror(n));
+		g->st.errors++;
+		g->stop = true;
+		return false;
+	}
+	/* what came before the arm raises no event: one more look */
+	n = ibv_poll_cq(g->rcq, 1, &wc);
+	if (n > 0) {
+		took(g, &wc);
+		return true;
+	}
+	n = poll(&p, 1, 1000);
+	if (n == 0) {
+		n = ibv_poll_cq(g->rcq, 1, &wc);
+		if (n <= 0)
+			return false;
+		took(g, &wc);
+		/* its event may trail the completion a little */
+		n = poll(&p, 1, 100);
+		if (n == 0) {
+			g->st.missed_wakes++;
+			msg(g, "a message came and no completion event woke the server for a second");
+			return false;
+		}
+	}
+	if (n < 0 || ibv_get_cq_event(g->ch, &cq, &cq_ctx))
+		return false;
+	ibv_ack_cq_events(cq, 1);
+	g->st.wakes++;
+	return true;
+}
+
 static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 {
 	uint32_t batch = g->run.depth / 4 ? g->run.depth / 4 : 1;
@@ -1755,6 +1840,9 @@ static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 			continue;
 		if (*got_done && now_ns() - last_rx > 3 * NS)
 			break;
+		/* slept without an event: look at the peer and the watchdog now */
+		if (g->ch && !wait_solicited(g))
+			idle = 255;
 		if (idle_check(g, &idle, &w, &got))
 			break;
 		if (got && w.type == MSG_DONE) {
@@ -1837,6 +1925,9 @@ static void summary(struct sg *g, bool ok, const char *peer)
 		       g->st.errors, g->st.peer_errors);
 		if (r->mode == MODE_ATOMIC)
 			printf(" counter=%" PRIu64, g->st.msgs);
+		if (r->solicited)
+			printf(" wakes=%" PRIu64 " missed_wakes=%" PRIu64, g->st.wakes,
+			       g->st.missed_wakes);
 	} else {
 		printf("shiftgen: role=client mode=%s sent=%" PRIu64 " completions=%" PRIu64
 		       " bytes=%" PRIu64 " errors=%" PRIu64 " corrupt=%" PRIu64,
@@ -1861,6 +1952,7 @@ static void run_from_opts(struct run *r, const struct opts *o)
 	r->depth = o->depth;
 	r->expect_errors = o->expect_errors;
 	r->spare = o->spare_secs;
+	r->solicited = o->solicited;
 	r->watchdog = o->watchdog;
 	r->slot = r->mode == MODE_ATOMIC ? 0 :
 		  (uint64_t)r->chunk * (r->mode == MODE_SEND ? 1 : r->chunks);
@@ -1890,7 +1982,8 @@ static int client(struct sg *g)
 	w.f[W_CHUNK] = g->run.chunk;
 	w.f[W_CHUNKS] = g->run.chunks;
 	w.f[W_DEPTH] = g->run.depth;
-	w.f[W_FLAGS] = (g->run.expect_errors ? HELLO_EXPECT : 0) | (g->spare ? HELLO_SPARE : 0);
+	w.f[W_FLAGS] = (g->run.expect_errors ? HELLO_EXPECT : 0) | (g->spare ? HELLO_SPARE : 0) |
+		       (g->run.solicited ? HELLO_SOLICITED : 0);
 	w.f[W_SPARE_QPN] = g->spare ? g->spare->qp_num : 0;
 	w.f[W_WATCHDOG] = g->run.watchdog;
 	ret = tcp_send(g, MSG_HELLO, &w);
@@ -1971,15 +2064,17 @@ static const char *hello_refusal(const struct opts *o, const struct wire *w)
 	if (m >= MODE__MAX || !chunk || chunk % 8 || chunk > MAX_BUF || !chunks ||
 	    chunks > MAX_CHUNKS || !depth || depth > MAX_DEPTH ||
 	    chunk * (m == MODE_SEND ? 1 : chunks) * depth > MAX_BUF || !w->f[W_WATCHDOG] ||
-	    w->f[W_WATCHDOG] > 86400 + 30 || !(w->f[W_FLAGS] & HELLO_SPARE) != !w->f[W_SPARE_QPN])
+	    w->f[W_WATCHDOG] > 86400 + 30 || !(w->f[W_FLAGS] & HELLO_SPARE) != !w->f[W_SPARE_QPN] ||
+	    ((w->f[W_FLAGS] & HELLO_SOLICITED) && m != MODE_WRITE_IMM && m != MODE_SEND))
 		return "its parameters are out of range";
 	if (((o->set & SET_MODE) && m != o->mode) ||
 	    ((o->set & SET_CHUNK) && chunk != o->chunk) ||
 	    ((o->set & SET_CHUNKS) && chunks != o->chunks) ||
 	    ((o->set & SET_DEPTH) && depth != o->depth) ||
 	    ((o->set & SET_EXPECT) && !(w->f[W_FLAGS] & HELLO_EXPECT)) ||
-	    ((o->set & SET_SPARE) && !(w->f[W_FLAGS] & HELLO_SPARE)))
-		return "its -m/-s/-c/-q/--expect-errors/--spare-qp differ from the server's";
+	    ((o->set & SET_SPARE) && !(w->f[W_FLAGS] & HELLO_SPARE)) ||
+	    ((o->set & SET_SOLICITED) && !(w->f[W_FLAGS] & HELLO_SOLICITED)))
+		return "its -m/-s/-c/-q/--expect-errors/--spare-qp/--solicited differ from the server's";
 	return NULL;
 }
 
@@ -2021,6 +2116,7 @@ static int server(struct sg *g)
 	g->run.depth = w.f[W_DEPTH];
 	g->run.expect_errors = w.f[W_FLAGS] & HELLO_EXPECT;
 	g->run.spare = w.f[W_FLAGS] & HELLO_SPARE;
+	g->run.solicited = w.f[W_FLAGS] & HELLO_SOLICITED;
 	g->spare_rqpn = w.f[W_SPARE_QPN];
 	g->run.watchdog = w.f[W_WATCHDOG] + 5;
 	g->run.slot = g->run.mode == MODE_ATOMIC ? 0 :
@@ -2086,7 +2182,7 @@ static int server(struct sg *g)
 			g->st.lost += done.f[D_COMPLETED] - g->next;
 	}
 	ok = got_done && !g->timed_out && !g->st.lost && !g->st.dup && !g->st.reorder &&
-	     !g->st.corrupt && !g->st.errors &&
+	     !g->st.corrupt && !g->st.errors && !g->st.missed_wakes &&
 	     (!g->st.peer_errors || errors_allowed(&g->run));
 	if (got_done) {
 		memset(&w, 0, sizeof(w));
