@@ -704,11 +704,16 @@ static void flush_held(struct shiftu_vqp *vq, uint64_t from)
 static void go_dead(struct shiftu_vqp *vq, const struct drained_wc *flushed, int n,
 		    uint64_t held)
 {
+	struct ibv_wc wc;
 	int i;
 
-	/* what the NIC flushed goes to the application, as without shift */
-	for (i = 0; i < n; i++)
-		shiftu_stash_push(flushed[i].rcq ? vq->rcq : vq->scq, &flushed[i].wc);
+	/* what the NIC flushed goes to the application, as without shift,
+	 * as its own QP's (a drain of the twin took the twin's) */
+	for (i = 0; i < n; i++) {
+		wc = flushed[i].wc;
+		wc.qp_num = vq->reg.app_qp->qp_num;
+		shiftu_stash_push(flushed[i].rcq ? vq->rcq : vq->scq, &wc);
+	}
 	flush_held(vq, held);
 	if (!vq->on_twin)
 		twins_leave(vq);
