@@ -494,44 +494,88 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 struct replay_chain {
 	struct ibv_send_wr w[REPLAY_CHAIN];
 	struct ibv_sge sge[REPLAY_CHAIN][MAX_SGE];
+	uint64_t at[REPLAY_CHAIN];	/* each one's place in vq->sq */
 	unsigned int n;
 };
 
-/* Post what @b holds; *@posted gets how many went.  Returns 0 or an errno. */
-static int chain_post(struct shiftu_vqp *vq, struct replay_chain *b, uint64_t *posted)
+/*
+ * The provider's post of @b's chain, which SHIFTU_TEST_REPLAY_FAIL may cut
+ * short: the replay's posts from that one on fail with EIO.
+ */
+static int chain_post_send(struct shiftu_vqp *vq, struct ibv_qp *qp, struct replay_chain *b,
+			   uint64_t posted, struct ibv_send_wr **bad)
+{
+	uint32_t fail = shiftu_config()->replay_fail;
+	uint64_t k = fail ? fail - 1 - posted : b->n;
+	int ret = 0;
+
+	if (fail && posted >= fail - 1)
+		k = 0;
+	if (k < b->n) {
+		*bad = &b->w[k];
+		if (!k)
+			return EIO;
+		b->w[k - 1].next = NULL;
+	}
+	if (k)
+		ret = vq->on_twin ? qp->context->ops.post_send(qp, b->w, bad) :
+				    vq->post_send(qp, b->w, bad);
+	if (k < b->n && !ret) {
+		*bad = &b->w[k];
+		ret = EIO;
+	}
+	return ret;
+}
+
+/*
+ * Post what @b holds; *@posted gets how many went.  Returns 0, or an errno
+ * and in *@stop the place in vq->sq of the first that did not go.
+ */
+static int chain_post(struct shiftu_vqp *vq, struct replay_chain *b, uint64_t *posted,
+		      uint64_t *stop)
 {
 	struct ibv_send_wr *bad = NULL, *w;
 	struct ibv_qp *qp = vq->on_twin ? vq->bak_qp : vq->reg.app_qp;
+	unsigned int k = 0;
 	int ret;
 
 	if (!b->n)
 		return 0;
-	ret = vq->on_twin ? qp->context->ops.post_send(qp, b->w, &bad) :
-			    vq->post_send(qp, b->w, &bad);
+	ret = chain_post_send(vq, qp, b, *posted, &bad);
 	for (w = b->w; w && w != bad; w = w->next)
-		(*posted)++;
+		k++;
+	*posted += k;
+	if (ret)
+		*stop = k < b->n ? b->at[k] : b->at[b->n - 1] + 1;
 	b->n = 0;
 	return ret;
 }
 
-/* Add the recorded send @e to @b (posting @b first when it is full). */
+/*
+ * Add the recorded send @e, vq->sq's entry @at, to @b (posting @b first
+ * when it is full).  Returns 0, or an errno and *@stop as chain_post().
+ */
 static int chain_add(struct shiftu_vqp *vq, struct replay_chain *b,
-		     const struct ibv_send_wr *e, uint64_t *posted)
+		     const struct ibv_send_wr *e, uint64_t at, uint64_t *posted,
+		     uint64_t *stop)
 {
 	unsigned int k;
 	int ret;
 
 	if (b->n == REPLAY_CHAIN) {
-		ret = chain_post(vq, b, posted);
+		ret = chain_post(vq, b, posted, stop);
 		if (ret)
 			return ret;
 	}
 	k = b->n;
 	ret = copy_wr(vq, e, vq->on_twin, &b->w[k], b->sge[k]);
-	if (ret)
+	if (ret) {
+		*stop = k ? b->at[0] : at;
 		return ret;
+	}
 	if (k)
 		b->w[k - 1].next = &b->w[k];
+	b->at[k] = at;
 	b->n++;
 	return 0;
 }
@@ -552,13 +596,16 @@ static int post_recv_on(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
  * executed too): their signaled ones complete good now, as the NIC would
  * have reported.  RDMA READs are replayed either way (their response may
  * be what was lost).  Returns 0 or an errno; *@replayed gets the number
- * posted.  Context: fo_lock and the send CQ's lock held.
+ * posted.  When posting fails part way, those not posted complete flushed
+ * at once, as on a QP in error (the QP is then given up), ahead of what
+ * the posted ones have yet to complete: nothing is lost.
+ * Context: fo_lock and the send CQ's lock held.
  */
 static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 {
 	struct shiftu_cq *c = vq->scq;
 	struct replay_chain *b;
-	uint64_t i, cut = from;
+	uint64_t i, cut = from, stop = from;
 	struct ibv_send_wr w;
 	struct ibv_wc wc;
 	int ret = 0;
@@ -575,8 +622,9 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 	vq->twin_signaled = vq->twin_done = 0;
 	b = malloc(sizeof(*b));
 	if (!b)
-		return ENOMEM;
-	b->n = 0;
+		ret = ENOMEM;
+	else
+		b->n = 0;
 	for (i = from; i < vq->sq.head && !ret; i++) {
 		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
@@ -584,19 +632,33 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		if (i < cut && e->opcode != IBV_WR_RDMA_READ) {
 			if (signaled(vq, &w)) {
 				swqe_wc(vq, e, &wc);
-				ret = shiftu_stash_push(c, &wc) ? ENOMEM : 0;
+				if (shiftu_stash_push(c, &wc)) {
+					ret = ENOMEM;
+					stop = b->n ? b->at[0] : i + 1;
+				}
 			}
 			continue;
 		}
 		/* counted like later posts: the fence waits for these too */
 		vq->twin_signaled += signaled(vq, &w);
-		ret = chain_add(vq, b, &w, replayed);
+		ret = chain_add(vq, b, &w, i, replayed, &stop);
 	}
 	if (!ret)
-		ret = chain_post(vq, b, replayed);
+		ret = chain_post(vq, b, replayed, &stop);
 	free(b);
-	if (ret)
+	if (ret) {
+		/* those completed good above excepted */
+		for (; stop < vq->sq.head; stop++) {
+			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, stop);
+
+			if (stop < i && stop < cut && e->opcode != IBV_WR_RDMA_READ)
+				continue;
+			swqe_wc(vq, e, &wc);
+			wc.status = IBV_WC_WR_FLUSH_ERR;
+			shiftu_stash_push(c, &wc);
+		}
 		return ret;
+	}
 	if (cut > from)
 		shiftu_info("qp %u: the peer had received %" PRIu64 " of the outstanding requests: not replayed",
 			    vq->reg.app_qp->qp_num, cut - from);
