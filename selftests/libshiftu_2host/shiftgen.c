@@ -5,7 +5,8 @@
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
- *            [--one-cq] [--spare-qp SECONDS] [--solicited] [-v] [SERVER_ADDR]
+ *            [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [-v]
+ *            [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
@@ -82,7 +83,7 @@
  * (missed_wakes=N in its summary, with wakes=N) and fails the run.
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
- * and the last one; a FIFO of the signaled WRs' positions tells how much of
+ * and the last one (with --signal-all, either side, every WR is signaled); a FIFO of the signaled WRs' positions tells how much of
  * the queue a completion frees (RC completes in order).  Both sides check
  * that order: a good send completion must be that of the oldest signaled
  * WR not yet completed (else corrupt: one reordered, repeated or made up).
@@ -101,8 +102,11 @@
  *             corrupt=N elapsed=S peer=ok|fail|none result=ok|fail
  *   shiftgen: role=server mode=M msgs=N bytes=N lost=N dup=N reorder=N
  *             corrupt=N errors=N peer_errors=N elapsed=S result=ok|fail
- * (the atomic server adds counter=N).  sent counts messages (atomics) posted,
- * completions those whose WRs are known to have completed successfully.
+ * (the atomic server adds counter=N; --solicited, wakes and missed_wakes;
+ * --signal-all, unfinished=N on either side: its send WRs that got no
+ * completion, good or error, negative if some got two, which fails the
+ * run).  sent counts messages (atomics) posted, completions those whose
+ * WRs are known to have completed successfully.
  *
  * Exit: 0 when every check passed and no completion had an error status
  * (both sides' checks, for the client: it reads the server's RESULT); with
@@ -173,7 +177,7 @@ struct opts {
 	uint32_t watchdog;
 	uint32_t spare_secs;	/* --spare-qp, 0 without */
 	uint8_t retry_cnt, timeout;
-	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited;
+	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
 	unsigned int set;
 };
 
@@ -226,6 +230,7 @@ struct stats {
 	uint64_t sent, completed, msgs, lost, dup, reorder, corrupt, errors;
 	uint64_t peer_errors;
 	uint64_t wakes, missed_wakes;	/* --solicited: the server's events */
+	uint64_t send_errors;		/* error completions of send WRs */
 	unsigned int err_printed, corrupt_printed;
 };
 
@@ -359,7 +364,8 @@ static void usage(const char *fmt, ...)
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
-	      "                [--one-cq] [--spare-qp SECONDS] [--solicited] [-v] [SERVER_ADDR]\n"
+	      "                [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [-v]\n"
+	      "                [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -391,6 +397,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "poll-in-batch", no_argument, NULL, 'B' },
 		{ "spare-qp", required_argument, NULL, 'S' },
 		{ "solicited", no_argument, NULL, 'L' },
+		{ "signal-all", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -475,6 +482,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'S':
 			o->spare_secs = num("--spare-qp", optarg, 1, 86400);
 			o->set |= SET_SPARE;
+			break;
+		case 'A':
+			o->signal_all = true;
 			break;
 		case 'L':
 			o->solicited = true;
@@ -1186,6 +1196,7 @@ static void took(struct sg *g, const struct ibv_wc *wc)
 		g->atomic_ok = wc->status == IBV_WC_SUCCESS;
 	}
 	if (wc->status != IBV_WC_SUCCESS) {
+		g->st.send_errors++;
 		wc_error(g, wc);
 		return;
 	}
@@ -1373,7 +1384,7 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 		if (g->stop)
 			return -ECANCELED;
 	}
-	sig = sq_want_signal(&g->sq, force);
+	sig = g->o->signal_all || sq_want_signal(&g->sq, force);
 	wr->send_flags |= sig ? IBV_SEND_SIGNALED : 0;
 	if (!g->qpx)
 		ret = ibv_post_send(g->qp, wr, &bad);
@@ -1912,6 +1923,12 @@ static void server_check_atomic(struct sg *g, const struct wire *done)
 
 /* ---- the two roles ---- */
 
+/* --signal-all: send WRs with no completion yet, good or error */
+static int64_t unfinished(const struct sg *g)
+{
+	return (int64_t)(g->sq.posted - g->sq.done - g->st.send_errors);
+}
+
 static void summary(struct sg *g, bool ok, const char *peer)
 {
 	const struct run *r = &g->run;
@@ -1934,6 +1951,8 @@ static void summary(struct sg *g, bool ok, const char *peer)
 		       mode_names[r->mode], g->st.sent, g->st.completed,
 		       g->st.completed * msg_bytes, g->st.errors, g->st.corrupt);
 	}
+	if (g->o->signal_all)
+		printf(" unfinished=%" PRId64, unfinished(g));
 	printf(" elapsed=%.3f%s%s result=%s\n", elapsed(g), peer ? " peer=" : "", peer ? peer : "",
 	       ok ? "ok" : "fail");
 	fflush(stdout);
@@ -2047,6 +2066,7 @@ static int client(struct sg *g)
 	}
 	ok = !g->timed_out && !g->st.corrupt && !strcmp(peer, "ok") &&
 	     (!g->st.errors || errors_allowed(&g->run)) &&
+	     !(g->o->signal_all && unfinished(g)) &&
 	     (g->st.completed == g->st.sent || g->st.errors);
 	summary(g, ok, peer);
 	ret = ok ? 0 : -EIO;
@@ -2183,6 +2203,7 @@ static int server(struct sg *g)
 	}
 	ok = got_done && !g->timed_out && !g->st.lost && !g->st.dup && !g->st.reorder &&
 	     !g->st.corrupt && !g->st.errors && !g->st.missed_wakes &&
+	     !(g->o->signal_all && unfinished(g)) &&
 	     (!g->st.peer_errors || errors_allowed(&g->run));
 	if (got_done) {
 		memset(&w, 0, sizeof(w));
