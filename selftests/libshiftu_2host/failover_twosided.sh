@@ -62,8 +62,9 @@ backed()
 }
 
 # pull TAG: rail 0 out from 2 s to 5 s; host 1's packets per rail counted
-# over 1.5 s of the outage and over 1.5 s once it failed back.  With HOLD
-# set, host 1's client (the job lu_pair started last) keeps a batch open
+# over 1.5 s of the outage and over 1.5 s once it failed back; then the
+# client (the job lu_pair started last) ends its run (shiftgen's SIGUSR1:
+# -D 30 only bounds it).  With HOLD set, the client keeps a batch open
 # from just before the pull to 0.7 s after it (shiftgen's SIGUSR2).
 pull()
 {
@@ -84,6 +85,7 @@ pull()
 	a0=$(pkts rxe0) a1=$(pkts rxe1)
 	sleep 1.5
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.after"
+	pkill -USR1 -P "$cli" shiftgen || true
 }
 LU_DURING=pull
 
