@@ -20,9 +20,7 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-GEN=$LU_DIR/shiftgen
-[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_ride_setup "$GEN"
+lu_gen_ride_setup
 
 lu_keep solicited solicited
 LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \

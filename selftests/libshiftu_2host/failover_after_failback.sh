@@ -25,9 +25,7 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-GEN=$LU_DIR/shiftgen
-[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_ride_setup "$GEN"
+lu_gen_ride_setup
 
 # The second pull must come well inside the 1.5 s, and every process
 # started costs 50-150 ms in a guest whose CPU the pollers hold: builtins

@@ -25,9 +25,7 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-GEN=$LU_DIR/shiftgen
-[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_ride_setup "$GEN"
+lu_gen_ride_setup
 [ -x "$LU_DIR/holdthread" ] || skip "holdthread not built (make -C $LU_DIR)"
 
 # held TAG: a LU_DURING command.  2 s in, the client's main thread is

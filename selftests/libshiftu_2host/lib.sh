@@ -135,6 +135,15 @@ lu_ride_setup()
 	ft_defer lu_cable_restore
 }
 
+# lu_gen_ride_setup: lu_ride_setup for shiftgen (GEN), which the test
+# skips unless it is built.
+GEN=$LU_DIR/shiftgen
+lu_gen_ride_setup()
+{
+	[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+	lu_ride_setup "$GEN"
+}
+
 # lu_peer_open: a shell on host 2 for lu_peer_run, over one TCP connection
 # on mgmt (socat there, started once; bash's /dev/tcp here).  A command
 # then starts no process on either side, where lab-peer starts Python on

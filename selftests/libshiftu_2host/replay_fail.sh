@@ -17,9 +17,7 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-GEN=$LU_DIR/shiftgen
-[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_ride_setup "$GEN"
+lu_gen_ride_setup
 
 # cut TAG: host 1's rail 0 down 3 s in, until the client's replay failed
 # (10 s at most), then up again
