@@ -59,12 +59,15 @@ static inline uint32_t shiftu_provq_since(const struct rxe_queue_buf *q, uint32_
 					  uint32_t mask, uint32_t *two_sided)
 {
 	uint32_t n = (shiftu_provq_prod(q) - from) & q->index_mask, i, k = 0;
+	const struct rxe_send_wqe *w;
 
 	for (i = 0; i < n; i++) {
-		const struct rxe_send_wqe *w = (const void *)
-			(q->data + ((size_t)((from + i) & q->index_mask) << q->log2_elem_size));
-
+		w = (const void *)(q->data + ((size_t)((from + i) & q->index_mask) <<
+					      q->log2_elem_size));
 		k += (mask >> (w->wr.opcode & 31)) & 1;
+		/* a batch of one, the usual: no loop */
+		if (__builtin_expect(n == 1, 1))
+			break;
 	}
 	*two_sided = k;
 	return n;
