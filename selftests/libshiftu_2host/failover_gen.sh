@@ -25,15 +25,10 @@ set -e
 GEN=$LU_DIR/shiftgen
 [ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
 lu_setup "$GEN"
-ft_require_cmd redis-server redis-cli tc
-modprobe sch_netem 2> /dev/null || true
-if ! tc qdisc add dev lo root netem delay 0ms 2> /dev/null; then
-	skip "no netem qdisc in this kernel"
-fi
-tc qdisc del dev lo root
+ft_require_cmd redis-server redis-cli
+lu_require_netem
 smr_redis_start
 LU_STORE=$SMR_STORE
-ft_defer "tc qdisc del dev eth0 root 2> /dev/null"
 ft_defer "lab-link eth0 on"
 
 # drop TAG: 2 s into the run, host 1's rail 0 drops all it sends, until the

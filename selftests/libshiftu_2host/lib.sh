@@ -144,6 +144,19 @@ lu_gen_ride_setup()
 	lu_ride_setup "$GEN"
 }
 
+# lu_require_netem: tc with the netem qdisc, else the test skips; host 1's
+# rail 0 loses its qdisc when the test ends.
+lu_require_netem()
+{
+	ft_require_cmd tc
+	modprobe sch_netem 2> /dev/null || true
+	if ! tc qdisc add dev lo root netem delay 0ms 2> /dev/null; then
+		skip "no netem qdisc in this kernel"
+	fi
+	tc qdisc del dev lo root
+	ft_defer "tc qdisc del dev eth0 root 2> /dev/null"
+}
+
 # lu_peer_open: a shell on host 2 for lu_peer_run, over one TCP connection
 # on mgmt (socat there, started once; bash's /dev/tcp here).  A command
 # then starts no process on either side, where lab-peer starts Python on
@@ -516,10 +529,11 @@ lu_result()
 	awk -v s="$2" -v n="$3" '$1 == s && $2 == n && NF >= 5 { print; exit }' "$1"
 }
 
-# lu_gen KEY FILE: KEY's value in the shiftgen summary line of FILE
+# lu_gen KEY FILE: KEY's value in the shiftgen summary line of FILE (its
+# messages read "shiftgen: role=ROLE: ...")
 lu_gen()
 {
-	awk -v k="$1" '/^shiftgen: role=/ { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"
+	awk -v k="$1" '/^shiftgen: role=[a-z]+ / { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$2"
 }
 
 # lu_gen_clean TAG: the shiftgen pair TAG ended well: both sides exited 0,

@@ -10,7 +10,7 @@
 # once, good or flushed: it counts those that did not (unfinished=N).
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
-#     rxe0 ─ eth0 ══════ rail 0: pulled 3 s in ═══════ eth0 ─ rxe0
+#     rxe0 ─ eth0 ══ rail 0: netem loss 100% 3 s in, pulled 4 s in ══ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins; replay cut short) ── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
@@ -18,15 +18,20 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 lu_gen_ride_setup
+lu_require_netem
 
-# cut TAG: host 1's rail 0 down 3 s in, until the client's replay failed
-# (10 s at most), then up again
+# cut TAG: 3 s in, host 1's rail 0 drops all it sends for a second, so
+# that its requests stay outstanding, then goes down until the client's
+# replay failed (10 s at most), then comes back
 cut()
 {
 	local i
 
 	lab_nap 3
+	tc qdisc add dev eth0 root netem loss 100%
+	lab_nap 1
 	lu_cable 1 link off
+	tc qdisc del dev eth0 root
 	for ((i = 0; i < 100; i++)); do
 		grep -q 'replay failed' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
 		lab_nap 0.1
