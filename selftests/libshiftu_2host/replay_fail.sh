@@ -46,11 +46,11 @@ grep -q 'config: SHIFTU_TEST_REPLAY_FAIL=3' "$FT_TMP/replay.cli.shiftu" ||
 	lu_fail replay "the client's library did not take the test setting"
 grep -qE 'qp [0-9]+ on rxe0: replay failed: Input/output error: the application gets the errors' \
 	"$FT_TMP/replay.cli.shiftu" || lu_fail replay "the client's replay did not fail"
-log "replay: $(grep -o 'qp [0-9]* on rxe0: port down: failed over.*' "$FT_TMP/replay.cli.shiftu")"
+log "replay: $(grep -o 'qp [0-9]* on rxe0: replay failed.*' "$FT_TMP/replay.cli.shiftu")"
 # the application's errors, and an exit of its own (1), not a crash
 ft_expect "replay client exit" "$(cat "$FT_TMP/replay.cli.rc")" 1
 errors=$(lu_gen errors "$FT_TMP/replay.cli.out")
 [ "${errors:-0}" -gt 0 ] || lu_fail replay "the client saw no error completion"
 ft_expect "replay client unfinished" "$(lu_gen unfinished "$FT_TMP/replay.cli.out")" 0
 ft_expect "replay client corrupt" "$(lu_gen corrupt "$FT_TMP/replay.cli.out")" 0
-log "replay: $(grep '^shiftgen: role=client' "$FT_TMP/replay.cli.out")"
+log "replay: $(grep '^shiftgen: role=client ' "$FT_TMP/replay.cli.out")"
