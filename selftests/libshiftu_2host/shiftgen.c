@@ -83,8 +83,9 @@
  * (missed_wakes=N in its summary, with wakes=N) and fails the run.
  *
  * Send queues: unsignaled except every 16th WR, a WR that fills the queue,
- * and the last one (with --signal-all, either side, every WR is signaled); a FIFO of the signaled WRs' positions tells how much of
- * the queue a completion frees (RC completes in order).  Both sides check
+ * and the last one (with --signal-all, either side, every WR is signaled);
+ * a FIFO of the signaled WRs' positions tells how much of the queue a
+ * completion frees (RC completes in order).  Both sides check
  * that order: a good send completion must be that of the oldest signaled
  * WR not yet completed (else corrupt: one reordered, repeated or made up).
  *
@@ -1764,12 +1765,6 @@ static int post_credit(struct sg *g, bool force)
 }
 
 /*
- * write_imm and send: consume receives and return credits until the
- * client's DONE, then until every message it sent is in, or nothing came
- * for 3 s (what is missing then is lost; a completion the client saw has
- * its receive completion already made on this side).
- */
-/*
  * --solicited, the server with nothing received: arm the receive CQ for
  * solicited completions only and sleep in its channel for up to a second.
  * True when an event woke it; false after a quiet second, or when a
@@ -1817,6 +1812,12 @@ static bool wait_solicited(struct sg *g)
 	return true;
 }
 
+/*
+ * write_imm and send: consume receives and return credits until the
+ * client's DONE, then until every message it sent is in, or nothing came
+ * for 3 s (what is missing then is lost; a completion the client saw has
+ * its receive completion already made on this side).
+ */
 static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 {
 	uint32_t batch = g->run.depth / 4 ? g->run.depth / 4 : 1;
