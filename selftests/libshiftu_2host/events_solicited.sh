@@ -33,4 +33,4 @@ wakes=$(lu_gen wakes "$FT_TMP/solicited.srv.out")
 [ "${wakes:-0}" -gt 0 ] || lu_fail solicited "the server was never woken by an event"
 lu_check_log solicited cli "failovers=1" "failbacks=1" "twin_wcs>0"
 lu_check_log solicited srv "failovers=1" "failbacks=1" "twin_wcs>0"
-log "solicited: $(grep '^shiftgen: role=server' "$FT_TMP/solicited.srv.out")"
+log "solicited: $(grep '^shiftgen: role=server ' "$FT_TMP/solicited.srv.out")"

@@ -41,4 +41,4 @@ grep -E "qp [0-9]+ on rxe0: failed back from rxe1" "$FT_TMP/gone.cli.shiftu" |
 # both QPs failed over, only the one left failed back; it carried traffic
 # on its twin after the spare was gone
 lu_check_log gone cli "qps=2" "failovers=2" "failbacks=1" "twin_wcs>0"
-log "gone: $(grep '^shiftgen: role=server' "$FT_TMP/gone.srv.out")"
+log "gone: $(grep '^shiftgen: role=server ' "$FT_TMP/gone.srv.out")"

@@ -10,7 +10,7 @@
 # once, good or flushed: it counts those that did not (unfinished=N).
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
-#     rxe0 ─ eth0 ══ rail 0: netem loss 100% 3 s in, pulled 4 s in ══ eth0 ─ rxe0
+#     rxe0 ─ eth0 ══ rail 0: lossy at 3 s, pulled at 4 s ══ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins; replay cut short) ── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
