@@ -9,7 +9,7 @@
  * only in the library's stash: no event.  So every application CQ that has
  * a channel gets a bell: a QP of the library's on the application's
  * context, in the error state, whose send and receive CQ is that CQ.  A
- * request posted to a QP in the error state is flushed by the NIC with an
+ * receive posted to a QP in the error state is flushed by the NIC with an
  * error completion (IBA 10.7.3.1), and that completion, like any other,
  * raises the CQ's event if it is armed: a real event on the application's
  * own channel, read and acknowledged by the real verbs, so nothing in
@@ -26,11 +26,13 @@
  * (ibv_req_notify_cq(3)).  The library cannot tell the first kind: a work
  * completion does not carry the bit.  So such an arm is rung by any
  * receive or error completion the library stashes, a wake-up too many
- * rather than one missed, and by a flushed receive: the verbs count an
- * error completion as solicited, where Soft-RoCE counts only receives
- * (a flushed send raises no solicited event there).  A receive is flushed
- * when the responder runs, which a post does not start there: the bell
- * then moves its QP to the error state again, as a drain does (failover.c).
+ * rather than one missed.  The bell's flush is a receive's for either arm:
+ * the verbs count an error completion as solicited, where Soft-RoCE counts
+ * only receives (a flushed send raises no solicited event there).
+ * Soft-RoCE flushes a receive when its responder runs, which a post from
+ * userspace does not start: the bell then moves its QP to the error state
+ * again, as a drain does (failover.c), a system call as a send's doorbell
+ * would have been.
  */
 #include <errno.h>
 #include <string.h>
@@ -48,7 +50,7 @@ void shiftu_bell_create(struct shiftu_cq *c)
 	struct ibv_context *ctx = c->app->context;
 	struct ibv_qp_init_attr a = {
 		.send_cq = c->app, .recv_cq = c->app,
-		.cap = { .max_send_wr = BELL_DEPTH, .max_recv_wr = BELL_DEPTH,
+		.cap = { .max_send_wr = 1, .max_recv_wr = BELL_DEPTH,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
@@ -111,11 +113,7 @@ static bool maybe_solicited(const struct ibv_wc *wc)
 
 void shiftu_bell_ring(struct shiftu_cq *c, const struct ibv_wc *wc)
 {
-	struct ibv_send_wr sw = {
-		.wr_id = SHIFTU_BELL_ID, .opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad_s;
-	struct ibv_recv_wr rw = { .wr_id = SHIFTU_BELL_ID }, *bad_r;
+	struct ibv_recv_wr w = { .wr_id = SHIFTU_BELL_ID }, *bad;
 	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
 	struct ibv_qp *qp = __atomic_load_n(&c->bell, __ATOMIC_ACQUIRE);
 	int arm = __atomic_load_n(&c->armed, __ATOMIC_RELAXED);
@@ -128,17 +126,11 @@ void shiftu_bell_ring(struct shiftu_cq *c, const struct ibv_wc *wc)
 			return;
 	} while (!__atomic_compare_exchange_n(&c->armed, &arm, SHIFTU_ARM_NONE, false,
 					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-	/* the provider's own posts: the application's context's ops are ours */
-	if (arm == SHIFTU_ARM_ANY) {
-		ret = c->sctx->post_send(qp, &sw, &bad_s);
-	} else {
-		ret = c->sctx->post_recv(qp, &rw, &bad_r);
-		/* Soft-RoCE flushes a receive once its responder runs, which a
-		 * post from userspace does not start: a move to ERR does */
-		if (!ret)
-			shiftu_real.modify_qp(qp, &err, IBV_QP_STATE);
-	}
-	if (ret)	/* full: the next push rings; a new arm is not weakened */
+	/* the provider's own post: the application's context's ops are ours */
+	ret = c->sctx->post_recv(qp, &w, &bad);
+	if (!ret)
+		shiftu_real.modify_qp(qp, &err, IBV_QP_STATE);	/* the flush, now */
+	else	/* full: the next push rings; a new arm is not weakened */
 		__atomic_compare_exchange_n(&c->armed, &(int){ SHIFTU_ARM_NONE }, arm, false,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
