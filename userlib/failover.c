@@ -506,21 +506,17 @@ static int chain_post_send(struct shiftu_vqp *vq, struct ibv_qp *qp, struct repl
 			   uint64_t posted, struct ibv_send_wr **bad)
 {
 	uint32_t fail = shiftu_config()->replay_fail;
-	uint64_t k = fail ? fail - 1 - posted : b->n;
+	unsigned int k = b->n;
 	int ret = 0;
 
-	if (fail && posted >= fail - 1)
-		k = 0;
-	if (k < b->n) {
-		*bad = &b->w[k];
-		if (!k)
-			return EIO;
+	if (fail && posted + b->n >= fail)
+		k = posted + 1 >= fail ? 0 : fail - 1 - posted;
+	if (k && k < b->n)
 		b->w[k - 1].next = NULL;
-	}
 	if (k)
 		ret = vq->on_twin ? qp->context->ops.post_send(qp, b->w, bad) :
 				    vq->post_send(qp, b->w, bad);
-	if (k < b->n && !ret) {
+	if (!ret && k < b->n) {
 		*bad = &b->w[k];
 		ret = EIO;
 	}
