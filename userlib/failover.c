@@ -213,6 +213,16 @@ static void swqe_wc(const struct shiftu_vqp *vq, const struct shiftu_swqe *e,
 		wc->byte_len += e->sge[i].length;
 }
 
+/* @e completes flushed, as on a QP in error.  Context: the send CQ's lock. */
+static void swqe_flush(struct shiftu_vqp *vq, const struct shiftu_swqe *e)
+{
+	struct ibv_wc wc;
+
+	swqe_wc(vq, e, &wc);
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	shiftu_stash_push(vq->scq, &wc);
+}
+
 /* A flushed completion a drain took, and whether the receive CQ had it. */
 struct drained_wc {
 	struct ibv_wc wc;
@@ -647,11 +657,8 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		for (; stop < vq->sq.head; stop++) {
 			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, stop);
 
-			if (stop < i && stop < cut && e->opcode != IBV_WR_RDMA_READ)
-				continue;
-			swqe_wc(vq, e, &wc);
-			wc.status = IBV_WC_WR_FLUSH_ERR;
-			shiftu_stash_push(c, &wc);
+			if (stop >= i || stop >= cut || e->opcode == IBV_WR_RDMA_READ)
+				swqe_flush(vq, e);
 		}
 		return ret;
 	}
@@ -742,14 +749,10 @@ static void twins_leave(struct shiftu_vqp *vq)
  */
 static void flush_held(struct shiftu_vqp *vq, uint64_t from)
 {
-	struct ibv_wc wc;
 	uint64_t i;
 
-	for (i = from; i < vq->sq.head; i++) {
-		swqe_wc(vq, shiftu_swqe_at(&vq->sq, i), &wc);
-		wc.status = IBV_WC_WR_FLUSH_ERR;
-		shiftu_stash_push(vq->scq, &wc);
-	}
+	for (i = from; i < vq->sq.head; i++)
+		swqe_flush(vq, shiftu_swqe_at(&vq->sq, i));
 }
 
 /*
