@@ -10,7 +10,6 @@
 #include "util.h"
 #include "shiftu.h"
 
-
 SHIFTU_EXPORT const char *shiftu_version(void)
 {
 	return SHIFT_VERSION;

@@ -16,7 +16,6 @@
 #include "qp.h"
 #include "util.h"
 
-
 struct shiftu_stat_line shiftu_stat_lines[__SHIFTU_STAT_MAX];
 
 /*

@@ -59,7 +59,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
 }
 
-
 /* ---- failover --------------------------------------------------------- */
 
 static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
@@ -292,9 +291,6 @@ static int unstash_errors(struct shiftu_vqp *vq, struct drain_state *d)
 	}
 	return ret;
 }
-
-
-
 
 /*
  * Wait out the threads a move of @vq overtook inside a data verb
@@ -667,9 +663,6 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 			    vq->reg.app_qp->qp_num, cut - from);
 	return 0;
 }
-
-
-
 
 /* What a move leaves to report once its locks are dropped. */
 enum fo_result { FO_NONE, FO_DONE, FO_BACK, FO_DEAD, FO_DEAD_ATOMIC };
@@ -1133,7 +1126,6 @@ dead:
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
 }
 
-
 /*
  * The peer's count did not come (its process or its library is gone):
  * nothing is replayed, since what arrived is not known; the held requests
@@ -1433,7 +1425,6 @@ out:
 
 /* ---- failing back (4.3.3) -------------------------------------------- */
 
-
 /*
  * The twin has completed everything it was given: ring the default QP's
  * doorbell for the requests held since the fence, and go back to it.
@@ -1576,7 +1567,6 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
 	return true;
 }
 
-
 /* ---- slow paths ------------------------------------------------------- */
 
 /*
@@ -1675,10 +1665,3 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	pthread_mutex_unlock(&vq->fo_lock);
 	return ret;
 }
-
-
-
-
-
-
-

@@ -20,8 +20,6 @@
 #include "log.h"
 #include "util.h"
 
-
-
 const uint32_t shiftu_health_noseq = 1;
 const uint32_t *shiftu_health_seqp = &shiftu_health_noseq;
 
