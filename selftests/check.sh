@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: the host tests, then the lab (one guest, then two), then one
-# summary.  Every stage must end with its own "N passed, N failed" line; a
-# stage that ends without one (it crashed, the guest never reported) counts
-# as a failure, so nothing that did not run can look green.
+# make check: the host tests, then the lab (one-guest runs, two at a time,
+# then the two-host run), then one summary.  Every stage must end with its
+# own "N passed, N failed" line; a stage that ends without one (it crashed,
+# the guest never reported) counts as a failure, so nothing that did not
+# run can look green.
 set -u -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,8 +55,46 @@ one=() two=()
 for d in ${LAB_ONE_DIRS:-selftests/shift_ft}; do one+=("$top/$d"); done
 for d in ${LAB_TWO_DIRS:-selftests/shift_ft_2host}; do two+=("$top/$d"); done
 
+# lab_one: each one-host directory in a guest of its own, two at a time
+# (a guest takes one core), so that the stage takes about as long as its
+# longest directory rather than their sum; then their logs in order and
+# one summary line.  Fails if any run failed or ended without its summary.
+lab_one()
+{
+	local i n=${#one[@]} rc=0 p=0 f=0 s=0 pid line
+	local -a pids=()
+
+	for ((i = 0; i < n; i++)); do
+		if [ "${#pids[@]}" -ge 2 ]; then
+			wait "${pids[0]}" || rc=1
+			pids=("${pids[@]:1}")
+		fi
+		"$top/selftests/lab/lab.sh" run one "${one[$i]}" > "$log_dir/lab-one.$i.log" 2>&1 &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" || rc=1
+	done
+	for ((i = 0; i < n; i++)); do
+		cat "$log_dir/lab-one.$i.log"
+		line=$(grep -E '^lab: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
+			"$log_dir/lab-one.$i.log" | tail -n 1)
+		if [ -z "$line" ]; then
+			echo "lab-one: no summary from ${one[$i]}"
+			rc=1
+			continue
+		fi
+		set -- $(echo "${line#lab: }" | tr -dc '0-9 ')
+		p=$((p + $1)) f=$((f + $2)) s=$((s + $3))
+	done
+	echo "lab: $p passed, $f failed, $s skipped"
+	return $rc
+}
+
 stage host host_tests
-stage lab-one "$top/selftests/lab/lab.sh" run one "${one[@]}"
+# the guests' initramfs once, before lab_one's runs would each build it
+"$top/selftests/lab/lab.sh" initramfs > /dev/null
+stage lab-one lab_one
 stage lab-two "$top/selftests/lab/lab.sh" run two "${two[@]}"
 
 fail=$((fail + broken))

@@ -111,9 +111,11 @@ build_initramfs()
 	# The kernel opens /dev/console before init runs.
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mkdir -p "$BUILD"
-	(cd "$stage" && find . | cpio -o -H newc --quiet -R 0:0) | gzip -1 >"$img.tmp"
-	mv "$img.tmp" "$img"
-	echo "$key" >"$img.key"
+	# each under a name of its own first: two runs may build at once
+	(cd "$stage" && find . | cpio -o -H newc --quiet -R 0:0) | gzip -1 >"$img.$$"
+	mv "$img.$$" "$img"
+	echo "$key" >"$img.key.$$"
+	mv "$img.key.$$" "$img.key"
 	rm -rf "$stage"
 }
 
@@ -139,7 +141,8 @@ probe_accel()
 			grep -q "Kernel panic" <<<"$out" && ACCEL=kvm
 		fi
 		mkdir -p "$BUILD"
-		echo "$ACCEL" >"$cache"
+		echo "$ACCEL" >"$cache.$$"
+		mv "$cache.$$" "$cache"
 	fi
 	ACCEL=$(cat "$cache")
 }
