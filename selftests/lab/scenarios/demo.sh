@@ -5,8 +5,10 @@
 # the health table and its live events changing on screen, a failure on
 # host 2 reaching host 1's table through the agents, and unmodified
 # ib_write_bw under libshiftu riding through a cable pull on its backup NIC
-# (`make demo`, or `lab.sh scenario demo`).  Runs on host 1; host 2 is
-# driven with lab-peer.
+# and back to the plugged cable (`make demo`, or `lab.sh scenario demo`).
+# The demo fails unless ib_write_bw exits 0, rail 1 carried its packets
+# during the outage, and rail 0 again after the plug.  Runs on host 1;
+# host 2 is driven with lab-peer.
 #
 #           host 1                              host 2
 #     rxe0 ─ eth0 ─────────── rail 0 ─────────── eth0 ─ rxe0
@@ -31,6 +33,58 @@ cleanup()
 	redis-cli -h 10.0.2.1 shutdown nosave > /dev/null 2>&1 || true
 }
 trap cleanup EXIT
+
+# demo_rails PID: host 1's packets sent per second on each rail, by the
+# clock, while PID runs (20 s at most); host 1's rail 0 is pulled from
+# outside at 3 s and plugged back at 8 s.  Builtins only (lab_nap, read,
+# lab_link): the pollers leave the guest little CPU, and a process started
+# costs 50-150 ms, which would stretch every second.  Sets DEMO_OUT (rail
+# 1's packets while rail 0 was out) and DEMO_BACK (rail 0's from 3 s after
+# the plug on).
+demo_rails()
+{
+	local pid=$1 t0=$EPOCHREALTIME t a0 a1 b0 b1 us frac
+
+	DEMO_OUT=0 DEMO_BACK=0
+	read -r a0 < /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts
+	read -r a1 < /sys/class/infiniband/rxe1/ports/1/hw_counters/sent_pkts
+	for ((t = 1; t <= 20; t++)); do
+		kill -0 "$pid" 2> /dev/null || break
+		us=$(( t * 1000000 - (${EPOCHREALTIME//[!0-9]/} - ${t0//[!0-9]/}) ))
+		if [ "$us" -gt 0 ]; then
+			printf -v frac '%06d' $((us % 1000000))
+			lab_nap "$((us / 1000000)).$frac"
+		fi
+		read -r b0 < /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts
+		read -r b1 < /sys/class/infiniband/rxe1/ports/1/hw_counters/sent_pkts
+		printf '  t=%2ds  packets sent/s  rail 0 (rxe0): %6d   rail 1 (rxe1): %6d\n' \
+			"$t" $((b0 - a0)) $((b1 - a1))
+		[ "$t" -gt 4 ] && [ "$t" -le 8 ] && DEMO_OUT=$((DEMO_OUT + b1 - a1))
+		[ "$t" -gt 11 ] && DEMO_BACK=$((DEMO_BACK + b0 - a0))
+		a0=$b0 a1=$b1
+		case $t in
+		3) echo "  -- pulling host 1's rail 0 (QEMU set_link off) --"
+		   lab_link eth0 off ;;
+		8) echo "  -- plugging it back --"
+		   lab_link eth0 on ;;
+		esac
+	done
+}
+
+# demo_verdict RC: what the ride showed, in one line; fails the demo
+# unless ib_write_bw exited RC 0 having moved to rail 1 and back.
+demo_verdict()
+{
+	if [ "$1" = 0 ] && [ "$DEMO_OUT" -gt 1000 ] && [ "$DEMO_BACK" -gt 1000 ] &&
+	   grep -q 'failed back' /tmp/demo-cli.shiftu; then
+		printf '  \033[32mrode through\033[0m: %d packets on rail 1 while rail 0 was out, %d on rail 0 again from 3 s after the plug, exit 0\n' \
+			"$DEMO_OUT" "$DEMO_BACK"
+		return 0
+	fi
+	printf '  \033[31mdid not ride through\033[0m: exit %s, %d packets on rail 1 while rail 0 was out, %d on rail 0 from 3 s after the plug\n' \
+		"$1" "$DEMO_OUT" "$DEMO_BACK"
+	return 1
+}
 
 step "loading shift_ft on both hosts"
 insmod "$ko"
@@ -84,31 +138,30 @@ if [ -n "$two" ]; then
 	sleep 2
 	"$sm" show paths
 
-	step "libshiftu: unmodified ib_write_bw, preloaded on both hosts; host 1's rail 0 pulled 3 s in, plugged back 4 s later"
+	step "libshiftu: unmodified ib_write_bw, preloaded on both hosts; host 1's rail 0 pulled 3 s in, plugged back at 8 s"
 	. lab-lib.sh
 	lib=$SHIFT_TOP/userlib/libshiftu.so.0
 	env="SHIFTU_LOG=info SHIFTU_STORE=$store"
 	g1=$(lab_gid_index rxe0)
 	g2=$(lab-peer ". lab-lib.sh; lab_gid_index rxe0")
 	lab-peer --bg "env LD_PRELOAD=$lib $env SHIFTU_LOG_FILE=/tmp/demo-srv.shiftu \
-		ib_write_bw -d rxe0 -x $g2 -p 18800 -s 65536 -D 14 -F > /tmp/demo-srv.out 2>&1" > /dev/null
+		ib_write_bw -d rxe0 -x $g2 -p 18800 -s 65536 -D 16 -F > /tmp/demo-srv.out 2>&1" > /dev/null
 	sleep 1.5
-	env LD_PRELOAD="$lib" $env ib_write_bw -d rxe0 -x "$g1" -p 18800 -s 65536 -D 14 -F \
-		10.0.0.2 > /tmp/demo-cli.out 2> >(sed -u 's/^/  [client] /') &
+	env LD_PRELOAD="$lib" $env SHIFTU_LOG_FILE=/tmp/demo-cli.shiftu \
+		ib_write_bw -d rxe0 -x "$g1" -p 18800 -s 65536 -D 16 -F 10.0.0.2 > /tmp/demo-cli.out 2>&1 &
 	bw=$!
-	pk() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
-	a0=$(pk rxe0) a1=$(pk rxe1)
-	for t in $(seq 15); do
-		sleep 1
-		b0=$(pk rxe0) b1=$(pk rxe1)
-		printf '  t=%2ds  packets sent/s  rail 0 (rxe0): %6d   rail 1 (rxe1): %6d\n' \
-			"$t" $((b0 - a0)) $((b1 - a1))
-		a0=$b0 a1=$b1
-		[ "$t" = 3 ] && { echo "  -- pulling host 1's rail 0 --"; lab-link eth0 off; }
-		[ "$t" = 7 ] && { echo "  -- plugging it back --"; lab-link eth0 on; }
-	done
-	wait "$bw" && echo "  ib_write_bw exited 0:" || echo "  ib_write_bw failed:"
+	demo_rails "$bw"
+	rc=0
+	wait "$bw" || rc=$?
+	echo "  ib_write_bw exited $rc:"
 	grep -E '^ *65536 ' /tmp/demo-cli.out | sed 's/^/  /'
+	echo "  what libshiftu said (info lines of both hosts):"
+	grep -E 'failed over|failed back|port (down|up)|probe good' /tmp/demo-cli.shiftu |
+		sed 's/^/  [host 1] /'
+	lab-peer "grep -E 'failed over|failed back|port (down|up)|probe good|exit:' /tmp/demo-srv.shiftu" |
+		sed 's/^/  [host 2] /'
+	grep 'exit:' /tmp/demo-cli.shiftu | sed 's/^/  [host 1] /'
+	demo_verdict "$rc"
 	"$sm" show pairs
 fi
 
