@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: the host tests, then the lab (one-guest runs, two at a time,
-# then the two-host run), then one summary.  Every stage must end with its
-# own "N passed, N failed" line; a stage that ends without one (it crashed,
-# the guest never reported) counts as a failure, so nothing that did not
-# run can look green.
+# make check: the host tests, then the lab (the one-host tests shared by
+# two guests, then the two-host run), then one summary.  Every stage must
+# end with its own "N passed, N failed" line; a stage that ends without one
+# (it crashed, the guest never reported) counts as a failure, so nothing
+# that did not run can look green.
 set -u -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,32 +55,28 @@ one=() two=()
 for d in ${LAB_ONE_DIRS:-selftests/shift_ft}; do one+=("$top/$d"); done
 for d in ${LAB_TWO_DIRS:-selftests/shift_ft_2host}; do two+=("$top/$d"); done
 
-# lab_one: each one-host directory in a guest of its own, two at a time
-# (a guest takes one core), so that the stage takes about as long as its
-# longest directory rather than their sum; then their logs in order and
-# one summary line.  Fails if any run failed or ended without its summary.
+# lab_one: the one-host tests shared between two guests, each taking one
+# of the two cores (lab.sh run --part: every other test), so that the
+# stage takes about half as long as in one guest; then both runs' logs and
+# one summary line.  Fails if either run failed or ended without its
+# summary.
 lab_one()
 {
-	local i n=${#one[@]} rc=0 p=0 f=0 s=0 pid line
+	local k rc=0 p=0 f=0 s=0 line
 	local -a pids=()
 
-	for ((i = 0; i < n; i++)); do
-		if [ "${#pids[@]}" -ge 2 ]; then
-			wait "${pids[0]}" || rc=1
-			pids=("${pids[@]:1}")
-		fi
-		"$top/selftests/lab/lab.sh" run one "${one[$i]}" > "$log_dir/lab-one.$i.log" 2>&1 &
+	for k in 1 2; do
+		"$top/selftests/lab/lab.sh" run one --part "$k/2" "${one[@]}" \
+			> "$log_dir/lab-one.$k.log" 2>&1 &
 		pids+=($!)
 	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" || rc=1
-	done
-	for ((i = 0; i < n; i++)); do
-		cat "$log_dir/lab-one.$i.log"
+	for k in 1 2; do
+		wait "${pids[$((k - 1))]}" || rc=1
+		cat "$log_dir/lab-one.$k.log"
 		line=$(grep -E '^lab: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' \
-			"$log_dir/lab-one.$i.log" | tail -n 1)
+			"$log_dir/lab-one.$k.log" | tail -n 1)
 		if [ -z "$line" ]; then
-			echo "lab-one: no summary from ${one[$i]}"
+			echo "lab-one: no summary from part $k/2"
 			rc=1
 			continue
 		fi
@@ -92,7 +88,7 @@ lab_one()
 }
 
 stage host host_tests
-# the guests' initramfs once, before lab_one's runs would each build it
+# the guests' initramfs once, before lab_one's two runs would each build it
 "$top/selftests/lab/lab.sh" initramfs > /dev/null
 stage lab-one lab_one
 stage lab-two "$top/selftests/lab/lab.sh" run two "${two[@]}"

@@ -7,10 +7,13 @@
 # and a management NIC (eth2), and runs kselftest directories, scenarios or
 # an interactive shell in them.
 #
-#   lab.sh run one|two DIR...   run kselftest DIRs on host 1 (TAP on stdout);
+#   lab.sh run one|two [--part K/N] DIR...
+#                               run kselftest DIRs on host 1 (TAP on stdout);
 #                               exit 0 only if every test passed or skipped,
 #                               the guest printed the success token and no
-#                               guest dmesg shows a kernel bug
+#                               guest dmesg shows a kernel bug; with --part,
+#                               every Nth of their tests from the Kth on
+#                               (N runs share the tests between them)
 #   lab.sh scenario NAME [one|two]
 #                               run selftests/lab/scenarios/NAME.sh on host 1
 #                               (default: two hosts), console streamed
@@ -407,12 +410,19 @@ parse_nhosts()
 
 cmd_run()
 {
-	local nhosts dir rc=0
+	local nhosts dir rc=0 part=
 	local -a dirs=()
 
 	[ $# -ge 2 ] || usage
 	nhosts=$(parse_nhosts "$1")
 	shift
+	if [ "$1" = --part ]; then
+		[[ "${2:-}" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] && [ "${2%/*}" -le "${2#*/}" ] ||
+			die "--part K/N with 1 <= K <= N, got '${2:-}'"
+		part="--part $2 "
+		shift 2
+	fi
+	[ $# -ge 1 ] || usage
 	"$LAB_DIR/get-kselftest.sh" "$KSFT_OUT"
 	for dir in "$@"; do
 		[ -f "$dir/Makefile" ] || die "$dir: not a kselftest directory (no Makefile)"
@@ -422,7 +432,7 @@ cmd_run()
 		make -s -C "$dir" KSFT_DIR="$KSFT_DIR" all || die "$dir: build failed"
 		dirs+=("$dir")
 	done
-	boot_lab "$nhosts" "ksft-run ${dirs[*]} 2>&1 | tee \"\$LAB_OUT/tap\""
+	boot_lab "$nhosts" "ksft-run $part${dirs[*]} 2>&1 | tee \"\$LAB_OUT/tap\""
 	check_token || rc=1
 	check_dmesg "$nhosts" || rc=1
 	check_tap "$RUN/host1/out/tap" || rc=1
