@@ -39,7 +39,7 @@
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
 # info) and TORTURE_PULLS are passed on to a scenario's guest.
-# LAB_TIMEOUT (seconds per VM run, default 1500), LAB_ACCEL
+# LAB_TIMEOUT (seconds per VM run, default 2700), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
@@ -52,7 +52,7 @@ SHIFT_TOP=$(cd "$LAB_DIR/../.." && pwd)
 BUILD=$SHIFT_TOP/build/lab
 KSFT_OUT=$SHIFT_TOP/build/kselftest
 KSFT_DIR=$KSFT_OUT/tools/testing/selftests
-LAB_TIMEOUT=${LAB_TIMEOUT:-1500}
+LAB_TIMEOUT=${LAB_TIMEOUT:-2700}
 LAB_MEM=${LAB_MEM:-1024}
 # Modules the initramfs loads (with dependencies, in order) to reach 9p.
 INITRAMFS_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
