@@ -38,7 +38,8 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info) and TORTURE_PULLS are passed on to a scenario's guest.
+# info) and TORTURE_PULLS are passed on to a scenario's guest; LAB_TESTS
+# ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in that order.
 # LAB_TIMEOUT (seconds per VM run, default 2700), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
@@ -432,7 +433,7 @@ cmd_run()
 		make -s -C "$dir" KSFT_DIR="$KSFT_DIR" all || die "$dir: build failed"
 		dirs+=("$dir")
 	done
-	boot_lab "$nhosts" "ksft-run $part${dirs[*]} 2>&1 | tee \"\$LAB_OUT/tap\""
+	boot_lab "$nhosts" "$(scenario_env)ksft-run $part${dirs[*]} 2>&1 | tee \"\$LAB_OUT/tap\""
 	check_token || rc=1
 	check_dmesg "$nhosts" || rc=1
 	check_tap "$RUN/host1/out/tap" || rc=1
@@ -441,13 +442,13 @@ cmd_run()
 	return $rc
 }
 
-# scenario_env: the "VAR=VALUE " words that carry the scenarios' knobs set
-# here (LU_LOG, TORTURE_PULLS) into the guest, shell-quoted.
+# scenario_env: the "VAR=VALUE " words that carry the knobs set here
+# (LU_LOG, TORTURE_PULLS, LAB_TESTS) into the guest, shell-quoted.
 scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS; do
+	for v in LU_LOG TORTURE_PULLS LAB_TESTS; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }
