@@ -8,7 +8,6 @@
  * opened context then gets the library's data verbs.  With SHIFTU_DISABLE=1
  * contexts are left exactly as the provider made them.
  */
-#include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -31,13 +30,6 @@
 #include "shadow.h"
 #include "util.h"
 #include "wrapi.h"
-
-#define IBVERBS_VERSION	"IBVERBS_1.1"
-
-struct shiftu_real shiftu_real;
-
-static pthread_once_t real_once = PTHREAD_ONCE_INIT;
-static bool real_ok;
 
 /*
  * Contexts, newest first.  Nodes are never freed: a closed context's node
@@ -118,48 +110,6 @@ static struct {
 	uint64_t contexts, qps;
 	uint64_t post_sends, post_recvs, wr_starts, wr_completes;
 } retired;
-
-#define RESOLVE(field, name, ver) ({					\
-	shiftu_real.field = dlvsym(RTLD_NEXT, name, ver);		\
-	if (!shiftu_real.field)						\
-		shiftu_err("cannot find the real %s@%s: %s", name, ver,	\
-			   dlerror());					\
-	shiftu_real.field != NULL; })
-
-static void real_resolve(void)
-{
-	real_ok = RESOLVE(open_device, "ibv_open_device", IBVERBS_VERSION) &
-		  RESOLVE(close_device, "ibv_close_device", IBVERBS_VERSION) &
-		  RESOLVE(create_qp, "ibv_create_qp", IBVERBS_VERSION) &
-		  RESOLVE(modify_qp, "ibv_modify_qp", IBVERBS_VERSION) &
-		  RESOLVE(destroy_qp, "ibv_destroy_qp", IBVERBS_VERSION) &
-		  RESOLVE(alloc_pd, "ibv_alloc_pd", IBVERBS_VERSION) &
-		  RESOLVE(dealloc_pd, "ibv_dealloc_pd", IBVERBS_VERSION) &
-		  RESOLVE(reg_mr, "ibv_reg_mr", IBVERBS_VERSION) &
-		  RESOLVE(reg_mr_iova, "ibv_reg_mr_iova", "IBVERBS_1.7") &
-		  RESOLVE(reg_mr_iova2, "ibv_reg_mr_iova2", "IBVERBS_1.8") &
-		  RESOLVE(dereg_mr, "ibv_dereg_mr", IBVERBS_VERSION) &
-		  RESOLVE(create_cq, "ibv_create_cq", IBVERBS_VERSION) &
-		  RESOLVE(destroy_cq, "ibv_destroy_cq", IBVERBS_VERSION) &
-		  RESOLVE(get_device_list, "ibv_get_device_list", IBVERBS_VERSION) &
-		  RESOLVE(free_device_list, "ibv_free_device_list", IBVERBS_VERSION) &
-		  RESOLVE(query_gid, "ibv_query_gid", IBVERBS_VERSION) &
-		  RESOLVE(get_device_name, "ibv_get_device_name", IBVERBS_VERSION) &
-		  RESOLVE(get_device_guid, "ibv_get_device_guid", IBVERBS_VERSION) &
-		  RESOLVE(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6") &
-		  RESOLVE(create_comp_channel, "ibv_create_comp_channel", "IBVERBS_1.0") &
-		  RESOLVE(get_cq_event, "ibv_get_cq_event", IBVERBS_VERSION) &
-		  RESOLVE(ack_cq_events, "ibv_ack_cq_events", IBVERBS_VERSION);
-}
-
-/* The real verbs, or false with errno set when libibverbs is not there. */
-static bool real_verbs(void)
-{
-	pthread_once(&real_once, real_resolve);
-	if (!real_ok)
-		errno = ENOSYS;
-	return real_ok;
-}
 
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
 {
@@ -546,7 +496,7 @@ SHIFTU_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	const struct shiftu_config *cfg;
 	struct ibv_context *ctx;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	ctx = shiftu_real.open_device(dev);
 	if (!ctx)
@@ -561,7 +511,7 @@ SHIFTU_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *dev)
 
 SHIFTU_EXPORT int ibv_close_device(struct ibv_context *ctx)
 {
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return ENOSYS;
 	ctx_detach(ctx);
 	return shiftu_real.close_device(ctx);
@@ -573,7 +523,7 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	struct ibv_qp *qp;
 	bool grown;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	caps_ask(attr, &grown);
 	qp = shiftu_real.create_qp(pd, attr);
@@ -589,7 +539,7 @@ SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	struct shiftu_vqp *vq;
 	int ret;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return ENOSYS;
 	ret = shiftu_real.modify_qp(qp, attr, mask);
 	if (ret)
@@ -618,7 +568,7 @@ SHIFTU_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 {
 	struct ibv_pd *pd;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	pd = shiftu_real.alloc_pd(ctx);
 	if (pd)
@@ -628,7 +578,7 @@ SHIFTU_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 
 SHIFTU_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return ENOSYS;
 	shiftu_shadow_pd_gone(pd);
 	return shiftu_real.dealloc_pd(pd);
@@ -647,7 +597,7 @@ SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr,
 {
 	struct ibv_mr *mr;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	mr = shiftu_real.reg_mr(pd, addr, length, access);
 	if (mr && shiftu_ctx_find(pd->context))
@@ -660,7 +610,7 @@ SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr,
 {
 	struct ibv_mr *mr;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	mr = shiftu_real.reg_mr_iova(pd, addr, length, iova, access);
 	if (mr && shiftu_ctx_find(pd->context))
@@ -674,7 +624,7 @@ SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 {
 	struct ibv_mr *mr;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	mr = shiftu_real.reg_mr_iova2(pd, addr, length, iova, access);
 	if (mr && shiftu_ctx_find(pd->context))
@@ -684,7 +634,7 @@ SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 
 SHIFTU_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return ENOSYS;
 	shiftu_shadow_mr_gone(mr);
 	return shiftu_real.dereg_mr(mr);
@@ -697,7 +647,7 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 {
 	struct ibv_cq *cq;
 
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return NULL;
 	/*
 	 * A failover puts up to four completions of the library's own per QP
@@ -715,7 +665,7 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 
 SHIFTU_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return ENOSYS;
 	shiftu_shadow_cq_gone(cq);
 	return shiftu_real.destroy_cq(cq);
@@ -723,7 +673,7 @@ SHIFTU_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 
 SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	if (!real_verbs())
+	if (!shiftu_real_verbs())
 		return ENOSYS;
 	qp_detach(qp);
 	return shiftu_real.destroy_qp(qp);

@@ -4,8 +4,9 @@
  *
  * Control verbs are exported functions of libibverbs, so the library defines
  * the same symbols, with the same symbol version (IBVERBS_1.1, see
- * libshiftu.map); preloaded or linked ahead of libibverbs, its definitions
- * win, and it reaches the real ones with dlvsym(RTLD_NEXT).  Data verbs are
+ * libshiftu.map); preloaded, linked ahead of libibverbs or reached through
+ * the shim directory, its definitions win, and it reaches the real ones
+ * through libibverbs' own handle (real.c).  Data verbs are
  * static inlines that jump through function pointers the provider filled in:
  * the context's ops (post_send, post_recv, poll_cq, req_notify_cq), the
  * extended context's create_qp_ex, and each extended QP's wr_* members
@@ -34,7 +35,7 @@
 struct rxe_queue_buf;
 
 /*
- * The real verbs, resolved once (interpose.c).  Every libibverbs function
+ * The real verbs, resolved once (real.c).  Every libibverbs function
  * the library calls is reached through here, so that the library does not
  * need libibverbs loaded: a preloaded program that never opens a device
  * loads nothing more.
@@ -71,6 +72,9 @@ struct shiftu_real {
 };
 
 extern struct shiftu_real shiftu_real;
+
+/* Resolve shiftu_real once; false, with errno ENOSYS, if it cannot be. */
+bool shiftu_real_verbs(void);
 
 /*
  * One per opened device context: the provider's function pointers that the
