@@ -65,16 +65,20 @@ lu_kill_server()
 }
 
 # lu_env PRELOAD LOGFILE: the "env ..." prefix of a command run with the
-# library preloaded (PRELOAD=1), logging at info to LOGFILE, with the store
-# LU_STORE (default: the library's own) and the further VAR=VALUE words in
-# LU_ENV; or without it.
+# library preloaded (PRELOAD=1) or through shiftu-run (PRELOAD=run: the shim
+# directory too), logging at info to LOGFILE, with the store LU_STORE
+# (default: the library's own) and the further VAR=VALUE words in LU_ENV;
+# or without it (PRELOAD=0).
+LU_RUN=$SHIFT_TOP/userlib/shiftu-run
 lu_env()
 {
-	if [ "$1" = 1 ]; then
-		echo "env LD_PRELOAD=$LU_LIB SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}${LU_ENV:+ $LU_ENV}"
-	else
-		echo "env -u LD_PRELOAD"
-	fi
+	local vars="SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}${LU_ENV:+ $LU_ENV}"
+
+	case $1 in
+	1) echo "env LD_PRELOAD=$LU_LIB $vars" ;;
+	run) echo "env -u LD_PRELOAD $vars $LU_RUN -q --" ;;
+	*) echo "env -u LD_PRELOAD" ;;
+	esac
 }
 
 # The programs' own TCP exchange (perftest's, shiftgen's) runs over mgmt:
@@ -401,7 +405,7 @@ lu_srv_start()
 
 # lu_srv_collect TAG PRE: once the client of the pair TAG is done, its
 # server's status (it ends by itself within 30 s, else "none"), output and,
-# if preloaded (PRE=1), libshiftu log, into $FT_TMP/TAG.srv.{rc,out,shiftu}.
+# if preloaded (PRE not 0), libshiftu log, into $FT_TMP/TAG.srv.{rc,out,shiftu}.
 # Returns 1 when the server did not end.
 lu_srv_collect()
 {
@@ -410,7 +414,7 @@ lu_srv_collect()
 	lu_peer_out "(for i in \$(seq 600); do [ -s $rrc ] && exec cat $rrc; sleep 0.05; done; echo none)" \
 		> "$FT_TMP/$tag.srv.rc" || fail "$tag: no server status from host 2"
 	lu_peer_out "cat $LU_RDIR/$tag.srv.out" > "$FT_TMP/$tag.srv.out" || true
-	if [ "$pre" = 1 ]; then
+	if [ "$pre" != 0 ]; then
 		lu_peer_out "cat $LU_RDIR/$tag.srv.shiftu" > "$FT_TMP/$tag.srv.shiftu" ||
 			rm -f "$FT_TMP/$tag.srv.shiftu"
 	fi

@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: a program that reaches libibverbs as NCCL does (dlopen, then each
+# verb looked up by that handle with dlvsym: shiftgen_dl), run under
+# shiftu-run on both hosts, is protected: its checked NCCL-like traffic
+# (bulk WRITEs closed by a WRITE_WITH_IMM, one-sided credits) rides host
+# 1's rail 0 pulled by the cable and host 2's taken down by ip link, with
+# no message lost, doubled, reordered or corrupt, rail 1 carrying it during
+# the outage and rail 0 after.  And that shiftu-run is what reaches such a
+# program: with libshiftu only preloaded, the same run never goes through
+# the library (it opens no context there).
+#
+#     host 1 (shiftu-run shiftgen_dl client)         host 2 (shiftu-run shiftgen_dl server)
+#     dlopen("libibverbs.so") = shim: libshiftu, then libibverbs (dlvsym by handle)
+#     rxe0 ─ eth0 ══ rail 0 (down 5-10 s) ══════════ eth0 ─ rxe0
+#     rxe1 ─ eth1 ── rail 1 (the twins) ─────────── eth1 ─ rxe1
+#     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GENDL=$LU_DIR/shiftgen_dl
+[ -x "$GENDL" ] || skip "shiftgen_dl not built (make -C $LU_DIR)"
+[ -x "$LU_RUN" ] || skip "shiftu-run not built (make -C $SHIFT_TOP lib)"
+lu_ride_setup "$GENDL"
+if nm -D --undefined-only "$GENDL" 2> /dev/null | grep -q ' ibv_'; then
+	fail "shiftgen_dl is linked against libibverbs: it would not test NCCL's way"
+fi
+
+# The control: preloaded only.  The traffic is clean, and the library
+# never saw a device.
+lu_keep preload dlopen
+lu_pair preload 1 "$GENDL" -m write_imm -n 2000
+lu_gen_clean preload
+if grep -q 'interposed' "$FT_TMP/preload.cli.shiftu" 2> /dev/null; then
+	lu_fail preload "preloaded alone, libshiftu interposed a program that dlopens libibverbs: this test could not tell what shiftu-run adds"
+fi
+log "preload: libshiftu preloaded alone did not reach shiftgen_dl (as expected): $(grep '^shiftgen: role=server' "$FT_TMP/preload.srv.out")"
+
+# dl_ride TAG ON BY: the pair TAG under shiftu-run through rail 0 of host ON
+# going down by BY (lu_pull), judged as lu_ride judges perftest's.
+dl_ride()
+{
+	local tag=$1 s0 s1 r0 r1 off on
+	LU_PULL_ON=$2 LU_PULL_BY=$3
+
+	lu_keep "$tag" dlopen
+	LU_DURING=lu_pull lu_pair "$tag" run "$GENDL" -m write_imm -D 17
+	read -r s0 s1 < "$FT_TMP/$tag.outage"
+	read -r r0 r1 < "$FT_TMP/$tag.after"
+	read -r off on < "$FT_TMP/$tag.times"
+	log "$tag: host $2's rail 0 down by $3 from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; after: rail 0 $r0, rail 1 $r1"
+	lu_gen_clean "$tag"
+	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.cli.shiftu" ||
+		lu_fail "$tag" "the client's QP did not fail over"
+	grep -q 'failed back from rxe1' "$FT_TMP/$tag.cli.shiftu" ||
+		lu_fail "$tag" "the client's QP did not fail back"
+	lu_check_log "$tag" cli "failovers=1" "failbacks=1" "twin_wcs>0"
+	lu_check_log "$tag" srv "qps>=1"
+	[ "$s1" -gt 100 ] || lu_fail "$tag" "rail 1 carried only $s1 packets during the outage"
+	[ "$r0" -gt 100 ] || lu_fail "$tag" "rail 0 carried only $r0 packets after the repair"
+	log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"
+}
+
+dl_ride cable1 1 link
+dl_ride ip2 2 ip
