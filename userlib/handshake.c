@@ -23,9 +23,18 @@
 
 #define MAX_CHANNELS	16
 
+/*
+ * The channels the watcher waits on, under ch_lock; ch_gen counts their
+ * removals.  The watcher serves one round of events under serve_lock, and
+ * only if ch_gen has not moved since it copied the list: a channel that
+ * goes (shiftu_hs_channel_gone) waits out the round in progress, after
+ * which no round uses it.  Order: serve_lock, then ch_lock.
+ */
 static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_comp_channel *channels[MAX_CHANNELS];
 static unsigned int n_channels;
+static uint64_t ch_gen;
 static bool watcher_started;
 
 int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
@@ -95,11 +104,14 @@ static void *watcher(void *arg)
 	struct ibv_comp_channel *chs[MAX_CHANNELS];
 	int page = shiftu_health_fd();
 	unsigned int i, n;
+	uint64_t gen;
+	bool stale;
 
 	(void)arg;
 	for (;;) {
 		pthread_mutex_lock(&ch_lock);
 		n = n_channels;
+		gen = ch_gen;
 		for (i = 0; i < n; i++) {
 			chs[i] = channels[i];
 			fds[i].fd = chs[i]->fd;
@@ -111,9 +123,14 @@ static void *watcher(void *arg)
 		/* new channels are picked up within 200 ms */
 		if (poll(fds, n + 1, 200) <= 0)
 			continue;
-		for (i = 0; i < n; i++)
+		pthread_mutex_lock(&serve_lock);
+		pthread_mutex_lock(&ch_lock);
+		stale = gen != ch_gen;
+		pthread_mutex_unlock(&ch_lock);
+		for (i = 0; i < n && !stale; i++)
 			if (fds[i].revents & POLLIN)
 				channel_events(chs[i]);
+		pthread_mutex_unlock(&serve_lock);
 		if (fds[n].revents & POLLIN)
 			page_moved(page);
 	}
@@ -151,4 +168,24 @@ struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 	pthread_mutex_unlock(&ch_lock);
 	s->bak_channel = ch;
 	return ch;
+}
+
+void shiftu_hs_channel_gone(struct ibv_comp_channel *ch)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&ch_lock);
+	for (i = 0; i < n_channels && channels[i] != ch; i++)
+		;
+	if (i < n_channels) {
+		channels[i] = channels[--n_channels];
+		ch_gen++;
+	}
+	pthread_mutex_unlock(&ch_lock);
+	/* a round that began before the removal ends before this returns */
+	pthread_mutex_lock(&serve_lock);
+	pthread_mutex_unlock(&serve_lock);
+	if (shiftu_real.destroy_comp_channel(ch))
+		shiftu_warn("cannot destroy a completion channel of a backup context: %s",
+			    strerror(errno));
 }

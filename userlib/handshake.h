@@ -74,4 +74,11 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack);
  */
 struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s);
 
+/*
+ * @ch, a backup context's channel whose twin CQs are all gone, leaves the
+ * watcher and is destroyed.  Context: no library lock held (it waits for
+ * the watcher's round, which takes CQ locks).
+ */
+void shiftu_hs_channel_gone(struct ibv_comp_channel *ch);
+
 #endif /* _SHIFTU_HANDSHAKE_H */

@@ -66,6 +66,7 @@ struct shiftu_real {
 	__be64 (*get_device_guid)(struct ibv_device *dev);
 	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
 	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
+	int (*destroy_comp_channel)(struct ibv_comp_channel *channel);
 	int (*get_cq_event)(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			    void **cq_context);
 	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);

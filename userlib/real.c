@@ -64,6 +64,7 @@ static const struct real_sym {
 	SYM(get_device_guid, "ibv_get_device_guid", "IBVERBS_1.1"),
 	SYM(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6"),
 	SYM(create_comp_channel, "ibv_create_comp_channel", "IBVERBS_1.0"),
+	SYM(destroy_comp_channel, "ibv_destroy_comp_channel", "IBVERBS_1.0"),
 	SYM(get_cq_event, "ibv_get_cq_event", "IBVERBS_1.1"),
 	SYM(ack_cq_events, "ibv_ack_cq_events", "IBVERBS_1.1"),
 #undef SYM

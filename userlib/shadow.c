@@ -151,19 +151,31 @@ void shiftu_shadow_ctx(struct shiftu_ctx *sctx)
 	pthread_mutex_unlock(&shadow_lock);
 }
 
+/*
+ * The backup context goes with its application context, and its channel
+ * with it: the node is reused by the next context opened, whose twin CQs
+ * could not take a channel of a closed context (EBADF).
+ */
 void shiftu_shadow_ctx_gone(struct shiftu_ctx *sctx)
 {
+	struct ibv_comp_channel *ch;
+	struct ibv_context *bak;
 	unsigned int i;
 
 	pthread_mutex_lock(&shadow_lock);
 	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
 		if (ctxs[i] == sctx)
 			ctxs[i] = NULL;
-	if (sctx->bak_ctx) {
-		shiftu_real.close_device(sctx->bak_ctx);
-		sctx->bak_ctx = NULL;
-	}
+	bak = sctx->bak_ctx;
+	ch = sctx->bak_channel;
+	sctx->bak_ctx = NULL;
+	sctx->bak_channel = NULL;
+	sctx->bak_name[0] = '\0';
 	pthread_mutex_unlock(&shadow_lock);
+	if (ch)
+		shiftu_hs_channel_gone(ch);
+	if (bak)
+		shiftu_real.close_device(bak);
 }
 
 void shiftu_shadow_pd(struct ibv_pd *pd)
