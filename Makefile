@@ -43,8 +43,8 @@ MAKEFLAGS += --no-print-directory
 endif
 
 TOOL_DIRS     := tools/shiftmon
-SELFTEST_DIRS := selftests/shift_ft selftests/shiftmon
-LAB_ONE_DIRS  := selftests/shift_ft selftests/shiftmon
+SELFTEST_DIRS := selftests/shift_ft selftests/shiftmon selftests/libshiftu
+LAB_ONE_DIRS  := selftests/shift_ft selftests/shiftmon selftests/libshiftu
 LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 		 selftests/libshiftu_2host
 

@@ -138,21 +138,22 @@ if [ -n "$two" ]; then
 	sleep 2
 	"$sm" show paths
 
-	step "libshiftu: unmodified ib_write_bw, preloaded on both hosts; host 1's rail 0 pulled 3 s in, plugged back at 8 s"
+	step "libshiftu: unmodified ib_write_bw under shiftu-run on both hosts; host 1's rail 0 pulled 3 s in, plugged back at 8 s"
 	. lab-lib.sh
-	lib=$SHIFT_TOP/userlib/libshiftu.so.0
-	env="SHIFTU_LOG=info SHIFTU_STORE=$store"
+	run="$SHIFT_TOP/userlib/shiftu-run -l info -s $store"
 	g1=$(lab_gid_index rxe0)
 	g2=$(lab-peer ". lab-lib.sh; lab_gid_index rxe0")
-	lab-peer --bg "env LD_PRELOAD=$lib $env SHIFTU_LOG_FILE=/tmp/demo-srv.shiftu \
+	lab-peer --bg "$run -o /tmp/demo-srv.shiftu -- \
 		ib_write_bw -d rxe0 -x $g2 -p 18800 -s 65536 -D 16 -F > /tmp/demo-srv.out 2>&1" > /dev/null
 	sleep 1.5
-	env LD_PRELOAD="$lib" $env SHIFTU_LOG_FILE=/tmp/demo-cli.shiftu \
+	$run -o /tmp/demo-cli.shiftu -- \
 		ib_write_bw -d rxe0 -x "$g1" -p 18800 -s 65536 -D 16 -F 10.0.0.2 > /tmp/demo-cli.out 2>&1 &
 	bw=$!
 	demo_rails "$bw"
 	rc=0
 	wait "$bw" || rc=$?
+	echo "  what shiftu-run said on host 1:"
+	grep '^shiftu-run:' /tmp/demo-cli.out | sed 's/^/  /'
 	echo "  ib_write_bw exited $rc:"
 	grep -E '^ *65536 ' /tmp/demo-cli.out | sed 's/^/  /'
 	echo "  what libshiftu said (info lines of both hosts):"
