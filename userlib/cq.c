@@ -204,10 +204,32 @@ void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
 }
 
 /*
+ * Whether @st says the path or the NIC failed, not the request: the
+ * transport gave up, the device did, Soft-RoCE found no route (ip link
+ * down), or the QP was flushed after one of those.  Any other error is the
+ * application's own (a bad key, length or opcode, a receiver not ready).
+ */
+static bool path_error(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_WR_FLUSH_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_RESP_TIMEOUT_ERR:
+	case IBV_WC_GENERAL_ERR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * The QP of the error completion @wc, polled from @cq, if the library can
  * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
  * or move it onto its twin again as it goes back (shiftu_rejoin()); else
- * NULL: what the library would refuse is left to the application.
+ * NULL: what the library would refuse is left to the application, and so
+ * is a default QP the application's own error broke, from that error on.
  */
 static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
 				   const struct ibv_wc *wc)
@@ -217,6 +239,13 @@ static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq
 	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
 	    (vq->scq->app != cq && vq->rcq->app != cq))
 		return NULL;
+	if (vq->state == SHIFTU_SEND_DEFAULT && !shiftu_going_back(vq) &&
+	    (__atomic_load_n(&vq->app_failed, __ATOMIC_RELAXED) || !path_error(wc->status))) {
+		if (!__atomic_exchange_n(&vq->app_failed, 1, __ATOMIC_RELAXED))
+			shiftu_info("qp %u: %s: the application's own error, left to it",
+				    vq->reg.app_qp->qp_num, wc_status_word(wc->status));
+		return NULL;
+	}
 	if (shiftu_going_back(vq))
 		return vq;
 	if (vq->state == SHIFTU_SEND_DEFAULT &&

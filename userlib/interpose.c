@@ -131,6 +131,7 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 static void ctx_attach(struct ibv_context *ctx)
 {
 	struct verbs_context *vctx = verbs_get_ctx_op(ctx, create_qp_ex);
+	struct ibv_device_attr attr;
 	struct shiftu_ctx *s;
 	bool fresh = false;
 	size_t i;
@@ -152,6 +153,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	snprintf(s->dev_name, sizeof(s->dev_name), "%s",
 		 shiftu_real.get_device_name(ctx->device));
 	s->node_guid = be64toh(shiftu_real.get_device_guid(ctx->device));
+	s->max_cqe = shiftu_real.query_device(ctx, &attr) ? 0 : attr.max_cqe;
 	s->post_send = ctx->ops.post_send;
 	s->post_recv = ctx->ops.post_recv;
 	s->poll_cq = ctx->ops.poll_cq;
@@ -551,6 +553,9 @@ SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	 * Remember where the QP goes, and make the next post re-read the
 	 * table for it (verbs rule: no post runs concurrently with this).
 	 */
+	/* a QP the application resets is its to use afresh */
+	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		__atomic_store_n(&vq->app_failed, 0, __ATOMIC_RELAXED);
 	if (mask & IBV_QP_PORT)
 		vq->port_num = attr->port_num;
 	if ((mask & IBV_QP_AV) && attr->ah_attr.is_global) {
@@ -645,6 +650,7 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 					   struct ibv_comp_channel *channel,
 					   int comp_vector)
 {
+	struct shiftu_ctx *s;
 	struct ibv_cq *cq;
 
 	if (!shiftu_real_verbs())
@@ -653,10 +659,16 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 	 * A failover puts up to four completions of the library's own per QP
 	 * into its CQs (the markers behind both queues, a control message
 	 * flushed on each): room for the QPs that share this CQ, so that it
-	 * cannot overflow.  The CQ reports its larger size, as verbs allow.
+	 * cannot overflow.  The CQ reports its larger size, as verbs allow;
+	 * never past the device's limit, which the application may ask for.
 	 */
-	if (cqe > 0 && shiftu_ctx_find(ctx))
-		cqe += SHIFTU_CQ_EXTRA;
+	s = shiftu_ctx_find(ctx);
+	if (cqe > 0 && s) {
+		if (!s->max_cqe || cqe <= s->max_cqe - SHIFTU_CQ_EXTRA)
+			cqe += SHIFTU_CQ_EXTRA;
+		else if (cqe < s->max_cqe)
+			cqe = s->max_cqe;
+	}
 	cq = shiftu_real.create_cq(ctx, cqe, cq_context, channel, comp_vector);
 	if (cq)
 		shiftu_shadow_cq(cq);

@@ -67,6 +67,7 @@ struct shiftu_real {
 	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
 	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
 	int (*destroy_comp_channel)(struct ibv_comp_channel *channel);
+	int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
 	int (*get_cq_event)(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			    void **cq_context);
 	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);
@@ -88,6 +89,7 @@ struct shiftu_ctx {
 	struct shiftu_ctx *next;		/* shiftu_ctx_list, under ctx_lock */
 	char dev_name[IBV_SYSFS_NAME_MAX];
 	uint64_t node_guid;			/* host order, as the page has it */
+	int max_cqe;				/* the device's, 0 if unknown */
 
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			 struct ibv_send_wr **bad_wr);
@@ -342,6 +344,13 @@ struct shiftu_vqp {
 	 */
 	uint8_t report_down;
 	uint8_t reported;
+	/*
+	 * The application's own error (a bad key, length, opcode, a receiver
+	 * not ready) broke the default QP: what follows, its flushes too, is
+	 * the application's, never a failover.  Set by a poller (relaxed);
+	 * read by pollers.
+	 */
+	uint8_t app_failed;
 	uint64_t fb_wait_ns;		/* until then, wait for the peer's move back */
 	/* when the work last came back to the default QP (CLOCK_MONOTONIC
 	 * ns; fo_lock; read relaxed by shiftu_vqp_primary()) */

@@ -65,6 +65,7 @@ static const struct real_sym {
 	SYM(qp_to_qp_ex, "ibv_qp_to_qp_ex", "IBVERBS_1.6"),
 	SYM(create_comp_channel, "ibv_create_comp_channel", "IBVERBS_1.0"),
 	SYM(destroy_comp_channel, "ibv_destroy_comp_channel", "IBVERBS_1.0"),
+	SYM(query_device, "ibv_query_device", "IBVERBS_1.1"),
 	SYM(get_cq_event, "ibv_get_cq_event", "IBVERBS_1.1"),
 	SYM(ack_cq_events, "ibv_ack_cq_events", "IBVERBS_1.1"),
 #undef SYM
