@@ -133,6 +133,8 @@ struct shiftu_ctx {
 	 */
 	struct shiftu_vqp *rcache[64];
 
+	/* the shadow thread makes its backup (shadow.c; shadow_lock) */
+	bool shadowed;
 	/* the backup: written by the shadow thread only (shadow.c) */
 	struct ibv_context *bak_ctx;
 	struct ibv_comp_channel *bak_channel;	/* its twin CQs' events */

@@ -48,7 +48,6 @@ static bool shadow_started;
 static unsigned int shadow_gen;		/* bumped by every record: wakes */
 static int shadow_poked;		/* shiftu_shadow_poke(), lock-free */
 
-static struct shiftu_ctx *ctxs[16];	/* contexts with a backup to make */
 static struct shiftu_pd *pds;
 static struct shiftu_mr *mrs;
 static struct shiftu_cq *cqs;
@@ -135,18 +134,9 @@ void shiftu_shadow_poke(void)
 
 void shiftu_shadow_ctx(struct shiftu_ctx *sctx)
 {
-	unsigned int i;
-
 	pthread_once(&shadow_once, shadow_start);
 	pthread_mutex_lock(&shadow_lock);
-	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
-		if (!ctxs[i]) {
-			ctxs[i] = sctx;
-			break;
-		}
-	if (i == SHIFTU_ARRAY_SIZE(ctxs))
-		shiftu_warn("context %s: too many devices open: unprotected",
-			    sctx->dev_name);
+	sctx->shadowed = true;
 	kick();
 	pthread_mutex_unlock(&shadow_lock);
 }
@@ -160,12 +150,9 @@ void shiftu_shadow_ctx_gone(struct shiftu_ctx *sctx)
 {
 	struct ibv_comp_channel *ch;
 	struct ibv_context *bak;
-	unsigned int i;
 
 	pthread_mutex_lock(&shadow_lock);
-	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
-		if (ctxs[i] == sctx)
-			ctxs[i] = NULL;
+	sctx->shadowed = false;
 	bak = sctx->bak_ctx;
 	ch = sctx->bak_channel;
 	sctx->bak_ctx = NULL;
@@ -1139,13 +1126,15 @@ static void failback_answer(struct shiftu_vqp *vq)
 static bool shadow_pass(void)
 {
 	bool pending = false;
+	struct shiftu_ctx *s;
 	struct shiftu_pd *p;
 	struct shiftu_mr *m;
 	struct shiftu_cq *c;
 	unsigned int i;
 
-	for (i = 0; i < SHIFTU_ARRAY_SIZE(ctxs); i++)
-		if (ctxs[i] && !ctx_backup(ctxs[i]) && ctxs[i]->bak_name[0] != '-')
+	/* the list only grows, and a node is whole before it is linked */
+	for (s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE); s; s = s->next)
+		if (s->shadowed && !ctx_backup(s) && s->bak_name[0] != '-')
 			pending = true;
 	for (p = pds; p; p = p->next)
 		if (!p->bak && p->sctx->bak_ctx) {
