@@ -26,21 +26,30 @@ cp "$TESTS"/* "$FT_TMP/rc/tests/"
 gunzip -f "$FT_TMP"/rc/tests/*.gz
 
 # run TAG [PREFIX...]: the whole suite on rxe0; TAG.out, and TAG.res with
-# one "RESULT NAME" line per test (ok, skip, FAIL, ERROR)
+# one "RESULT NAME (CLASS)" line per test (ok, skip, FAIL, ERROR).  unittest
+# -v prints a test's name, maybe its docstring's first line, then its
+# result; every test it ran must be accounted for.
 run()
 {
-	local tag=$1 t0=$SECONDS
+	local tag=$1 t0=$SECONDS ran
 	shift
 	(cd "$FT_TMP/rc" && timeout 400 "$@" "$PY" tests/run_tests.py --dev rxe0 -v) \
 		> "$FT_TMP/$tag.out" 2>&1 || true
-	awk '/^test[a-zA-Z0-9_]* \(.*\) \.\.\. / {
-		n = $1 " " $2
-		if ($NF == "ok") print "ok", n
-		else if ($(NF - 1) == "skipped" || $4 == "skipped") print "skip", n
-		else if ($NF == "FAIL") print "FAIL", n
-		else if ($NF == "ERROR") print "ERROR", n
+	awk '/^test[a-zA-Z0-9_]* \(.*\)/ { n = $1 " " $2 }
+	     n != "" && / \.\.\. / {
+		if ($NF == "ok") r = "ok"
+		else if ($0 ~ / \.\.\. skipped /) r = "skip"
+		else if ($NF == "FAIL" || $NF == "ERROR") r = $NF
+		else next
+		print r, n
+		n = ""
 	}' "$FT_TMP/$tag.out" | sort > "$FT_TMP/$tag.res"
-	log "$tag: $(awk '{ c[$1]++ } END { printf "%d ok, %d skipped, %d failed, %d errors", c["ok"], c["skip"], c["FAIL"], c["ERROR"] }' "$FT_TMP/$tag.res") in $((SECONDS - t0)) s"
+	ran=$(sed -n 's/^Ran \([0-9]*\) tests\? in .*/\1/p' "$FT_TMP/$tag.out")
+	log "$tag: $(awk '{ c[$1]++ } END { printf "%d ok, %d skipped, %d failed, %d errors", c["ok"], c["skip"], c["FAIL"], c["ERROR"] }' "$FT_TMP/$tag.res") of ${ran:-?} run, in $((SECONDS - t0)) s"
+	[ "$(wc -l < "$FT_TMP/$tag.res")" = "${ran:-x}" ] || {
+		tail -n 30 "$FT_TMP/$tag.out" | sed 's/^/# /'
+		fail "$tag: the suite did not end, or $(wc -l < "$FT_TMP/$tag.res") results were read of ${ran:-?} run"
+	}
 }
 
 run plain
@@ -48,8 +57,13 @@ run plain
 	tail -n 30 "$FT_TMP/plain.out" | sed 's/^/# /'
 	fail "fewer than 20 tests pass without the library: the suite did not run here"
 }
-run lib "$LS_RUN" -q --
-cp "$FT_TMP"/plain.out "$FT_TMP"/lib.out "$FT_OUT/" 2> /dev/null || true
+run lib "$LS_RUN" -q -l info -o "$FT_TMP/lib.shiftu" --
+cp "$FT_TMP"/plain.out "$FT_TMP"/lib.out "$FT_TMP"/lib.shiftu "$FT_OUT/" 2> /dev/null || true
+# the library was there: it interposed the contexts and protected RC QPs
+ctxs=$(grep -c 'context rxe0: interposed' "$FT_TMP/lib.shiftu" || true)
+prot=$(grep -c 'protected by qp' "$FT_TMP/lib.shiftu" || true)
+log "lib: $ctxs contexts interposed, $prot QPs protected by a twin on rxe1; $(grep -c ': warn: ' "$FT_TMP/lib.shiftu" || true) warnings"
+[ "$ctxs" -gt 0 ] || fail "the library interposed no context: the suite did not run under it"
 # every test that passed plain passes under the library
 lost=$(comm -23 <(awk '$1 == "ok" { print $2, $3 }' "$FT_TMP/plain.res" | sort) \
 		<(awk '$1 == "ok" { print $2, $3 }' "$FT_TMP/lib.res" | sort))
