@@ -637,6 +637,47 @@ SHIFTU_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	return mr;
 }
 
+/*
+ * How NCCL registers GPU memory for GPUDirect RDMA: the twin is registered
+ * from the same dma-buf, at the same offset, on the backup NIC.
+ */
+SHIFTU_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					       size_t length, uint64_t iova, int fd,
+					       int access)
+{
+	struct ibv_mr *mr;
+
+	if (!shiftu_real_verbs())
+		return NULL;
+	if (!shiftu_real.reg_dmabuf_mr) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	mr = shiftu_real.reg_dmabuf_mr(pd, offset, length, iova, fd, access);
+	if (mr && shiftu_ctx_find(pd->context))
+		shiftu_shadow_dmabuf_mr(mr, offset, length, iova, fd, access);
+	return mr;
+}
+
+/*
+ * The twin follows: it goes before the call (the keys may change, and the
+ * old twin must not outlive what it mirrored) and is made again after, from
+ * what the MR is then.  Verbs rule: no work request uses @mr meanwhile.
+ */
+SHIFTU_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
+			       void *addr, size_t length, int access)
+{
+	struct shiftu_mr *rec;
+	int ret;
+
+	if (!shiftu_real_verbs())
+		return IBV_REREG_MR_ERR_INPUT;
+	shiftu_shadow_mr_rereg(mr, &rec);
+	ret = shiftu_real.rereg_mr(mr, flags, pd, addr, length, access);
+	shiftu_shadow_mr_rereg_done(rec, ret, flags, addr, length, access);
+	return ret;
+}
+
 SHIFTU_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	if (!shiftu_real_verbs())

@@ -55,6 +55,11 @@ struct shiftu_real {
 	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t length,
 				       uint64_t iova, unsigned int access);
 	int (*dereg_mr)(struct ibv_mr *mr);
+	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			size_t length, int access);
+	/* NULL in a libibverbs older than IBVERBS_1.12 */
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t length,
+					uint64_t iova, int fd, int access);
 	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
 				    struct ibv_comp_channel *channel, int comp_vector);
 	int (*destroy_cq)(struct ibv_cq *cq);

@@ -42,8 +42,10 @@ static bool real_ok;
 static const struct real_sym {
 	size_t off;
 	const char *name, *ver;
+	bool optional;			/* newer than some libibverbs still in use */
 } real_syms[] = {
-#define SYM(field, name, ver) { offsetof(struct shiftu_real, field), name, ver }
+#define SYM(field, name, ver) { offsetof(struct shiftu_real, field), name, ver, false }
+#define SYM_OPT(field, name, ver) { offsetof(struct shiftu_real, field), name, ver, true }
 	SYM(open_device, "ibv_open_device", "IBVERBS_1.1"),
 	SYM(close_device, "ibv_close_device", "IBVERBS_1.1"),
 	SYM(create_qp, "ibv_create_qp", "IBVERBS_1.1"),
@@ -55,6 +57,8 @@ static const struct real_sym {
 	SYM(reg_mr_iova, "ibv_reg_mr_iova", "IBVERBS_1.7"),
 	SYM(reg_mr_iova2, "ibv_reg_mr_iova2", "IBVERBS_1.8"),
 	SYM(dereg_mr, "ibv_dereg_mr", "IBVERBS_1.1"),
+	SYM(rereg_mr, "ibv_rereg_mr", "IBVERBS_1.1"),
+	SYM_OPT(reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
 	SYM(create_cq, "ibv_create_cq", "IBVERBS_1.1"),
 	SYM(destroy_cq, "ibv_destroy_cq", "IBVERBS_1.1"),
 	SYM(get_device_list, "ibv_get_device_list", "IBVERBS_1.1"),
@@ -68,6 +72,7 @@ static const struct real_sym {
 	SYM(query_device, "ibv_query_device", "IBVERBS_1.1"),
 	SYM(get_cq_event, "ibv_get_cq_event", "IBVERBS_1.1"),
 	SYM(ack_cq_events, "ibv_ack_cq_events", "IBVERBS_1.1"),
+#undef SYM_OPT
 #undef SYM
 };
 
@@ -173,6 +178,8 @@ static void real_resolve(void)
 	}
 	for (s = real_syms; s < real_syms + SHIFTU_ARRAY_SIZE(real_syms); s++) {
 		p = dlvsym(h, s->name, s->ver);
+		if (!p && s->optional)
+			continue;
 		if (!p || ours(p)) {
 			shiftu_err("cannot find the real %s@%s: %s", s->name, s->ver,
 				   p ? "only libshiftu's own" : dlerror());

@@ -11,6 +11,7 @@
  * a second).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,53 +207,132 @@ static struct shiftu_pd *pd_find(const struct ibv_pd *pd)
 	return p;
 }
 
-void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
-		      uint64_t iova, unsigned int access)
+/* Add a copy of @rec unless its MR is known (one reg verb called another);
+ * false if it was not added. */
+static bool mr_add(const struct shiftu_mr *rec)
 {
 	struct shiftu_mr *m;
+	bool added = false;
 
 	pthread_mutex_lock(&mr_lock);
-	for (m = mrs; m; m = m->next)
-		if (m->app == mr)	/* one reg verb called another */
-			goto out_unlock;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		goto out_unlock;
-	m->app = mr;
-	m->addr = addr;
-	m->length = length;
-	m->iova = iova;
-	m->access = access;
-	m->next = mrs;
-	mrs = m;
-out_unlock:
+	for (m = mrs; m && m->app != rec->app; m = m->next)
+		;
+	if (!m && (m = malloc(sizeof(*m)))) {
+		*m = *rec;
+		m->next = mrs;
+		mrs = m;
+		added = true;
+	}
 	pthread_mutex_unlock(&mr_lock);
 	pthread_mutex_lock(&shadow_lock);
 	kick();
 	pthread_mutex_unlock(&shadow_lock);
+	return added;
 }
 
-void shiftu_shadow_mr_gone(struct ibv_mr *mr)
+void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
+		      uint64_t iova, unsigned int access)
+{
+	struct shiftu_mr rec = {
+		.app = mr, .addr = addr, .length = length, .iova = iova,
+		.access = access, .dmabuf_fd = -1,
+	};
+
+	mr_add(&rec);
+}
+
+void shiftu_shadow_dmabuf_mr(struct ibv_mr *mr, uint64_t offset, size_t length,
+			     uint64_t iova, int fd, unsigned int access)
+{
+	/* NCCL closes its fd as soon as the MR is registered */
+	struct shiftu_mr rec = {
+		.app = mr, .length = length, .iova = iova, .access = access,
+		.dmabuf_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0), .dmabuf_offset = offset,
+	};
+
+	if (rec.dmabuf_fd < 0) {
+		shiftu_warn("mr %#x: cannot keep its dma-buf (fd %d): %s: unprotected",
+			    mr->lkey, fd, strerror(errno));
+		return;
+	}
+	if (!mr_add(&rec))
+		close(rec.dmabuf_fd);
+}
+
+/* @m's twin and its store key go.  Context: mr_lock held; the key to
+ * forget (after the lock is dropped) is written to @key. */
+static void mr_twin_drop(struct shiftu_mr *m, char *key, size_t size)
+{
+	if (m->published)
+		snprintf(key, size, "mr:%016" PRIx64 ":%u", m->pd->sctx->node_guid,
+			 m->app->rkey);
+	if (m->bak)
+		shiftu_real.dereg_mr(m->bak);
+	m->bak = NULL;
+	m->published = false;
+	m->failed = false;
+}
+
+/* Take @mr's record out of the list, its twin gone; NULL if none. */
+static struct shiftu_mr *mr_take(struct ibv_mr *mr)
 {
 	struct shiftu_mr **pp, *m;
-
 	char key[64] = "";
 
 	pthread_mutex_lock(&mr_lock);
 	for (pp = &mrs; (m = *pp); pp = &m->next)
 		if (m->app == mr) {
 			*pp = m->next;
-			if (m->published)
-				snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u",
-					 m->pd->sctx->node_guid, m->app->rkey);
-			if (m->bak)
-				shiftu_real.dereg_mr(m->bak);
-			free(m);
+			mr_twin_drop(m, key, sizeof(key));
 			break;
 		}
 	pthread_mutex_unlock(&mr_lock);
 	if (key[0])
 		kv_forget(key);
+	return m;
+}
+
+void shiftu_shadow_mr_gone(struct ibv_mr *mr)
+{
+	struct shiftu_mr *m = mr_take(mr);
+
+	if (!m)
+		return;
+	if (m->dmabuf_fd >= 0)
+		close(m->dmabuf_fd);
+	free(m);
+}
+
+void shiftu_shadow_mr_rereg(struct ibv_mr *mr, struct shiftu_mr **rec)
+{
+	*rec = mr_take(mr);
+}
+
+void shiftu_shadow_mr_rereg_done(struct shiftu_mr *m, int ret, int flags,
+				 void *addr, size_t length, int access)
+{
+	if (!m)
+		return;
+	if (!ret) {
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+			/* the memory is the process's now, at @addr */
+			if (m->dmabuf_fd >= 0)
+				close(m->dmabuf_fd);
+			m->dmabuf_fd = -1;
+			m->addr = addr;
+			m->length = length;
+			m->iova = (uintptr_t)addr;
+		}
+		if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+			m->access = access;
+		/* the PD is looked up again from the MR (shadow_pass()) */
+		m->pd = NULL;
+	}
+	if (!mr_add(m)) {
+		if (m->dmabuf_fd >= 0)
+			close(m->dmabuf_fd);
+	}
+	free(m);
 }
 
 void shiftu_shadow_cq(struct ibv_cq *cq)
@@ -512,8 +592,14 @@ static void mr_step(struct shiftu_mr *m)
 	if (m->failed || !m->pd || !m->pd->bak)
 		return;
 	if (!m->bak) {
-		m->bak = shiftu_real.reg_mr_iova2(m->pd->bak, m->addr, m->length,
-						  m->iova, m->access);
+		errno = EOPNOTSUPP;
+		if (m->dmabuf_fd >= 0 && shiftu_real.reg_dmabuf_mr)
+			m->bak = shiftu_real.reg_dmabuf_mr(m->pd->bak, m->dmabuf_offset,
+							   m->length, m->iova,
+							   m->dmabuf_fd, m->access);
+		else if (m->dmabuf_fd < 0)
+			m->bak = shiftu_real.reg_mr_iova2(m->pd->bak, m->addr, m->length,
+							  m->iova, m->access);
 		if (!m->bak) {
 			shiftu_warn("mr %#x: cannot register on %s: %s",
 				    m->app->lkey, m->pd->sctx->bak_name,

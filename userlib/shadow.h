@@ -49,6 +49,8 @@ struct shiftu_mr {
 	size_t length;
 	uint64_t iova;
 	unsigned int access;
+	int dmabuf_fd;			/* the library's own dup, or -1 */
+	uint64_t dmabuf_offset;
 	bool published;
 	bool failed;			/* no twin possible: not tried again */
 	struct shiftu_mr *next;
@@ -90,7 +92,20 @@ void shiftu_shadow_pd(struct ibv_pd *pd);
 void shiftu_shadow_pd_gone(struct ibv_pd *pd);
 void shiftu_shadow_mr(struct ibv_mr *mr, void *addr, size_t length,
 		      uint64_t iova, unsigned int access);
+/* @mr registers @length bytes at @offset of the dma-buf @fd: its twin is
+ * registered from the same dma-buf (the library keeps a dup of @fd). */
+void shiftu_shadow_dmabuf_mr(struct ibv_mr *mr, uint64_t offset, size_t length,
+			     uint64_t iova, int fd, unsigned int access);
 void shiftu_shadow_mr_gone(struct ibv_mr *mr);
+/*
+ * ibv_rereg_mr(@mr, @flags, @pd, @addr, @length, @access) is about to run:
+ * the twin goes (its key too, as the rkey may change); then, with the call's
+ * result @ret, shiftu_shadow_mr_rereg_done() records what @mr now is and
+ * makes a new twin.  *@rec holds the record in between (NULL: not ours).
+ */
+void shiftu_shadow_mr_rereg(struct ibv_mr *mr, struct shiftu_mr **rec);
+void shiftu_shadow_mr_rereg_done(struct shiftu_mr *rec, int ret, int flags,
+				 void *addr, size_t length, int access);
 void shiftu_shadow_cq(struct ibv_cq *cq);
 void shiftu_shadow_cq_gone(struct ibv_cq *cq);
 /* A QP was created (@attr as the application gave it) or modified. */
