@@ -421,9 +421,10 @@ lu_srv_collect()
 	[ "$(cat "$FT_TMP/$tag.srv.rc")" != none ]
 }
 
-# lu_bg_start TAG SECS PROG ARGS...: a preloaded PROG pair like lu_pair's,
-# left running in the background for about SECS; the client's ARGS are the
-# server's too.  lu_bg_wait TAG collects it into the same files as lu_pair.
+# lu_bg_start TAG SECS PROG ARGS...: a PROG pair like lu_pair's, preloaded
+# (or as LU_BG_PRE says: lu_env), left running in the background for about
+# SECS; the client's ARGS are the server's too.  lu_bg_wait TAG collects it
+# into the same files as lu_pair.
 lu_bg_start()
 {
 	local tag=$1 secs=$2 prog=$3 port=$LU_PORT
@@ -431,10 +432,10 @@ lu_bg_start()
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	lu_srv_start "$tag" 1 $((secs + 60)) "$prog" "$port" "$@"
+	lu_srv_start "$tag" "${LU_BG_PRE:-1}" $((secs + 60)) "$prog" "$port" "$@"
 	ft_defer "lab-peer 'kill -- -$LU_SRV_STARTED' 2> /dev/null"
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout $((secs + 40)) $(lu_env 1 "$FT_TMP/$tag.cli.shiftu") \
+	timeout $((secs + 40)) $(lu_env "${LU_BG_PRE:-1}" "$FT_TMP/$tag.cli.shiftu") \
 		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
 	echo $! > "$FT_TMP/$tag.cli.pid"

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: NCCL-style traffic survives many failures in one run.  Two shiftgen
-# pairs run at once with libshiftu preloaded on both hosts, one in write_imm
-# mode (chunks of WRITEs closed by a WRITE_WITH_IMM notification, NCCL's
-# simple protocol), one in send mode (SEND/RECV messages, one CQ for both
+# pairs run at once with libshiftu on both hosts, one in write_imm mode
+# (chunks of WRITEs closed by a WRITE_WITH_IMM notification, NCCL's simple
+# protocol) from shiftgen_dl under shiftu-run, which reaches libibverbs as
+# NCCL does (dlopen, verbs looked up by handle), one preloaded in send mode (SEND/RECV messages, one CQ for both
 # queues as NCCL has: the library then counts receives as they are polled,
 # where the write_imm pair's drains count them); meanwhile rail 0
 # is pulled TORTURE_PULLS times (default 50), at random moments, on either
@@ -20,9 +21,11 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 GEN=$LU_DIR/shiftgen
+GENDL=$LU_DIR/shiftgen_dl
 PULLS=${TORTURE_PULLS:-50}
-[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_setup "$GEN"
+[ -x "$GEN" ] && [ -x "$GENDL" ] || skip "shiftgen or shiftgen_dl not built (make -C $LU_DIR)"
+[ -x "$LU_RUN" ] || skip "shiftu-run not built (make -C $SHIFT_TOP lib)"
+lu_setup "$GEN" "$GENDL"
 ft_require_cmd redis-server redis-cli ip
 smr_redis_start
 LU_STORE=$SMR_STORE
@@ -38,9 +41,10 @@ rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((m
 DUR=$((PULLS * 4 + 30))
 for m in imm send; do
 	lu_keep "$m" torture
-	mode=$m cq=--one-cq; [ "$m" = imm ] && mode=write_imm cq=
+	mode=$m cq=--one-cq gen=$GEN LU_BG_PRE=1
+	[ "$m" = imm ] && mode=write_imm cq= gen=$GENDL LU_BG_PRE=run
 	# shellcheck disable=SC2086 # $cq: no word or one
-	lu_bg_start "$m" "$DUR" "$GEN" -m "$mode" $cq -D "$DUR" -W $((DUR + 30))
+	lu_bg_start "$m" "$DUR" "$gen" -m "$mode" $cq -D "$DUR" -W $((DUR + 30))
 done
 
 sleep 2
