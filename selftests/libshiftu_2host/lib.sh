@@ -276,18 +276,29 @@ lu_pull()
 # packets during the outage and rail 0 after the repair.
 lu_ride()
 {
-	local prog=$3 size=$4 tag=$5 s0 s1 r0 r1 off on
+	local prog=$3 size=$4 tag=$5
 	LU_PULL_ON=$1 LU_PULL_BY=$2
 	shift 5
 	lu_keep "$tag" rides
 	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
+	lu_rode "$tag"
+	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
+		lu_fail "$tag" "no result line from the client"
+}
+
+# lu_rode TAG: the pair TAG rode lu_pull's outage: both sides exited 0, the
+# client's QP failed over to rxe1 and back once, both sides' libraries saw
+# it through, rail 1 carried host 1's packets during the outage and rail 0
+# after the repair.
+lu_rode()
+{
+	local tag=$1 s0 s1 r0 r1 off on
+
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
 	read -r off on < "$FT_TMP/$tag.times"
 	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY from $off ms to $on ms after the client's start; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1 (the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair)"
 	lu_exited_ok "$tag"
-	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
-		lu_fail "$tag" "no result line from the client"
 	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.cli.shiftu" ||
 		lu_fail "$tag" "the client's QP did not fail over"
 	grep -q 'failed back from rxe1' "$FT_TMP/$tag.cli.shiftu" ||
@@ -298,7 +309,6 @@ lu_ride()
 	[ "$r0" -gt 100 ] || lu_fail "$tag" "rail 0 carried only $r0 packets after the repair"
 	log "$tag: $(grep -o 'failed over to qp.*' "$FT_TMP/$tag.cli.shiftu")"
 	log "$tag: $(grep -o 'failed back from.*' "$FT_TMP/$tag.cli.shiftu")"
-	log "$tag: client: $(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")"
 }
 
 # lu_keep TAG DIR: when the test ends, passed or not, the files of the pair
@@ -349,7 +359,7 @@ lu_rides()
 # Fails only when the pair could not be run; the caller judges the results.
 lu_pair()
 {
-	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT
 	shift 3
 	LU_PORT=$((LU_PORT + 1))
 
@@ -357,13 +367,25 @@ lu_pair()
 	lu_srv_start "$tag" "$pre" 90 "$prog" "$port" "$@"
 	LU_SRV_PID=$LU_SRV_STARTED
 
-	rc=0
+	# shellcheck disable=SC2086 # LU_CLI_ARGS: words
+	lu_cli "$tag" "$pre" "$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" ${LU_CLI_ARGS:-} "$LU_TCP"
+}
+
+# lu_cli TAG PRE CMD...: the client of the pair TAG, whose server runs on
+# host 2 (LU_SRV_PID): CMD here, with the library as PRE says (lu_env) and
+# the words of LU_CLI_ENV, ended after 60 s, LU_DURING run meanwhile; then
+# the server's results.  Leaves TAG.cli.{out,rc,shiftu} and TAG.srv.* in
+# $FT_TMP, as lu_pair says.
+lu_cli()
+{
+	local tag=$1 pre=$2 rc=0
+	shift 2
+
 	# timeout before env, as on host 2; with LU_DURING set, that command
 	# runs while the client does (pulling cables, say)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	# shellcheck disable=SC2086 # LU_CLI_*: words
-	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ${LU_CLI_ENV:-} \
-		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" ${LU_CLI_ARGS:-} "$LU_TCP" \
+	# shellcheck disable=SC2086 # LU_CLI_ENV: words
+	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ${LU_CLI_ENV:-} "$@" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
 	if [ -n "${LU_DURING:-}" ]; then
 		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }

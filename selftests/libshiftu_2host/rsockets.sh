@@ -25,7 +25,7 @@ lu_ride_setup rstream
 RS_PORT=7471
 rs()
 {
-	local tag=$1 pre=$2 port=$RS_PORT rc=0 cmd pid
+	local tag=$1 pre=$2 port=$RS_PORT cmd pid
 	shift 2
 	RS_PORT=$((RS_PORT + 1))
 
@@ -36,19 +36,7 @@ rs()
 	LU_SRV_PID=$pid
 	# rdma_cm listens on no TCP port: give the server its start
 	lab_nap 3
-	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") rstream -s 10.0.0.2 -p "$port" -T v "$@" \
-		> "$FT_TMP/$tag.cli.out" 2>&1 &
-	if [ -n "${LU_DURING:-}" ]; then
-		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
-	fi
-	wait $! || rc=$?
-	echo "$rc" > "$FT_TMP/$tag.cli.rc"
-	if lu_srv_collect "$tag" "$pre"; then
-		LU_SRV_PID=
-	else
-		lu_kill_server
-	fi
+	lu_cli "$tag" "$pre" rstream -s 10.0.0.2 -p "$port" -T v "$@"
 	lu_exited_ok "$tag"
 	log "$tag: client: $(grep -v '^name' "$FT_TMP/$tag.cli.out" | tail -n 1)"
 }
