@@ -31,7 +31,10 @@
 # default of current releases, 4.3 s an attempt; older ones used 18, a
 # quarter of that), and retry count 6, one short of NCCL's 7, which
 # Soft-RoCE takes as "retry forever");
-# e. bandwidth on rail 1 during the outage against rail 0 before it.
+# e. bandwidth on rail 1 during the outage against rail 0 before it;
+# f. how soon after the last of a 64-QP process's QPs is ready its twins
+# all are (ib_write_bw -q 64; SHIFT reports 35 ms per QP for its shadow
+# verbs on real NICs).
 
 set -e
 # shellcheck source-path=SCRIPTDIR source=../../libshiftu_2host/lib.sh
@@ -43,6 +46,7 @@ BW_SECS=${BENCH_BW_SECS:-5}
 CG_N=${BENCH_CG_ITERS:-2000}
 ST_N1=${BENCH_STRACE_ITERS1:-1000}
 ST_N2=${BENCH_STRACE_ITERS2:-2000}
+TWIN_QPS=${BENCH_TWIN_QPS:-64}
 SHIFTGEN=${SHIFTGEN:-$SHIFT_TOP/selftests/libshiftu_2host/shiftgen}
 OUT=${LAB_OUT:-/tmp}/bench
 RES=$OUT/results
@@ -477,6 +481,39 @@ step()
 	put "$1.why" "${why:-step exited $rc, see bench/$1.log}"
 }
 
+# ---- f: the twins of a process with many QPs ----
+
+# during the many-QP run: when the client first sends on rail 0 (every QP
+# of perftest's is at RTS by then)
+twins_during()
+{
+	local p
+
+	log_stamp "$1"
+	p=$(sent_pkts rxe0)
+	for _ in $(seq 400); do
+		[ "$(sent_pkts rxe0)" = "$p" ] || break
+		sleep 0.05
+	done
+	echo "$EPOCHREALTIME" > "$OUT/$1.first"
+}
+
+step_twins()
+{
+	local tag=twins t0 tl n
+	BP_DURING=twins_during
+	bp "$tag" 1 60 ib_write_bw -q "$TWIN_QPS" -s 4096 -D 10 -F ||
+		fail "$tag: client exited $(cat "$OUT/$tag.cli.rc")"
+	BP_DURING=''
+	check_preloaded "$tag"
+	put tw.cmd "$(cat "$OUT/$tag.cmd")"
+	n=$(grep -c 'protected by qp' "$OUT/$tag.cli.shiftu" || true)
+	[ "$n" = "$TWIN_QPS" ] || fail "$tag: $n of $TWIN_QPS QPs got a twin"
+	read -r t0 < "$OUT/$tag.first"
+	tl=$(awk '/protected by qp/ { t = $1 } END { print t }' "$OUT/$tag.cli.shiftu.ts")
+	put tw.ms "$(ms "$t0" "$tl")"
+}
+
 # ---- the report ----
 
 # line FIGURE VALUE UNIT TARGET VERDICT CMD [WHY]: one report line; an
@@ -595,6 +632,13 @@ report()
 	v=$(awk -v a="$(get tp.r0_bytes)" -v b="$(get tp.r1_bytes)" 'BEGIN { if (a > 0 && b != "") printf "%.3f", b / a }')
 	line "backup/primary throughput ratio (bytes)" "$v" "" - "" "the two above; packets: rail 0 $(get tp.r0_pkts), rail 1 $(get tp.r1_pkts) in 2 s" "$(why health 'not measured')"
 	line "ib_write_bw over the whole run (with the outage)" "$(get tp.bw)" MB/s - "" "$(get fo.cmd)" "$(why health 'not measured')"
+	echo
+	echo "# f. twins of a process with $TWIN_QPS QPs, from the client's first packet (all its QPs at RTS) to its last twin ready"
+	v=$(get tw.ms)
+	line "all $TWIN_QPS twins ready after the last QP's RTS" "$v" ms - "" "$(get tw.cmd)" "$(why twins 'not measured')"
+	v=$(awk -v t="$v" -v n="$TWIN_QPS" 'BEGIN { if (t != "") printf "%.1f", (t < 0 ? 0 : t) / n }')
+	line "per QP (SHIFT: 35 ms for its shadow verbs, real NICs)" "$v" ms/QP "<= 35" \
+	     "$(judge "$v" '<=' 35 twins 'not measured')" "the line above / $TWIN_QPS"
 }
 
 # ---- main ----
@@ -608,7 +652,7 @@ ft_defer "lab-link eth0 on"
 ft_defer "lab-peer 'lab-link eth0 on'"
 log "bench: rounds $ROUNDS, latency -n $LAT_N, bandwidth -D $BW_SECS, callgrind -n $CG_N"
 
-for s in lat bw cg strace health errcqe; do
+for s in lat bw cg strace health errcqe twins; do
 	step "$s"
 done
 report | tee "$REPORT"
