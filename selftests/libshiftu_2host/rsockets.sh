@@ -43,13 +43,13 @@ rs()
 
 for pre in 0 run; do
 	lu_keep "plain_$pre" rsockets
-	rs "plain_$pre" "$pre" -S 65536 -C 2000
+	rs "plain_$pre" "$pre" -S 65536 -C 500
 done
 lu_check_log plain_run cli "qps>=1"
 
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_keep pull rsockets
-LU_DURING=lu_pull rs pull run -S 65536 -C 3000
+LU_DURING=lu_pull rs pull run -S 65536 -C 2000
 read -r s0 s1 < "$FT_TMP/pull.outage"
 log "pull: host 1's packets during the outage: rail 0 $s0, rail 1 $s1"
 grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/pull.cli.shiftu" ||
