@@ -15,6 +15,10 @@ set -e
 
 lu_ride_setup ib_write_bw
 ROUNDS=${MANY_ROUNDS:-5}
+# sixteen busy pollers leave the guest's one CPU so little that a store
+# request may time out (1 s) and be retried: said, and not a failure here
+LU_WARN_OK=': warn: store redis://[^ ]*: [A-Z]+: Connection timed out$'
+
 LU_PULL_ON=1 LU_PULL_BY=link
 
 for ((r = 1; r <= ROUNDS; r++)); do
