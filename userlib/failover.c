@@ -1008,7 +1008,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
 		       SHIFTU_WC_LOOK_ERRORS) {
 		__atomic_store_n(&vq->consumed, vq->rq.head - n_r, __ATOMIC_RELAXED);
-	} else if (nr >= 0 && !from_twin && vq->rq.head - n_r > consumed) {
+	} else if (nr >= 0 && !from_twin && shiftu_seq64_lt(consumed, vq->rq.head - n_r)) {
 		uint64_t owed = vq->rq.head - n_r - consumed;
 
 		shiftu_recv_owe(vq, owed);
@@ -1487,7 +1487,7 @@ static void failback_event(struct shiftu_vqp *vq)
 static bool drain_done(struct shiftu_vqp *vq)
 {
 	return vq->state == SHIFTU_SEND_WAIT_DRAINED &&
-	       __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED) >= vq->twin_signaled;
+	       shiftu_seq64_le(vq->twin_signaled, __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED));
 }
 
 void shiftu_try_drain(struct shiftu_vqp *vq)
