@@ -1381,7 +1381,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	case SHIFTU_SEND_DEFAULT:
 		if (ack || on_default) {
 			vq->hs_got = 0;		/* an earlier exchange's: done */
-		} else if (vq->sq.head || vq->rq.head) {
+		} else if (vq->sq.head || vq->rq.head != shiftu_count_start()) {
 			/* our traffic goes the same broken way: follow */
 			r = move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, &n_msgs);
 		} else {
