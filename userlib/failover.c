@@ -40,6 +40,7 @@
 #include "log.h"
 #include "provq.h"
 #include "quiesce.h"
+#include "serial.h"
 #include "shadow.h"
 #include "util.h"
 #include "wrapi.h"
@@ -616,8 +617,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		for (i = from; i < vq->sq.head; i++) {
 			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
-			if (two_sided(e->opcode) &&
-			    (int32_t)((uint32_t)vq->hs_peer - (uint32_t)e->seq2) >= 0)
+			if (two_sided(e->opcode) && shiftu_seq64_le(e->seq2, vq->hs_peer))
 				cut = i + 1;
 		}
 	*replayed = 0;
@@ -1008,7 +1008,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
 		       SHIFTU_WC_LOOK_ERRORS) {
 		__atomic_store_n(&vq->consumed, vq->rq.head - n_r, __ATOMIC_RELAXED);
-	} else if (nr >= 0 && !from_twin && vq->rq.head - n_r > consumed) {
+	} else if (nr >= 0 && !from_twin && shiftu_seq64_lt(consumed, vq->rq.head - n_r)) {
 		uint64_t owed = vq->rq.head - n_r - consumed;
 
 		shiftu_recv_owe(vq, owed);
@@ -1320,13 +1320,18 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_vqp *vq = m->vq;
 	bool ack = m->imm & SHIFTU_HS_ACK, on_default = m->on_default;
-	uint32_t imm = m->imm;
 	enum fo_result r = FO_NONE;
-	uint64_t replayed;
+	uint64_t replayed, peer;
 	int ret, n_msgs = 0;
 	bool expected;
 
 	pthread_mutex_lock(&vq->fo_lock);
+	/*
+	 * The peer's receive count, 31 bits of it: it counts our two-sided
+	 * sends, so it lies at most the work outstanding below our own
+	 * count, whichever wrap of the 31 bits lies between.
+	 */
+	peer = shiftu_hs_count_get(m->imm, vq->sent2);
 	if (on_default && m->gen != (uint16_t)vq->ctrl_gen) {
 		/*
 		 * Received before the default QP was last reset, and left in
@@ -1343,14 +1348,14 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	expected = on_default && vq->ctrl_default;
 	if (on_default)
 		vq->ctrl_default = 0;
-	shiftu_dbg("qp %u: the peer's %s on its %s QP: it has received %u messages",
+	shiftu_dbg("qp %u: the peer's %s on its %s QP: it has received %" PRIu64 " messages, we sent %" PRIu64,
 		   vq->reg.app_qp->qp_num, ack ? "answer" : "move",
-		   on_default ? "default" : "backup", imm & ~SHIFTU_HS_ACK);
+		   on_default ? "default" : "backup", peer, vq->sent2);
 	if (expected && vq->on_twin && vq->state == SHIFTU_SEND_FALLBACK && !ack) {
 		/* the peer goes back: follow */
 		vq->hs_sent = 0;
 		vq->hs_got = 1;
-		vq->hs_peer = imm & ~SHIFTU_HS_ACK;
+		vq->hs_peer = peer;
 		r = move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
 		goto out;
 	}
@@ -1362,7 +1367,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 		 */
 		vq->hs_sent = 0;
 		vq->hs_got = 1;
-		vq->hs_peer = imm & ~SHIFTU_HS_ACK;
+		vq->hs_peer = peer;
 		vq->ctrl_default = 0;
 		r = move_locked(vq, MOVE_REJOIN, false, "the peer failed over while we went back",
 				msgs, &n_msgs);
@@ -1370,13 +1375,13 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	}
 	if (on_default == vq->on_twin && vq->state != SHIFTU_SEND_DEFAULT)
 		goto out;	/* stale: from before the last move */
-	vq->hs_peer = imm & ~SHIFTU_HS_ACK;
+	vq->hs_peer = peer;
 	vq->hs_got = 1;
 	switch (vq->state) {
 	case SHIFTU_SEND_DEFAULT:
 		if (ack || on_default) {
 			vq->hs_got = 0;		/* an earlier exchange's: done */
-		} else if (vq->sq.head || vq->rq.head) {
+		} else if (vq->sq.head || vq->rq.head != shiftu_count_start()) {
 			/* our traffic goes the same broken way: follow */
 			r = move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, &n_msgs);
 		} else {
@@ -1482,7 +1487,7 @@ static void failback_event(struct shiftu_vqp *vq)
 static bool drain_done(struct shiftu_vqp *vq)
 {
 	return vq->state == SHIFTU_SEND_WAIT_DRAINED &&
-	       __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED) >= vq->twin_signaled;
+	       shiftu_seq64_le(vq->twin_signaled, __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED));
 }
 
 void shiftu_try_drain(struct shiftu_vqp *vq)

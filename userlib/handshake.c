@@ -6,6 +6,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "serial.h"
 #include "shadow.h"
 #include "thread.h"
 #include "util.h"
@@ -51,12 +53,11 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 
 int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 {
-	uint32_t count = (uint32_t)__atomic_load_n(&vq->consumed, __ATOMIC_RELAXED) &
-			 ~SHIFTU_HS_ACK;
+	uint64_t count = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
 	struct ibv_send_wr w = {
 		.wr_id = SHIFTU_CTRL_SEND_ID,
 		.opcode = IBV_WR_SEND_WITH_IMM,
-		.imm_data = htobe32(count | (ack ? SHIFTU_HS_ACK : 0)),
+		.imm_data = htobe32(shiftu_hs_count_put(count) | (ack ? SHIFTU_HS_ACK : 0)),
 	}, *bad;
 	struct ibv_qp *qp;
 	int ret;
@@ -66,7 +67,7 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 			    vq->post_send(qp, &w, &bad);
 	if (!ret) {
 		vq->hs_sent = 1;
-		shiftu_dbg("qp %u: told the peer%s: %u received", vq->reg.app_qp->qp_num,
+		shiftu_dbg("qp %u: told the peer%s: %" PRIu64 " received", vq->reg.app_qp->qp_num,
 			   ack ? " (answer)" : "", count);
 	}
 	return ret;

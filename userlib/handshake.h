@@ -48,7 +48,10 @@ static inline bool shiftu_ctrl_def_id(uint64_t id)
 	return (id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0);
 }
 
-/* the immediate: bit 31 marks an answer, bits 0-30 the receive count */
+/*
+ * the immediate: bit 31 marks an answer, bits 0-30 the receive count,
+ * modulo 2^31 (serial.h: shiftu_hs_count_put(), shiftu_hs_count_get())
+ */
 #define SHIFTU_HS_ACK		0x80000000U
 #define SHIFTU_HS_BATCH		8
 

@@ -26,6 +26,7 @@
 #include "failover.h"
 #include "log.h"
 #include "provq.h"
+#include "serial.h"
 #include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
@@ -286,6 +287,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	pthread_mutex_init(&vq->lock, NULL);
 	pthread_mutex_init(&vq->fo_lock, NULL);
 	vq->state = SHIFTU_SEND_DEFAULT;
+	/* 0, but where a test build says (serial.h) */
+	vq->sent2 = vq->consumed = vq->rq.head = shiftu_count_start();
 	/* RC only, and with replayable operations: others are not recorded */
 	if (attr->qp_type != IBV_QPT_RC || attr->srq)
 		why = "not an RC QP without SRQ";
@@ -479,7 +482,7 @@ static void qp_detach(struct ibv_qp *qp)
 		n->next->prev = n->prev;
 	retired.qps++;
 	retired.post_sends += vq->sq.head - vq->wr_posts;
-	retired.post_recvs += vq->rq.head;
+	retired.post_recvs += vq->rq.head - shiftu_count_start();
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
 	pthread_mutex_unlock(&vqp_lock);
@@ -762,7 +765,7 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	for (n = vqp_list; n; n = n->next) {
 		qps++;
 		ps += n->vq.sq.head - n->vq.wr_posts;
-		pr += n->vq.rq.head;
+		pr += n->vq.rq.head - shiftu_count_start();
 		ws += n->vq.wr_starts;
 		wc += n->vq.wr_completes;
 	}

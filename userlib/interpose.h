@@ -377,7 +377,7 @@ struct shiftu_vqp {
 	uint8_t rejoin_want;
 	uint8_t rejoin_ask;
 	uint64_t twin_recvs;		/* the application's receives posted there */
-	uint32_t hs_peer;
+	uint64_t hs_peer;		/* 31 bits on the wire, extended (serial.h) */
 	uint64_t replay_start;
 	uint64_t hs_since_ns;
 
