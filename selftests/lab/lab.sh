@@ -38,8 +38,10 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info) and TORTURE_PULLS are passed on to a scenario's guest; LAB_TESTS
-# ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in that order.
+# info), TORTURE_PULLS, MANY_ROUNDS (many_qps.sh, many_procs.sh) and
+# BENCH_STEPS (bench.sh's steps, default all) are passed on to the guest;
+# LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
+# that order.
 # LAB_TIMEOUT (seconds per VM run, default 2700), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
@@ -443,12 +445,13 @@ cmd_run()
 }
 
 # scenario_env: the "VAR=VALUE " words that carry the knobs set here
-# (LU_LOG, TORTURE_PULLS, LAB_TESTS) into the guest, shell-quoted.
+# (LU_LOG, TORTURE_PULLS, LAB_TESTS, MANY_ROUNDS, BENCH_STEPS) into the
+# guest, shell-quoted.
 scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS LAB_TESTS; do
+	for v in LU_LOG TORTURE_PULLS LAB_TESTS MANY_ROUNDS BENCH_STEPS; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -3,7 +3,8 @@
 # Proves: a process with many QPs, as NCCL has, rides a pull with every QP:
 # ib_write_bw -q 16 with libshiftu on both hosts rides host 1's rail 0
 # pulled from 5 s to 10 s, MANY_ROUNDS times in a row (default 5): every
-# run exits 0 with its result line, each of its 16 QPs fails over and back,
+# run exits 0 with its result line, each of its 16 QPs fails over and back
+# (one whose twin was not ready yet when the port went down, once it is),
 # and rail 1 carries the traffic during the outage.
 #
 #     host 1 (ib_write_bw -q 16 client)              host 2 (server)
@@ -15,9 +16,12 @@ set -e
 
 lu_ride_setup ib_write_bw
 ROUNDS=${MANY_ROUNDS:-5}
-# sixteen busy pollers leave the guest's one CPU so little that a store
-# request may time out (1 s) and be retried: said, and not a failure here
-LU_WARN_OK=': warn: store redis://[^ ]*: [A-Z]+: Connection timed out$'
+# Sixteen busy pollers leave the guest's one CPU so little that a store
+# request may time out (1 s) and be retried, and a QP's twin may not be
+# ready when the port goes down 5 s in: the QP then stays until it is (the
+# application sees a stall, never an error).  Both are said in the log and
+# counted here; neither fails the test, whose QPs must all ride the pull.
+LU_WARN_OK=': warn: (store redis://[^ ]*: [A-Z]+: Connection timed out|qp [0-9]+ on rxe0: port down, but its twin is not ready: staying)$'
 
 LU_PULL_ON=1 LU_PULL_BY=link
 
@@ -33,4 +37,5 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	lu_check_log "$tag" cli "qps=16" "failovers=16" "failbacks=16"
 	lu_check_log "$tag" srv "qps=16"
 	[ "$s1" -gt 100 ] || lu_fail "$tag" "rail 1 carried only $s1 packets during the outage"
+	log "$tag: QPs whose twin was not ready at the pull: $(grep -c 'twin is not ready: staying' "$FT_TMP/$tag.cli.shiftu" || true) of 16"
 done

@@ -16,9 +16,10 @@
 #            eth2 10.0.2.1 ── mgmt ────────────────── eth2 10.0.2.2
 #     redis-server 10.0.2.1 (the library's store on both hosts)
 #
-# Steps: a. ib_write_lat, b. ib_write_bw, plain and preloaded alternating
-# BENCH_ROUNDS times; c. callgrind of preloaded ib_write_bw clients (with
-# and without --use_old_post_send), of an ib_send_bw -b client (receives)
+# Steps (BENCH_STEPS="lat bw ..." runs only those): a. ib_write_lat, b.
+# ib_write_bw, plain and preloaded alternating BENCH_ROUNDS times; c.
+# callgrind of preloaded ib_write_bw clients (with and without
+# --use_old_post_send), of an ib_send_bw -b client (receives)
 # and of a shiftgen --wr-api client (the extended send API, which perftest
 # does not use on Soft-RoCE; also plain, for a batch's cost against the
 # provider's own builders), each at two iteration counts (instructions
@@ -652,7 +653,7 @@ ft_defer "lab-link eth0 on"
 ft_defer "lab-peer 'lab-link eth0 on'"
 log "bench: rounds $ROUNDS, latency -n $LAT_N, bandwidth -D $BW_SECS, callgrind -n $CG_N"
 
-for s in lat bw cg strace health errcqe twins; do
+for s in ${BENCH_STEPS:-lat bw cg strace health errcqe twins}; do
 	step "$s"
 done
 report | tee "$REPORT"
