@@ -14,7 +14,7 @@
 static struct shiftu_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 /* serialises shiftu_set_options() with shiftu_config_start() */
-static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static bool config_started;		/* under config_lock */
 
 static const char *const log_names[] = {

@@ -22,7 +22,7 @@ struct shiftu_stat_line shiftu_stat_lines[__SHIFTU_STAT_MAX];
  * The callback and its argument change together under cb_lock; emit copies
  * both under it and calls without it, so a callback may re-register.
  */
-static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static shiftu_event_cb cb_fn;
 static void *cb_arg;
 

@@ -23,7 +23,7 @@
 
 #define MAX_CHANNELS	16
 
-static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct ibv_comp_channel *channels[MAX_CHANNELS];
 static unsigned int n_channels;
 static bool watcher_started;

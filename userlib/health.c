@@ -34,7 +34,7 @@ static int page_fd = -1;
 static bool page_mapped;		/* page_base came from our mmap */
 static bool open_tried;			/* release store after open's result */
 static int open_result = -ENODEV;
-static pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 /* The smallest rows version 1 of the page has: entries may only grow. */
 #define PORT_ROW_MIN	(offsetof(struct shift_ft_page_port, pair_flags) + sizeof(__u32))

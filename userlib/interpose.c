@@ -46,7 +46,7 @@ static bool real_ok;
  */
 struct shiftu_ctx *shiftu_ctx_list;
 uint64_t shiftu_wc_look = SHIFTU_WC_LOOK_ERRORS;
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 /*
  * Every managed QP, for the exit statistics; under vqp_lock.  A node that
@@ -64,7 +64,7 @@ struct vqp_node {
 	struct vqp_node *prev, *next;
 };
 static struct vqp_node *vqp_list, *vqp_spare;
-static pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct ibv_qp qp_gone = { .qp_num = UINT32_MAX };	/* QP numbers have 24 bits */
 
 /* A zeroed node: a spare one, or a new one. */

@@ -14,7 +14,7 @@
 #include "log.h"
 #include "quiesce.h"
 
-static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct shiftu_window *windows;	/* windows_lock */
 static uint64_t polls_gone;		/* windows_lock: exited threads' polls */
 static pthread_once_t once = PTHREAD_ONCE_INIT;

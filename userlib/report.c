@@ -34,7 +34,7 @@
 
 #define NL_BUF	1024
 
-static pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static int nl_fd = -1;
 static uint16_t nl_family;
 static uint32_t nl_seq;

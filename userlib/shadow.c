@@ -39,8 +39,8 @@ pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
  * because the data paths look them up (keys while on a twin, a CQ's
  * record in the slow poll) and must not wait for a shadow pass.
  */
-static pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 static pthread_cond_t shadow_wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
@@ -59,7 +59,7 @@ static unsigned int n_vqps, cap_vqps;
 static struct shiftu_kv *kv;
 static bool kv_failed;			/* logged; retried every pass */
 static struct shiftu_kv *kv_fast;
-static pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 static void gid_hex(const uint8_t *gid, char *buf)
 {
