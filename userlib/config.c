@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fork.h"
 #include "log.h"
 #include "util.h"
 
@@ -265,6 +266,8 @@ static void config_read(void)
 	if (config.replay_fail)
 		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
 			    config.replay_fail, config.replay_fail - 1);
+	/* the library is in use from here: its locks must survive a fork */
+	shiftu_fork_init();
 }
 
 const struct shiftu_config *shiftu_config(void)

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "fork.h"
 #include "health.h"
 #include "log.h"
 #include "qp.h"
@@ -42,6 +43,7 @@ static const enum shiftu_stat event_stat[] = {
 
 SHIFTU_EXPORT int shiftu_set_event_cb(shiftu_event_cb cb, void *arg)
 {
+	shiftu_fork_init();
 	pthread_mutex_lock(&cb_lock);
 	cb_fn = cb;
 	cb_arg = cb ? arg : NULL;

@@ -14,6 +14,7 @@
 #define _SHIFTU_FORK_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "util.h"
 
@@ -44,5 +45,34 @@ struct shiftu_lock_ref {
 };
 
 extern const struct shiftu_lock_ref shiftu_lock_order[] SHIFTU_HIDDEN;
+
+/*
+ * Register the fork handlers, once.  Called where the library starts to
+ * be used (config.c, quiesce.c, event.c); any thread.
+ */
+void shiftu_fork_init(void);
+
+/*
+ * What each file does for fork.c.  Context: *_fork_lock()/_unlock(): the
+ * forking thread, shadow_lock held.  *_fork_child(): the child's only
+ * thread, no lock held, every lock free.
+ */
+/* shadow.c: the records' locks in order (fork.h's table), and back */
+void shiftu_shadow_fork_lock(void);
+void shiftu_shadow_fork_unlock(void);
+/* shadow.c: forget the records and the store handles; the shadow thread
+ * starts again with the child's first device */
+void shiftu_shadow_fork_child(void);
+/* interpose.c: the parent's QPs are unprotected here; true if it had any
+ * device or QP */
+bool shiftu_interpose_fork_child(void);
+/* quiesce.c: the forking thread's window is the only one */
+void shiftu_windows_fork_child(void);
+/* handshake.c: no watcher, no channel */
+void shiftu_hs_fork_child(void);
+/* report.c: the child's copy of the reports' socket is closed */
+void shiftu_report_fork_child(void);
+/* health.c: the page's file opened again, the mapping kept */
+void shiftu_health_fork_child(void);
 
 #endif /* _SHIFTU_FORK_H */

@@ -13,6 +13,7 @@
 
 #include "cq.h"
 #include "failover.h"
+#include "fork.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -151,4 +152,14 @@ struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 	pthread_mutex_unlock(&ch_lock);
 	s->bak_channel = ch;
 	return ch;
+}
+
+/*
+ * fork(2) (fork.c): the channels are the parent's twins', and the watcher
+ * is not in the child; the child's first twin CQ starts it again.
+ */
+void shiftu_hs_fork_child(void)
+{
+	n_channels = 0;
+	watcher_started = false;
 }

@@ -27,6 +27,7 @@
 #include "failover.h"
 #include "log.h"
 #include "provq.h"
+#include "fork.h"
 #include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
@@ -727,6 +728,32 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		return ENOSYS;
 	qp_detach(qp);
 	return shiftu_real.destroy_qp(qp);
+}
+
+/*
+ * fork(2): the QPs are the parent's.  None is protected in the child: a
+ * health sweep or a poll of the child's own contexts then never moves one
+ * (moving it would move the parent's: the uverbs files are shared).  A QP
+ * the library does not protect was not locked before the fork (shadow.c):
+ * its locks, which another thread of the parent may have held, are made
+ * again, as are the others, free by now.  Context: fork.c, the child's
+ * only thread.
+ */
+bool shiftu_interpose_fork_child(void)
+{
+	struct shiftu_ctx *s;
+	struct vqp_node *n;
+	bool had = false;
+
+	for (s = shiftu_ctx_list; s; s = s->next)
+		had |= s->ctx != NULL;
+	for (n = vqp_list; n; n = n->next) {
+		n->vq.rings = SHIFTU_RINGS_NONE;
+		pthread_mutex_init(&n->vq.lock, NULL);
+		pthread_mutex_init(&n->vq.fo_lock, NULL);
+		had = true;
+	}
+	return had;
 }
 
 /*
