@@ -32,8 +32,10 @@
  * itself; neither is supported.
  */
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "event.h"
 #include "fork.h"
 #include "handshake.h"
 #include "health.h"
@@ -107,6 +109,9 @@ static void child(void)
 	shiftu_hs_fork_child();
 	shiftu_report_fork_child();
 	shiftu_health_fork_child();
+	/* the statistics are the process's: the child's start at zero */
+	memset(shiftu_stat_lines, 0, sizeof(shiftu_stat_lines));
+	shiftu_twin_wcs = 0;
 	if (had_rdma)
 		shiftu_info("forked from %d: its devices and QPs stay its own, unprotected here; a device this process opens is protected",
 			    (int)getppid());

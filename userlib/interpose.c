@@ -745,12 +745,28 @@ bool shiftu_interpose_fork_child(void)
 	struct vqp_node *n;
 	bool had = false;
 
+	/*
+	 * The exit line counts what the child did: what the parent's
+	 * contexts and QPs count now is taken off (modulo 2^64: the sums of
+	 * shiftu_exit_stats() start at zero here, whatever the child closes).
+	 */
+	retired.contexts = 0;
 	for (s = shiftu_ctx_list; s; s = s->next)
-		had |= s->ctx != NULL;
+		if (s->ctx) {
+			retired.contexts--;
+			had = true;
+		}
+	retired.qps = retired.post_sends = retired.post_recvs = 0;
+	retired.wr_starts = retired.wr_completes = 0;
 	for (n = vqp_list; n; n = n->next) {
 		n->vq.rings = SHIFTU_RINGS_NONE;
 		pthread_mutex_init(&n->vq.lock, NULL);
 		pthread_mutex_init(&n->vq.fo_lock, NULL);
+		retired.qps--;
+		retired.post_sends -= n->vq.sq.head - n->vq.wr_posts;
+		retired.post_recvs -= n->vq.rq.head;
+		retired.wr_starts -= n->vq.wr_starts;
+		retired.wr_completes -= n->vq.wr_completes;
 		had = true;
 	}
 	return had;

@@ -80,7 +80,9 @@ uint64_t shiftu_window_polls(void)
 /*
  * fork(2) (fork.c): the child has one thread, the caller's, whose window
  * is the only one, and a new mm, which membarrier(2) must be told about
- * again.  windows_lock was taken before the fork and is free again.
+ * again.  windows_lock was taken before the fork and is free again.  The
+ * forking thread is in no data verb (the library never forks), so its
+ * words are even and may start again at zero.
  */
 void shiftu_windows_fork_child(void)
 {
@@ -90,6 +92,10 @@ void shiftu_windows_fork_child(void)
 	if (windows)
 		w->next = NULL;
 	stuck_w = NULL;
+	/* the polls are the parent's (statistics); the thread is in no poll */
+	polls_gone = 0;
+	w->pseq = 0;
+	w->poll_reentries = 0;
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 }
 
