@@ -7,22 +7,28 @@
  * of a QP's and a CQ's records, made here without a device), a thread takes
  * it, says so, and lets it go 300 ms later; the main thread forks as soon
  * as the lock is held.  The child must take the lock within 2 s, and so
- * must the parent once the thread has let it go.  Each TEST runs in its
- * own process (kselftest_harness forks), so library state is fresh.
+ * must the parent once the thread has let it go.  The child also leaves
+ * the parent's path reports' socket alone and starts its statistics at
+ * zero.  Each TEST runs in its own process (kselftest_harness forks), so
+ * library state is fresh.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
 #include <infiniband/verbs.h>
 
 #include "config.h"
+#include "event.h"
 #include "fork.h"
 #include "interpose.h"
+#include "quiesce.h"
+#include "report.h"
 #include "shadow.h"
 
 #include "kselftest_harness.h"
@@ -174,6 +180,67 @@ TEST_F(held, child_takes_it)
 	}
 	EXPECT_EQ(0, take_within(self->lock, CHILD_WAIT_S));
 	ASSERT_EQ(0, pthread_join(th, NULL));
+}
+
+/* The process's open sockets. */
+static int sockets(void)
+{
+	char path[300], link[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0 && !strncmp(link, "socket:", 7 < len ? 7 : len))
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
+ * The child closes its copy of the path reports' socket (the kernel
+ * withdraws the parent's reports when the parent's goes, not when the
+ * child's does), and its statistics start at zero; the parent keeps both.
+ */
+TEST(child_forgets)
+{
+	static const uint8_t gid[16] = { 0xfe, 0x80, [15] = 1 };
+	int status, before;
+	pid_t pid;
+
+	setenv("SHIFTU_LOG", "off", 1);
+	shiftu_config();
+	/* no shift_ft on the build host: the socket is made all the same */
+	shiftu_report_path("rxe0", 1, gid, true);
+	before = sockets();
+	ASSERT_LE(1, before);
+	shiftu_stat_add(SHIFTU_STAT_FAILOVERS, 3);
+	shiftu_window_register();
+	shiftu_poll_open();
+	shiftu_poll_close();
+	ASSERT_EQ(1, shiftu_window_polls());
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit((sockets() == before - 1 ? 0 : 1) |
+		      (shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v == 0 ? 0 : 2) |
+		      (shiftu_window_polls() == 0 ? 0 : 4));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status)) {
+		TH_LOG("child: 1 the socket stayed open, 2 failovers not zero, 4 polls not zero");
+	}
+	EXPECT_EQ(before, sockets());
+	EXPECT_EQ(3, shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v);
+	EXPECT_EQ(1, shiftu_window_polls());
 }
 
 TEST_HARNESS_MAIN
