@@ -9,7 +9,8 @@
 #   (holdthread) inside the library, where it always holds shadow_lock:
 #   the fork must wait for the lock (the child would otherwise get it held
 #   by a thread it does not have), and the child opens rxe0, makes a PD,
-#   MR, CQ and QP, takes them down and exit(3)s, within its 30 s alarm;
+#   MR, CQ and QP, takes them down and exit(3)s, within its 30 s alarm,
+#   its exit line counting its own device and QP only;
 # - "traffic": the child opens rxe0 itself and writes between two QPs of
 #   its own, which the library protects as in a fresh process (twins on
 #   rxe1, its own backup thread; "protected by" in its log lines).
@@ -123,6 +124,13 @@ read -r _ _ opid _ ofork _ owait _ ohow ost <<< "$(grep '^open pid' "$OUTF")"
 log "$TAG: fork() waited $ofork ms for the held shadow thread; the child ran $owait ms"
 grep -qE "^([0-9:.]+ )?libshiftu\[$opid\]: info: forked from $pid:" "$LOGF" ||
 	lu_fail "$TAG" "the open child did not log that it was forked"
+# its exit(3) ran the library's statistics: its own device and QP only
+oexit=$(grep -E "^([0-9:.]+ )?libshiftu\[$opid\]: info: exit: " "$LOGF" | sed 's/^.*: info: exit: //')
+case $oexit in
+"contexts=1 qps=1 post_send=0 post_recv=0 poll_cq=0 "*" failovers=0 failbacks=0 "*) ;;
+*) lu_fail "$TAG" "the open child's exit line counts what is not its own: '$oexit'" ;;
+esac
+log "$TAG: the open child's exit line: $oexit"
 read -r _ _ tpid _ tfork _ twait _ thow tst <<< "$(grep -E '^traffic pid [0-9]+ fork_ms' "$OUTF")"
 [ "$thow $tst" = "exit 0" ] || lu_fail "$TAG" "the traffic child ended with $thow $tst"
 grep -qE "^traffic pid $tpid writes [0-9]+ protected 2 ok" "$OUTF" ||
