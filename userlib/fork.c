@@ -27,7 +27,7 @@
  * the forking one).  A device the child opens is then protected as in a
  * fresh process: the threads start again on its first QP.
  *
- * A fork from a handler of the library's event callback, or from a signal
+ * A fork from the library's event callback, or from a signal
  * handler on a thread that holds a lock of the library, would wait for
  * itself; neither is supported.
  */

@@ -412,7 +412,7 @@ void shiftu_shadow_fork_lock(void)
 	for (;;) {
 		next = NULL;
 		for (c = cqs; c; c = c->next)
-			if ((uintptr_t)c > last && (!next || c < next))
+			if ((uintptr_t)c > last && (!next || (uintptr_t)c < (uintptr_t)next))
 				next = c;
 		if (!next)
 			break;
