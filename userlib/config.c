@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "config.h"
+#include "fork.h"
 #include "log.h"
 #include "util.h"
 
 static struct shiftu_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 /* serialises shiftu_set_options() with shiftu_config_start() */
-static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static bool config_started;		/* under config_lock */
 
 static const char *const log_names[] = {
@@ -265,6 +266,8 @@ static void config_read(void)
 	if (config.replay_fail)
 		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
 			    config.replay_fail, config.replay_fail - 1);
+	/* the library is in use from here: its locks must survive a fork */
+	shiftu_fork_init();
 }
 
 const struct shiftu_config *shiftu_config(void)

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "fork.h"
 #include "health.h"
 #include "log.h"
 #include "qp.h"
@@ -22,7 +23,7 @@ struct shiftu_stat_line shiftu_stat_lines[__SHIFTU_STAT_MAX];
  * The callback and its argument change together under cb_lock; emit copies
  * both under it and calls without it, so a callback may re-register.
  */
-static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static shiftu_event_cb cb_fn;
 static void *cb_arg;
 
@@ -42,6 +43,7 @@ static const enum shiftu_stat event_stat[] = {
 
 SHIFTU_EXPORT int shiftu_set_event_cb(shiftu_event_cb cb, void *arg)
 {
+	shiftu_fork_init();
 	pthread_mutex_lock(&cb_lock);
 	cb_fn = cb;
 	cb_arg = cb ? arg : NULL;

@@ -14,6 +14,7 @@
 
 #include "cq.h"
 #include "failover.h"
+#include "fork.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -30,10 +31,10 @@
  * removals.  The watcher serves one round of events under serve_lock, and
  * only if ch_gen has not moved since it copied the list: a channel that
  * goes (shiftu_hs_channel_gone) waits out the round in progress, after
- * which no round uses it.  Order: serve_lock, then ch_lock.
+ * which no round uses it.  Order: serve_lock, then ch_lock (interpose.h).
  */
-static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct ibv_comp_channel *channels[MAX_CHANNELS];
 static unsigned int n_channels;
 static uint64_t ch_gen;
@@ -189,4 +190,14 @@ void shiftu_hs_channel_gone(struct ibv_comp_channel *ch)
 	if (shiftu_real.destroy_comp_channel(ch))
 		shiftu_warn("cannot destroy a completion channel of a backup context: %s",
 			    strerror(errno));
+}
+
+/*
+ * fork(2) (fork.c): the channels are the parent's twins', and the watcher
+ * is not in the child; the child's first twin CQ starts it again.
+ */
+void shiftu_hs_fork_child(void)
+{
+	n_channels = 0;
+	watcher_started = false;
 }

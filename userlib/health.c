@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "config.h"
+#include "fork.h"
 #include "health.h"
 #include "log.h"
 #include "util.h"
@@ -34,7 +35,7 @@ static int page_fd = -1;
 static bool page_mapped;		/* page_base came from our mmap */
 static bool open_tried;			/* release store after open's result */
 static int open_result = -ENODEV;
-static pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 /* The smallest rows version 1 of the page has: entries may only grow. */
 #define PORT_ROW_MIN	(offsetof(struct shift_ft_page_port, pair_flags) + sizeof(__u32))
@@ -449,4 +450,20 @@ uint64_t shiftu_health_generation(void)
 	/* statistics only: a relaxed read, possibly one change behind */
 	gen = __atomic_load_n(&hdr_of(base)->generation, __ATOMIC_RELAXED);
 	return gen;
+}
+
+/*
+ * fork(2) (fork.c): the mapping stays (the page is the kernel's, read
+ * only), the file is opened again, so that the child's watcher reading
+ * it does not take the parent's wakeups (they are per open file).
+ */
+void shiftu_health_fork_child(void)
+{
+	int fd;
+
+	if (page_fd < 0)
+		return;
+	fd = open(shiftu_config()->health_dev, O_RDONLY | O_CLOEXEC);
+	close(page_fd);
+	page_fd = fd;
 }

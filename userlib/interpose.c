@@ -24,10 +24,11 @@
 #include "interpose.h"
 #include "event.h"
 #include "failover.h"
+#include "fork.h"
 #include "log.h"
 #include "provq.h"
-#include "serial.h"
 #include "quiesce.h"
+#include "serial.h"
 #include "shadow.h"
 #include "util.h"
 #include "wrapi.h"
@@ -39,7 +40,7 @@
  */
 struct shiftu_ctx *shiftu_ctx_list;
 uint64_t shiftu_wc_look = SHIFTU_WC_LOOK_ERRORS;
-static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 /*
  * Every managed QP, for the exit statistics; under vqp_lock.  A node that
@@ -57,7 +58,7 @@ struct vqp_node {
 	struct vqp_node *prev, *next;
 };
 static struct vqp_node *vqp_list, *vqp_spare;
-static pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct ibv_qp qp_gone = { .qp_num = UINT32_MAX };	/* QP numbers have 24 bits */
 
 /* A zeroed node: a spare one, or a new one. */
@@ -733,6 +734,48 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 		return ENOSYS;
 	qp_detach(qp);
 	return shiftu_real.destroy_qp(qp);
+}
+
+/*
+ * fork(2): the QPs are the parent's.  None is protected in the child: a
+ * health sweep or a poll of the child's own contexts then never moves one
+ * (moving it would move the parent's: the uverbs files are shared).  A QP
+ * the library does not protect was not locked before the fork (shadow.c):
+ * its locks, which another thread of the parent may have held, are made
+ * again, as are the others, free by now.  Context: fork.c, the child's
+ * only thread.
+ */
+bool shiftu_interpose_fork_child(void)
+{
+	struct shiftu_ctx *s;
+	struct vqp_node *n;
+	bool had = false;
+
+	/*
+	 * The exit line counts what the child did: what the parent's
+	 * contexts and QPs count now is taken off (modulo 2^64: the sums of
+	 * shiftu_exit_stats() start at zero here, whatever the child closes).
+	 */
+	retired.contexts = 0;
+	for (s = shiftu_ctx_list; s; s = s->next)
+		if (s->ctx) {
+			retired.contexts--;
+			had = true;
+		}
+	retired.qps = retired.post_sends = retired.post_recvs = 0;
+	retired.wr_starts = retired.wr_completes = 0;
+	for (n = vqp_list; n; n = n->next) {
+		n->vq.rings = SHIFTU_RINGS_NONE;
+		pthread_mutex_init(&n->vq.lock, NULL);
+		pthread_mutex_init(&n->vq.fo_lock, NULL);
+		retired.qps--;
+		retired.post_sends -= n->vq.sq.head - n->vq.wr_posts;
+		retired.post_recvs -= n->vq.rq.head;
+		retired.wr_starts -= n->vq.wr_starts;
+		retired.wr_completes -= n->vq.wr_completes;
+		had = true;
+	}
+	return had;
 }
 
 /*

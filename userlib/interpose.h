@@ -17,6 +17,29 @@
  *
  * Lifetimes follow the verbs rules: an object is not used concurrently with
  * or after its destroy call, and a context outlives its QPs and CQs.
+ *
+ * Lock order.  A thread holding a lock of this list takes only locks below
+ * it, and fork(2) takes them all in this order (fork.c, whose table is this
+ * list):
+ *
+ *   serve_lock		the watcher's round of twin completions (handshake.c)
+ *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
+ *     vq->lock		a QP's connection steps; one QP's at a time
+ *       vq->fo_lock		a QP's moves; one QP's at a time
+ *         cq_lock		the CQ records' list (shadow.c)
+ *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
+ *           leaves: mr_lock, kv_fast_lock (shadow.c), nl_lock (report.c),
+ *           vqp_lock, ctx_lock (interpose.c), reg_lock (qp.c), health_lock
+ *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
+ *           cb_lock (event.c), config_lock (config.c): none is held while
+ *           another lock of the library is taken (cq_lock's holder starts
+ *           the watcher under ch_lock, which is below it).
+ *
+ * A move waits, under fo_lock, for the windows of the posting and polling
+ * threads (quiesce.h); a thread inside its window takes only locks below
+ * fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
+ * a QP's lock, then its fo_lock, under it: no path takes shadow_lock under
+ * either (shiftu_shadow_poke() is lock-free for that).
  */
 #ifndef _SHIFTU_INTERPOSE_H
 #define _SHIFTU_INTERPOSE_H
@@ -303,9 +326,9 @@ struct shiftu_vqp {
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the
-	 * shadow thread) and is never held with shadow_lock taken after it;
-	 * @fo_lock serialises failover and fallback posting (posting threads;
-	 * shadow_lock may be taken under it, never the reverse).
+	 * shadow thread); @fo_lock serialises failover and fallback posting
+	 * (posting threads, and the shadow thread under @lock).  Both are
+	 * taken after shadow_lock, never before it (the lock order above).
 	 */
 	pthread_mutex_t lock;
 	pthread_mutex_t fo_lock;

@@ -41,7 +41,7 @@ static struct shiftu_qp_slot *cache_slot(const struct ibv_qp *qp)
 /* Published with release (pairs with the acquire in shiftu_qp_lookup()). */
 static struct table *reg_table;
 static uint64_t reg_count;		/* relaxed; written under reg_lock */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 static uint32_t qp_hash(const struct ibv_qp *qp, uint32_t mask)
 {

@@ -11,10 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fork.h"
 #include "log.h"
 #include "quiesce.h"
 
-static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct shiftu_window *windows;	/* windows_lock */
 static uint64_t polls_gone;		/* windows_lock: exited threads' polls */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -77,35 +78,31 @@ uint64_t shiftu_window_polls(void)
 }
 
 /*
- * fork(2) waits for the registry's lock, so that the child's is free; the
- * child has one thread, the caller's, and a new mm, which membarrier(2)
- * must be told about again.
+ * fork(2) (fork.c): the child has one thread, the caller's, whose window
+ * is the only one, and a new mm, which membarrier(2) must be told about
+ * again.  windows_lock was taken before the fork and is free again.  The
+ * forking thread is in no data verb (the library never forks), so its
+ * words are even and may start again at zero.
  */
-static void prepare(void)
-{
-	pthread_mutex_lock(&windows_lock);
-}
-
-static void parent(void)
-{
-	pthread_mutex_unlock(&windows_lock);
-}
-
-static void child(void)
+void shiftu_windows_fork_child(void)
 {
 	struct shiftu_window *w = &shiftu_window;
 
-	pthread_mutex_unlock(&windows_lock);
 	windows = w->registered == 1 ? w : NULL;
 	if (windows)
 		w->next = NULL;
+	stuck_w = NULL;
+	/* the polls are the parent's (statistics); the thread is in no poll */
+	polls_gone = 0;
+	w->pseq = 0;
+	w->poll_reentries = 0;
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 }
 
 static void init(void)
 {
 	key_ok = !pthread_key_create(&key, window_gone);
-	pthread_atfork(prepare, parent, child);
+	shiftu_fork_init();
 	/* registered once; PRIVATE_EXPEDITED is refused without it */
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 	if (!barrier_ok)

@@ -29,12 +29,13 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 
+#include "fork.h"
 #include "log.h"
 #include "report.h"
 
 #define NL_BUF	1024
 
-static pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static int nl_fd = -1;
 static uint16_t nl_family;
 static uint32_t nl_seq;
@@ -172,4 +173,18 @@ int shiftu_report_path(const char *dev_name, uint32_t port_num,
 	}
 	pthread_mutex_unlock(&nl_lock);
 	return ret;
+}
+
+/*
+ * fork(2) (fork.c): the socket, and with it the reports, are the parent's.
+ * The child closes its copy, which neither withdraws them (the parent's
+ * copy keeps the socket) nor keeps them past the parent's exit; a report
+ * of the child's own opens its own socket.
+ */
+void shiftu_report_fork_child(void)
+{
+	if (nl_fd >= 0)
+		close(nl_fd);
+	nl_fd = -1;
+	nl_family = 0;
 }

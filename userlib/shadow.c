@@ -24,6 +24,7 @@
 #include "cq.h"
 #include "event.h"
 #include "failover.h"
+#include "fork.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -40,8 +41,8 @@ pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
  * because the data paths look them up (keys while on a twin, a CQ's
  * record in the slow poll) and must not wait for a shadow pass.
  */
-static pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 static pthread_cond_t shadow_wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
@@ -59,7 +60,7 @@ static unsigned int n_vqps, cap_vqps;
 static struct shiftu_kv *kv;
 static bool kv_failed;			/* logged; retried every pass */
 static struct shiftu_kv *kv_fast;
-static pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
 static void gid_hex(const uint8_t *gid, char *buf)
 {
@@ -462,6 +463,92 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 		free(r);
 	}
 	vq->rkeys = NULL;
+}
+
+/* ---- fork(2) (fork.c) ------------------------------------------------- */
+
+/*
+ * The records' locks, in the order of interpose.h: every recorded QP's
+ * lock, then every one's fo_lock (no thread holds two QPs' at once), the
+ * CQ list's lock, and every CQ's lock in address order, as
+ * shiftu_lock_cqs() takes a QP's two.  The QPs are those of vqps, which
+ * cannot change while shadow_lock is held; the CQs those of cqs, under
+ * cq_lock.  A QP the library does not protect is not among them: its
+ * locks are made again in the child (interpose.c).
+ */
+void shiftu_shadow_fork_lock(void)
+{
+	struct shiftu_cq *c, *next;
+	uintptr_t last = 0;
+	unsigned int i;
+
+	for (i = 0; i < n_vqps; i++)
+		pthread_mutex_lock(&vqps[i]->lock);
+	for (i = 0; i < n_vqps; i++)
+		pthread_mutex_lock(&vqps[i]->fo_lock);
+	pthread_mutex_lock(&cq_lock);
+	/* the next higher address each time: a fork is rare, the CQs few */
+	for (;;) {
+		next = NULL;
+		for (c = cqs; c; c = c->next)
+			if ((uintptr_t)c > last && (!next || (uintptr_t)c < (uintptr_t)next))
+				next = c;
+		if (!next)
+			break;
+		pthread_mutex_lock(&next->lock);
+		last = (uintptr_t)next;
+	}
+}
+
+void shiftu_shadow_fork_unlock(void)
+{
+	struct shiftu_cq *c;
+	unsigned int i;
+
+	for (c = cqs; c; c = c->next)
+		pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&cq_lock);
+	for (i = 0; i < n_vqps; i++) {
+		pthread_mutex_unlock(&vqps[i]->fo_lock);
+		pthread_mutex_unlock(&vqps[i]->lock);
+	}
+}
+
+/*
+ * The records are the parent's: the child must not make twins for its
+ * objects, nor destroy its twins or forget its keys when the child's copy
+ * of a QP goes (the uverbs files are shared: a twin destroyed here is the
+ * parent's).  They are left as the parent's copy, unreachable, not freed
+ * (a QP's record still points at its CQs').  The store handles are
+ * closed without a command (a connection's socket is the parent's too),
+ * and the thread, which the child does not have, starts again with the
+ * child's first device.
+ */
+void shiftu_shadow_fork_child(void)
+{
+	struct shiftu_ctx *s;
+	unsigned int i;
+
+	for (i = 0; i < n_vqps; i++) {
+		vqps[i]->published = 0;
+		vqps[i]->bak_qp = NULL;
+	}
+	n_vqps = 0;
+	for (s = shiftu_ctx_list; s; s = s->next)
+		s->shadowed = false;
+	pds = NULL;
+	mrs = NULL;
+	cqs = NULL;
+	shiftu_kv_close(kv);
+	kv = NULL;
+	kv_failed = false;
+	shiftu_kv_close(kv_fast);
+	kv_fast = NULL;
+	shadow_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	shadow_started = false;
+	shadow_gen = 0;
+	shadow_poked = 0;
+	pthread_cond_init(&shadow_wake, NULL);
 }
 
 /* ---- lookups for the failover path ----------------------------------- */
