@@ -175,6 +175,7 @@ struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 void shiftu_hs_channel_gone(struct ibv_comp_channel *ch)
 {
 	unsigned int i;
+	int ret;
 
 	pthread_mutex_lock(&ch_lock);
 	for (i = 0; i < n_channels && channels[i] != ch; i++)
@@ -187,9 +188,14 @@ void shiftu_hs_channel_gone(struct ibv_comp_channel *ch)
 	/* a round that began before the removal ends before this returns */
 	pthread_mutex_lock(&serve_lock);
 	pthread_mutex_unlock(&serve_lock);
-	if (shiftu_real.destroy_comp_channel(ch))
-		shiftu_warn("cannot destroy a completion channel of a backup context: %s",
-			    strerror(errno));
+	/*
+	 * EBUSY: a CQ of the application outlived its device (perftest's
+	 * send_bw client leaves its receive CQ), and the twin with it, as
+	 * libibverbs lets it; the channel stays with them.
+	 */
+	ret = shiftu_real.destroy_comp_channel(ch);
+	if (ret)
+		shiftu_dbg("a backup context's completion channel stays: %s", strerror(ret));
 }
 
 /*
