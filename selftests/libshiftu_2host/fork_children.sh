@@ -116,11 +116,17 @@ pid=$(cat "$FT_TMP/$TAG.cli.pid")
 # the children: the "open" one forked once the held thread let the lock
 # go, and neither hung
 # shellcheck disable=SC2034 # the fields are read by name
-read -r _ _ opid _ ofork _ owait _ ohow ost <<< "$(grep '^open pid' "$OUTF")"
+read -r _ _ opid _ ofork _ owait _ ohow ost _ oat <<< "$(grep '^open pid' "$OUTF")"
 [ "$ohow $ost" = "exit 0" ] ||
 	lu_fail "$TAG" "the child forked while shadow_lock was held ended with $ohow $ost (signal 14: it hung)"
-[ "$ofork" -ge $((HOLD * 1000 / 2)) ] ||
-	lu_fail "$TAG" "fork() took $ofork ms: it did not wait for the held shadow thread"
+# fork() began while the thread was held and returned only once it was let
+# go (both on CLOCK_MONOTONIC: forkhelper's and holdthread's)
+rel=$(sed -n 's/^released [0-9]* at \([0-9]*\) ms$/\1/p' "$FT_TMP/$TAG.hold")
+[ -n "$rel" ] && [ -n "$oat" ] || lu_fail "$TAG" "no release time from holdthread or no fork time from forkhelper"
+[ $((oat - ofork)) -lt "$rel" ] ||
+	lu_fail "$TAG" "fork() began $((oat - ofork - rel)) ms after the thread was let go: the test came too late to tell"
+[ "$oat" -ge "$rel" ] ||
+	lu_fail "$TAG" "fork() returned $((rel - oat)) ms before the held shadow thread was let go: it did not wait for its lock"
 log "$TAG: fork() waited $ofork ms for the held shadow thread; the child ran $owait ms"
 grep -qE "^([0-9:.]+ )?libshiftu\[$opid\]: info: forked from $pid:" "$LOGF" ||
 	lu_fail "$TAG" "the open child did not log that it was forked"

@@ -20,9 +20,10 @@
  *		QPs protected (SHIFTU_LOG_FILE, its own pid's lines) and 2000
  *		WRITEs are done and checked, 20 s at most; then _exit(2)s
  *
- * For each, the line "CMD pid PID fork_ms F wait_ms W status S" says how
- * long fork() took in the parent, how long the child ran after that, and
- * its wait status as "exit N" or "signal N".  A child gets SIGALRM in 30 s:
+ * For each, the line "CMD pid PID fork_ms F wait_ms W status S forked_at_ms
+ * T" says how long fork() took in the parent, how long the child ran after
+ * that, its wait status as "exit N" or "signal N", and when fork()
+ * returned (CLOCK_MONOTONIC, ms).  A child gets SIGALRM in 30 s:
  * a child that hangs dies of it ("signal 14").  The traffic child's
  * verdict comes first on a line of its own: "traffic pid PID writes N
  * protected N ok" (or "failed: WHY").
@@ -321,9 +322,9 @@ static void run(const char *cmd)
 	t1 = now_ms();
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	say("%s pid %d fork_ms %.0f wait_ms %.0f status %s %d", what, (int)pid, t1 - t0,
-	    now_ms() - t1, WIFEXITED(status) ? "exit" : "signal",
-	    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	say("%s pid %d fork_ms %.0f wait_ms %.0f status %s %d forked_at_ms %.0f", what, (int)pid,
+	    t1 - t0, now_ms() - t1, WIFEXITED(status) ? "exit" : "signal",
+	    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), t1);
 }
 
 static void *helper(void *arg)

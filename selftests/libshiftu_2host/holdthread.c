@@ -148,6 +148,9 @@ int main(int argc, char **argv)
 	t0 = now();
 	while (now() - t0 < hold)
 		usleep(10000);
+	/* CLOCK_MONOTONIC, for a test to order what waited on the thread */
+	printf("released %d at %.0f ms\n", tid, now() * 1e3);
+	fflush(stdout);
 	ret = 0;
 out:
 	if (ptrace(PTRACE_DETACH, tid, 0, sig))
