@@ -95,16 +95,35 @@ static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
 	return vq && __atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED);
 }
 
+/*
+ * What the stash holds for the application, in order.  The library's own
+ * completions a poller stashed with a QP's errors (a drain's markers, a
+ * control receive flushed) are the drain's to count; what is left of them
+ * once no drain is under way (the caller waited for that) is dropped here.
+ */
 static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 {
 	int n = 0;
 
 	while (n < num && c->stash_n && !stash_held(c, &c->stash[c->stash_head])) {
-		wc[n++] = c->stash[c->stash_head];
+		if (!shiftu_wc_ours(&c->stash[c->stash_head]))
+			wc[n++] = c->stash[c->stash_head];
 		c->stash_head = (c->stash_head + 1) % c->stash_cap;
 		c->stash_n--;
 	}
 	return n;
+}
+
+/* Takes the library's own completions out of @wc[0..n); returns how many
+ * are left. */
+static int drop_ours(struct ibv_wc *wc, int n)
+{
+	int i, j;
+
+	for (i = 0, j = 0; i < n; i++)
+		if (!shiftu_wc_ours(&wc[i]))
+			wc[j++] = wc[i];
+	return j;
 }
 
 /* The CQs of context @s take the slow poll while @on (cq->lock held). */
@@ -130,14 +149,6 @@ static const char *wc_status_word(enum ibv_wc_status st)
 	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
 	default:			return "error completion";
 	}
-}
-
-/* A completion of the library's own work requests, never the application's. */
-static bool ours(const struct ibv_wc *wc)
-{
-	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
-	       shiftu_ctrl_def_id(wc->wr_id) || wc->wr_id == MARKER_WR_ID ||
-	       wc->wr_id == RMARKER_WR_ID || wc->wr_id == SHIFTU_BELL_ID;
 }
 
 /*
@@ -297,7 +308,7 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 	/* a bell's completion is never the application's (a drain's markers
 	 * may be pending: they are stashed for it with the rest, below) */
 	for (i = 0, j = 0; i < n; i++)
-		if (wc[i].status == IBV_WC_SUCCESS || wc[i].wr_id != SHIFTU_BELL_ID)
+		if (shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_BELL)
 			wc[j++] = wc[i];
 	n = j;
 	if (c) {
@@ -309,13 +320,11 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 		n = hold_error(s, c, wc, n, &vq, &first);
 		pthread_mutex_unlock(&c->lock);
 	}
-	if (!vq) {
-		/* the library's own requests flushed with the QP are not shown */
-		for (i = 0, j = 0; i < n; i++)
-			if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
-				wc[j++] = wc[i];
-		return j;
-	}
+	/* the library's own requests, flushed with the QP or not, are not
+	 * shown (those among the stashed are the drain's) */
+	n = drop_ours(wc, n);
+	if (!vq)
+		return n;
 	/* handed over: a drain need not wait for us (we may wait for it) */
 	shiftu_poll_leave();
 	error_failover(vq, &first, true);
@@ -344,9 +353,11 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				t = c->twins[j];
 				break;
 			}
-		if (wc[i].wr_id == SHIFTU_CTRL_SEND_ID)
-			continue;	/* our control message (sq_sig_all) */
-		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV)) {
+		switch (shiftu_wrid_kind(wc[i].wr_id)) {
+		case SHIFTU_WRID_APP:
+			break;
+		case SHIFTU_WRID_CTRL_RECV:
+			/* a peer's control message; flushed, nobody's */
 			if (!t)
 				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
 			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
@@ -357,9 +368,11 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				(*n_msgs)++;
 			}
 			continue;
+		default:
+			/* our control message (sq_sig_all), a marker a drain
+			 * gave up on: never the application's */
+			continue;
 		}
-		if (wc[i].status != IBV_WC_SUCCESS && !t && wc[i].wr_id == SHIFTU_CTRL_RECV_ID)
-			continue;	/* a control receive flushed */
 		if (t) {
 			wc[i].qp_num = t->reg.app_qp->qp_num;
 			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
@@ -383,18 +396,20 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 	int i, kept = 0;
 
 	for (i = 0; i < k; i++) {
-		if (shiftu_ctrl_def_id(wc[i].wr_id) && (wc[i].opcode & IBV_WC_RECV) &&
+		enum shiftu_wrid kind = shiftu_wrid_kind(wc[i].wr_id);
+
+		if (kind == SHIFTU_WRID_CTRL_DEF && (wc[i].opcode & IBV_WC_RECV) &&
 		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			if (*n_msgs < SHIFTU_HS_BATCH) {
 				msgs[*n_msgs].vq = vq;
 				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
 				msgs[*n_msgs].on_default = true;
-				msgs[*n_msgs].gen = (uint16_t)wc[i].wr_id;
+				msgs[*n_msgs].gen = shiftu_ctrl_def_gen(wc[i].wr_id);
 				(*n_msgs)++;
 			}
 			continue;
 		}
-		if (wc[i].wr_id == PROBE_WR_ID && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+		if (kind == SHIFTU_WRID_PROBE && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
 			continue;
 		}
@@ -411,13 +426,8 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
-	int i, kept = 0;
-
 	k = shiftu_app_own(s, wc, k, msgs, n_msgs);
-	for (i = 0; i < k; i++)
-		if (!ours(&wc[i]))
-			wc[kept++] = wc[i];
-	return kept;
+	return drop_ours(wc, k);
 }
 
 /*

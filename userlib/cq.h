@@ -13,15 +13,12 @@
 
 #include <infiniband/verbs.h>
 
+#include "wrid.h"
+
 struct shiftu_ctx;
 struct shiftu_cq;
 struct shiftu_vqp;
 struct shiftu_hs_msg;
-
-/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTRMK", "SHIFTPRB" */
-#define MARKER_WR_ID	0x5348494654de4b52ULL
-#define RMARKER_WR_ID	0x53484946545d4b52ULL
-#define PROBE_WR_ID	0x5348494654505242ULL
 
 /*
  * Count the receive completions among @k just taken from a CQ of @s, if

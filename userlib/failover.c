@@ -246,20 +246,30 @@ struct drain_state {
 static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		      const struct shiftu_cq *c, const struct ibv_wc *wc)
 {
-	if (wc->wr_id == MARKER_WR_ID) {
+	bool rcq = c == vq->rcq && c != vq->scq;
+
+	switch (shiftu_wrid_kind(wc->wr_id)) {
+	case SHIFTU_WRID_MARKER:
 		d->smark = true;
-	} else if (wc->wr_id == RMARKER_WR_ID) {
+		break;
+	case SHIFTU_WRID_RMARKER:
 		d->rmark = true;
-	} else if (wc->wr_id == SHIFTU_CTRL_RECV_ID || shiftu_ctrl_def_id(wc->wr_id)) {
+		break;
+	case SHIFTU_WRID_CTRL_RECV:
+	case SHIFTU_WRID_CTRL_DEF:
 		if (twin)
 			vq->ctrl_rq = 0;
-	} else if (wc->wr_id != SHIFTU_CTRL_SEND_ID) {
-		bool rcq = c == vq->rcq && c != vq->scq;
-
+		break;
+	case SHIFTU_WRID_APP:
 		if (d->n == d->max)
 			return -EOVERFLOW;
 		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq };
 		d->n_recv += rcq;
+		break;
+	default:
+		/* a control message or a probe of ours: no request of the
+		 * application's */
+		break;
 	}
 	return 0;
 }
