@@ -225,7 +225,9 @@ static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq
 {
 	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
 
+	/* a QP the application stops itself flushes for it, as without us */
 	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
+	    __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED) ||
 	    (vq->scq->app != cq && vq->rcq->app != cq))
 		return NULL;
 	if (shiftu_going_back(vq))

@@ -912,6 +912,9 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	bool stuck = false, unposted = true;
 	enum fo_result r;
 
+	/* the application tears its QP down: its errors are its own */
+	if (__atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED))
+		return FO_NONE;
 	switch (kind) {
 	case MOVE_OVER:
 		if (vq->state != SHIFTU_SEND_DEFAULT)
@@ -1173,6 +1176,39 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	pthread_mutex_unlock(&vq->fo_lock);
+}
+
+void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
+{
+	struct ibv_qp_attr a = { .qp_state = to };
+	uint8_t was;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	was = vq->state;
+	if (was == SHIFTU_SEND_DEAD || !vq->scq || !vq->rcq) {
+		vq->state = SHIFTU_SEND_DEAD;
+		pthread_mutex_unlock(&vq->fo_lock);
+		return;
+	}
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	if (vq->on_twin)
+		/* its work is there: it stops as the default QP did; the
+		 * twin's completions stay renamed (it keeps its CQs' place) */
+		shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE);
+	else
+		twins_leave(vq);
+	if (to == IBV_QPS_ERR)
+		flush_held(vq, posted_end(vq));
+	vq->state = SHIFTU_SEND_DEAD;
+	/* no failback's message to wait for on the default QP */
+	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
+	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
+	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_info("qp %u on %s: the application moved it to %s%s: its errors are its own, not protected any more",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, to == IBV_QPS_ERR ? "ERR" : "RESET",
+		    was == SHIFTU_SEND_DEFAULT ? "" : " while its work was on its twin");
 }
 
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)

@@ -244,6 +244,14 @@ struct shiftu_vqp {
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
 	uint8_t rings;			/* SHIFTU_RINGS_* */
 	uint8_t bak_ready;		/* the twin is in RTS: it can post */
+	/*
+	 * The application moves or moved its QP to ERR or RESET itself
+	 * (ibv_modify_qp, rdma_disconnect): its errors are its own and the
+	 * QP never moves again (shiftu_failover_app_stop()).  Set before the
+	 * provider's modify, by the application's thread; read relaxed by
+	 * pollers and under fo_lock by moves.
+	 */
+	uint8_t app_stop;
 	uint8_t dgid[16];		/* from ibv_modify_qp(IBV_QP_AV) */
 
 	/* the provider's, copied here so the fast path touches one object */
