@@ -95,6 +95,50 @@ static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
 	return vq && __atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED);
 }
 
+void shiftu_ctrl_sent(struct shiftu_vqp *vq)
+{
+	__atomic_fetch_add(&vq->ctrl_due, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->sctx->slow_cqs, 1, __ATOMIC_RELAXED);
+}
+
+void shiftu_ctrl_send_done(struct shiftu_vqp *vq, bool all)
+{
+	uint32_t due = __atomic_load_n(&vq->ctrl_due, __ATOMIC_RELAXED), n;
+
+	do {
+		if (!due)
+			return;
+		n = all ? due : 1;
+	} while (!__atomic_compare_exchange_n(&vq->ctrl_due, &due, due - n, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	__atomic_fetch_sub(&vq->sctx->slow_cqs, n, __ATOMIC_RELAXED);
+}
+
+/* The library's own completion @wc, taken from an application's CQ of
+ * context @s, is dropped: a control message's gives its slow poll back. */
+static void own_dropped(struct shiftu_ctx *s, const struct ibv_wc *wc)
+{
+	struct shiftu_vqp *vq;
+
+	if (shiftu_wrid_kind(wc->wr_id) == SHIFTU_WRID_CTRL_SEND &&
+	    (vq = shiftu_vqp_by_num(s, wc->qp_num)))
+		shiftu_ctrl_send_done(vq, false);
+}
+
+/* Takes the library's own completions out of @wc[0..n), taken from an
+ * application's CQ of @s; returns how many are left. */
+static int drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+{
+	int i, j;
+
+	for (i = 0, j = 0; i < n; i++)
+		if (!shiftu_wc_ours(&wc[i]))
+			wc[j++] = wc[i];
+		else
+			own_dropped(s, &wc[i]);
+	return j;
+}
+
 /*
  * What the stash holds for the application, in order.  The library's own
  * completions a poller stashed with a QP's errors (a drain's markers, a
@@ -108,22 +152,12 @@ static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 	while (n < num && c->stash_n && !stash_held(c, &c->stash[c->stash_head])) {
 		if (!shiftu_wc_ours(&c->stash[c->stash_head]))
 			wc[n++] = c->stash[c->stash_head];
+		else
+			own_dropped(c->sctx, &c->stash[c->stash_head]);
 		c->stash_head = (c->stash_head + 1) % c->stash_cap;
 		c->stash_n--;
 	}
 	return n;
-}
-
-/* Takes the library's own completions out of @wc[0..n); returns how many
- * are left. */
-static int drop_ours(struct ibv_wc *wc, int n)
-{
-	int i, j;
-
-	for (i = 0, j = 0; i < n; i++)
-		if (!shiftu_wc_ours(&wc[i]))
-			wc[j++] = wc[i];
-	return j;
 }
 
 /* The CQs of context @s take the slow poll while @on (cq->lock held). */
@@ -324,7 +358,7 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 	}
 	/* the library's own requests, flushed with the QP or not, are not
 	 * shown (those among the stashed are the drain's) */
-	n = drop_ours(wc, n);
+	n = drop_ours(s, wc, n);
 	if (!vq)
 		return n;
 	/* handed over: a drain need not wait for us (we may wait for it) */
@@ -411,6 +445,10 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 			}
 			continue;
 		}
+		if (kind == SHIFTU_WRID_CTRL_SEND && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			shiftu_ctrl_send_done(vq, false);
+			continue;
+		}
 		if (kind == SHIFTU_WRID_PROBE && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
 			continue;
@@ -429,7 +467,7 @@ static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	k = shiftu_app_own(s, wc, k, msgs, n_msgs);
-	return drop_ours(wc, k);
+	return drop_ours(s, wc, k);
 }
 
 /*

@@ -33,6 +33,15 @@ void shiftu_took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k);
  */
 int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc);
 
+/*
+ * A control message of ours was posted on @vq's default QP, signaled
+ * (sq_sig_all): its CQs take the slow poll until its completion is taken
+ * out (shiftu_ctrl_send_done()), or @all of them when the QP stops
+ * (reset, destroyed).  Any thread.
+ */
+void shiftu_ctrl_sent(struct shiftu_vqp *vq);
+void shiftu_ctrl_send_done(struct shiftu_vqp *vq, bool all);
+
 /* @vq's CQs take the slow poll while @on (their locks held). */
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on);
 

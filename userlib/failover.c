@@ -266,9 +266,12 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq };
 		d->n_recv += rcq;
 		break;
+	case SHIFTU_WRID_CTRL_SEND:
+		if (!twin)
+			shiftu_ctrl_send_done(vq, false);
+		break;
 	default:
-		/* a control message or a probe of ours: no request of the
-		 * application's */
+		/* a probe of ours: no request of the application's */
 		break;
 	}
 	return 0;
@@ -1172,6 +1175,8 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 	pthread_mutex_lock(&vq->fo_lock);
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	twins_leave(vq);
+	/* a control message's completion that never came is nobody's now */
+	shiftu_ctrl_send_done(vq, true);
 	/* no move starts after this one: each wants another state */
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
@@ -1199,6 +1204,8 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 		twins_leave(vq);
 	if (to == IBV_QPS_ERR)
 		flush_held(vq, posted_end(vq));
+	else
+		shiftu_ctrl_send_done(vq, true);	/* a reset drops it */
 	vq->state = SHIFTU_SEND_DEAD;
 	/* no failback's message to wait for on the default QP */
 	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);

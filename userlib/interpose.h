@@ -252,6 +252,13 @@ struct shiftu_vqp {
 	 * pollers and under fo_lock by moves.
 	 */
 	uint8_t app_stop;
+	/*
+	 * Control messages of ours posted on the default QP whose completion
+	 * is to come to the application's send CQ (sq_sig_all signals them):
+	 * each holds its context on the slow poll, which takes it out, so
+	 * that the common path never meets it (shiftu_ctrl_sent()).  Atomic.
+	 */
+	uint32_t ctrl_due;
 	uint8_t dgid[16];		/* from ibv_modify_qp(IBV_QP_AV) */
 
 	/* the provider's, copied here so the fast path touches one object */
