@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Proves: rping's own disconnect (rdma_disconnect: its QP to ERR) is never taken for a failure: it exits 0 on both ends, preloaded or not.
+# Proves: rping's own disconnect (rdma_disconnect: QP to ERR) is never taken for a failure: both ends exit 0, preloaded or not, failed over or not.
 #
 #     host 1 (rping -c)                                 host 2 (rping -s, started first)
 #     rxe0 ─ eth0 10.0.0.1 ─────── rail 0 (rdma_cm) ────── eth0 10.0.0.2 ─ rxe0
@@ -15,22 +15,24 @@
 # must hold: the flush is the application's own, not a failure; no QP fails
 # over (a failover there used to leave both ends waiting until killed), the
 # client's log says its QP was stopped by the application, and neither log
-# has a warning.  No cable is pulled.
+# has a warning.  Then the same through a pull of host 1's rail 0, ending
+# while the QPs are on their twins (below).
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lu_ride_setup rping rdma
 
-COUNT=200
+COUNT=200		# the unpulled runs' pings
 
-# rp_pair TAG PRE: rping's server on host 2 (bound to 10.0.0.2) and its
-# client on host 1, both preloaded (PRE=1) or neither, on an rdma_cm port
-# of their own; the same files in $FT_TMP as lu_pair.
+# rp_pair TAG PRE COUNT: rping -C COUNT, its server on host 2 (bound to
+# 10.0.0.2) and its client on host 1, both preloaded (PRE=1) or neither,
+# on an rdma_cm port of their own, LU_DURING run meanwhile as lu_pair does;
+# the same files in $FT_TMP as lu_pair.
 rp_pair()
 {
 	local tag=$1 pre=$2 port=$LU_PORT rc=0 cmd pid
-	local rout=$LU_RDIR/$1.srv.out
+	local rout=$LU_RDIR/$1.srv.out COUNT=$3
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
@@ -42,7 +44,11 @@ rp_pair()
 	lu_peer_run "(for i in \$(seq 60); do rdma res show cm_id 2> /dev/null | grep -q 'LISTEN.*:$port ' && exit 0; sleep 0.05; done; sleep 3)" || true
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
-		rping -c -a 10.0.0.2 -p "$port" -V -C "$COUNT" > "$FT_TMP/$tag.cli.out" 2>&1 || rc=$?
+		rping -c -a 10.0.0.2 -p "$port" -V -C "$COUNT" > "$FT_TMP/$tag.cli.out" 2>&1 &
+	if [ -n "${LU_DURING:-}" ]; then
+		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
+	fi
+	wait $! || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
 	if lu_srv_collect "$tag" "$pre"; then
 		LU_SRV_PID=
@@ -55,8 +61,9 @@ for pre in 0 1; do
 	t=rping.$pre
 	lu_keep "$t" rping
 	t0=$EPOCHREALTIME
-	rp_pair "$t" "$pre"
-	log "$t: $COUNT pings in $(lu_ms "$t0") ms; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
+	rp_pair "$t" "$pre" "$COUNT"
+	ms=$(lu_ms "$t0")
+	log "$t: $COUNT pings in $ms ms; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
 	lu_exited_ok "$t"
 	[ "$pre" = 1 ] || continue
 	lu_check_log "$t" cli "qps=1" "failovers=0"
@@ -64,4 +71,30 @@ for pre in 0 1; do
 	grep -q 'the application moved it to ERR' "$FT_TMP/$t.cli.shiftu" ||
 		lu_fail "$t" "the client's library did not see rping's disconnect"
 	log "$t: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.cli.shiftu")"
+done
+
+# The same disconnect while the QPs are on their twins: host 1's rail 0 is
+# pulled 5 s in and comes back at 10 s (lu_pull), and rping is sized (from
+# the preloaded run's pace) to end about 8 s in.  Without the library it
+# stalls through the outage and ends after it; with it, both ends fail over
+# and disconnect there: the twins stop with the default QPs, their flushes
+# are rping's own, and both ends exit 0.
+PULLED=$((8000 * COUNT / (ms > 0 ? ms : 1)))
+for pre in 0 1; do
+	t=rping_pulled.$pre
+	lu_keep "$t" rping
+	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull rp_pair "$t" "$pre" "$PULLED"
+	read -r s0 s1 < "$FT_TMP/$t.outage"
+	read -r off on < "$FT_TMP/$t.times"
+	log "$t: $PULLED pings; rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
+	lu_exited_ok "$t"
+	[ "$pre" = 1 ] || continue
+	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
+		lu_fail "$t" "the client's QP did not fail over"
+	lu_check_log "$t" cli "qps=1" "failovers=1"
+	lu_check_log "$t" srv "qps>=1"
+	grep -q 'the application moved it to ERR' "$FT_TMP/$t.cli.shiftu" ||
+		lu_fail "$t" "the client's library did not see rping's disconnect"
+	log "$t: client: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.cli.shiftu")"
+	log "$t: server: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.srv.shiftu" || echo none)"
 done
