@@ -17,8 +17,10 @@
 # it stalls and goes on): both runs must exit 0 on both ends.  With the
 # library, the client's QP fails over to rxe1, host 1 sends its RC packets
 # on rail 1 during the outage, and neither log has a warning.  Each run is
-# made long enough (about 18 s) to hold the pull, from a short unpulled run
-# that measures the lab's pace first.
+# made long enough (about 14 s unpulled) to hold the pull, from a short
+# unpulled run that measures the lab's pace first.  (The QP does not fail
+# back: it grants no remote access, and a failback's probe is an empty
+# WRITE.)
 #
 # ibv_srq_pingpong's QPs use an SRQ and ibv_ud_pingpong's is UD: the library
 # protects neither (SRQs not yet, UD is unreliable), and they must run as
@@ -66,14 +68,39 @@ pp_pair()
 	fi
 }
 
+# pp_pull TAG: lu_pull's outage alone, for LU_DURING: host 1's rail 0 down
+# by QEMU 5 s into the client's run and back at 10 s; its packets per rail
+# counted for 2 s from 1 s into the outage (TAG.outage), TAG.times as
+# lu_pull's.  Nothing waits for a failback: ibv_rc_pingpong's QP grants
+# no remote access, so a failback's probe (an empty WRITE) never succeeds
+# on it.
+pp_pull()
+{
+	local tag=$1 t0=$EPOCHREALTIME a0 a1 b0 b1 off on
+
+	lab_nap 5
+	lu_cable 1 link off
+	off=$(lu_ms "$t0")
+	lab_nap 1
+	lu_pkts rxe0 a0; lu_pkts rxe1 a1
+	lab_nap 2
+	lu_pkts rxe0 b0; lu_pkts rxe1 b1
+	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
+	lab_nap 2
+	lu_cable 1 link on
+	on=$(lu_ms "$t0")
+	echo "$off $on" > "$FT_TMP/$tag.times"
+}
+
 # pp_line TAG: the client's "N iters in T seconds" line.
 pp_line()
 {
 	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
 }
 
-# The lab's pace: a short unpulled run, without the library, sized the
-# pulled runs to about 18 s (a pull needs 10 s and more of traffic).
+# The lab's pace: a short unpulled run, without the library, sizes the
+# pulled runs to about 14 s unpulled (a pull needs 10 s and more of
+# traffic; without the library they stall through the 5 s outage).
 lu_keep pace pingpong
 t0=$EPOCHREALTIME
 pp_pair pace 0 ibv_rc_pingpong -n 500
@@ -84,12 +111,12 @@ usec=${usec%%.*}
 if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
 	lu_fail pace "no usec/iter in the client's output"
 fi
-ITERS=$((18000000 / usec))
+ITERS=$((14000000 / usec))
 [ "$ITERS" -ge 2000 ] || ITERS=2000
 log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
 
 # rc_ride TAG ARGS...: ibv_rc_pingpong ARGS through host 1's rail 0 pulled
-# by QEMU (lu_pull), without the library and then with it.
+# by QEMU (pp_pull), without the library and then with it.
 rc_ride()
 {
 	local tag=$1 pre s0 s1 off on
@@ -98,8 +125,7 @@ rc_ride()
 	for pre in 0 1; do
 		local t=$tag.$pre
 		lu_keep "$t" pingpong
-		LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-			pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
+		LU_DURING=pp_pull pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
 		read -r s0 s1 < "$FT_TMP/$t.outage"
 		read -r off on < "$FT_TMP/$t.times"
 		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(pp_line "$t")"
