@@ -1186,17 +1186,17 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 {
 	struct ibv_qp_attr a = { .qp_state = to };
-	uint8_t was;
+	bool twin;
 
 	pthread_mutex_lock(&vq->fo_lock);
-	was = vq->state;
-	if (was == SHIFTU_SEND_DEAD || !vq->scq || !vq->rcq) {
+	twin = vq->on_twin;
+	if (vq->state == SHIFTU_SEND_DEAD || !vq->scq || !vq->rcq) {
 		vq->state = SHIFTU_SEND_DEAD;
 		pthread_mutex_unlock(&vq->fo_lock);
 		return;
 	}
 	shiftu_lock_cqs(vq->scq, vq->rcq);
-	if (vq->on_twin)
+	if (twin)
 		/* its work is there: it stops as the default QP did; the
 		 * twin's completions stay renamed (it keeps its CQs' place) */
 		shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE);
@@ -1215,7 +1215,7 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 	pthread_mutex_unlock(&vq->fo_lock);
 	shiftu_info("qp %u on %s: the application moved it to %s%s: its errors are its own, not protected any more",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, to == IBV_QPS_ERR ? "ERR" : "RESET",
-		    was == SHIFTU_SEND_DEFAULT ? "" : " while its work was on its twin");
+		    twin ? " while its work was on its twin" : "");
 }
 
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
