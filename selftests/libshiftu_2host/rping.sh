@@ -28,10 +28,11 @@ COUNT=200		# the unpulled runs' pings
 # rp_pair TAG PRE COUNT: rping -C COUNT, its server on host 2 (bound to
 # 10.0.0.2) and its client on host 1, both preloaded (PRE=1) or neither,
 # on an rdma_cm port of their own, LU_DURING run meanwhile as lu_pair does;
-# the same files in $FT_TMP as lu_pair.
+# the same files in $FT_TMP as lu_pair, and TAG.cli.ms: how long the
+# client ran.
 rp_pair()
 {
-	local tag=$1 pre=$2 port=$LU_PORT rc=0 cmd pid
+	local tag=$1 pre=$2 port=$LU_PORT rc=0 cmd pid t0
 	local rout=$LU_RDIR/$1.srv.out COUNT=$3
 	LU_PORT=$((LU_PORT + 1))
 
@@ -42,6 +43,7 @@ rp_pair()
 	LU_SRV_PID=$pid
 	# an rdma_cm listener has no socket: its cm_id, or 3 s (LAB.md)
 	lu_peer_run "(for i in \$(seq 60); do rdma res show cm_id 2> /dev/null | grep -q 'LISTEN.*:$port ' && exit 0; sleep 0.05; done; sleep 3)" || true
+	t0=$EPOCHREALTIME
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
 		rping -c -a 10.0.0.2 -p "$port" -V -C "$COUNT" > "$FT_TMP/$tag.cli.out" 2>&1 &
@@ -50,6 +52,7 @@ rp_pair()
 	fi
 	wait $! || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
+	lu_ms "$t0" > "$FT_TMP/$tag.cli.ms"
 	if lu_srv_collect "$tag" "$pre"; then
 		LU_SRV_PID=
 	else
@@ -60,9 +63,8 @@ rp_pair()
 for pre in 0 1; do
 	t=rping.$pre
 	lu_keep "$t" rping
-	t0=$EPOCHREALTIME
 	rp_pair "$t" "$pre" "$COUNT"
-	ms=$(lu_ms "$t0")
+	ms=$(cat "$FT_TMP/$t.cli.ms")
 	log "$t: $COUNT pings in $ms ms; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
 	lu_exited_ok "$t"
 	[ "$pre" = 1 ] || continue
@@ -75,7 +77,7 @@ done
 
 # The same disconnect while the QPs are on their twins: host 1's rail 0 is
 # pulled 5 s in and comes back at 10 s (lu_pull), and rping is sized (from
-# the preloaded run's pace) to end about 8 s in.  Without the library it
+# the preloaded client's pace above) to end about 8 s in.  Without the library it
 # stalls through the outage and ends after it; with it, both ends fail over
 # and disconnect there: the twins stop with the default QPs, their flushes
 # are rping's own, and both ends exit 0.
@@ -86,7 +88,7 @@ for pre in 0 1; do
 	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull rp_pair "$t" "$pre" "$PULLED"
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	read -r off on < "$FT_TMP/$t.times"
-	log "$t: $PULLED pings; rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
+	log "$t: $PULLED pings in $(cat "$FT_TMP/$t.cli.ms") ms; rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
 	lu_exited_ok "$t"
 	[ "$pre" = 1 ] || continue
 	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
