@@ -23,7 +23,7 @@ set -e
 
 lu_ride_setup rping rdma
 
-COUNT=200		# the unpulled runs' pings
+COUNT=2000		# the unpulled runs' pings: a few seconds, setup included
 
 # rp_pair TAG PRE COUNT: rping -C COUNT, its server on host 2 (bound to
 # 10.0.0.2) and its client on host 1, both preloaded (PRE=1) or neither,
@@ -32,7 +32,7 @@ COUNT=200		# the unpulled runs' pings
 # client ran.
 rp_pair()
 {
-	local tag=$1 pre=$2 port=$LU_PORT rc=0 cmd pid t0
+	local tag=$1 pre=$2 port=$LU_PORT rc=0 cmd pid
 	local rout=$LU_RDIR/$1.srv.out COUNT=$3
 	LU_PORT=$((LU_PORT + 1))
 
@@ -43,16 +43,21 @@ rp_pair()
 	LU_SRV_PID=$pid
 	# an rdma_cm listener has no socket: its cm_id, or 3 s (LAB.md)
 	lu_peer_run "(for i in \$(seq 60); do rdma res show cm_id 2> /dev/null | grep -q 'LISTEN.*:$port ' && exit 0; sleep 0.05; done; sleep 3)" || true
-	t0=$EPOCHREALTIME
-	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
-		rping -c -a 10.0.0.2 -p "$port" -V -C "$COUNT" > "$FT_TMP/$tag.cli.out" 2>&1 &
+	# the client timed on its own: LU_DURING may outlast it
+	(
+		t0=$EPOCHREALTIME rc=0
+		# shellcheck disable=SC2046 # lu_env's words are separate arguments
+		timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
+			rping -c -a 10.0.0.2 -p "$port" -V -C "$COUNT" \
+			> "$FT_TMP/$tag.cli.out" 2>&1 || rc=$?
+		lu_ms "$t0" > "$FT_TMP/$tag.cli.ms"
+		exit "$rc"
+	) &
 	if [ -n "${LU_DURING:-}" ]; then
 		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
 	fi
 	wait $! || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
-	lu_ms "$t0" > "$FT_TMP/$tag.cli.ms"
 	if lu_srv_collect "$tag" "$pre"; then
 		LU_SRV_PID=
 	else
@@ -76,12 +81,14 @@ for pre in 0 1; do
 done
 
 # The same disconnect while the QPs are on their twins: host 1's rail 0 is
-# pulled 5 s in and comes back at 10 s (lu_pull), and rping is sized (from
-# the preloaded client's pace above) to end about 8 s in.  Without the library it
-# stalls through the outage and ends after it; with it, both ends fail over
-# and disconnect there: the twins stop with the default QPs, their flushes
-# are rping's own, and both ends exit 0.
-PULLED=$((8000 * COUNT / (ms > 0 ? ms : 1)))
+# pulled 5 s in and comes back at 10 s (lu_pull), and rping is sized from
+# the preloaded client's time above to run past the pull: about 8 s, since
+# that time includes rdma_cm's setup (12 s were it all pings).  Without the
+# library it stalls through the outage and ends after it; with it, both
+# ends fail over and, if rping ends before the repair, disconnect there:
+# the twins stop with the default QPs, their flushes are rping's own.  Both
+# ends exit 0 either way.
+PULLED=$((12000 * COUNT / (ms > 0 ? ms : 1)))
 for pre in 0 1; do
 	t=rping_pulled.$pre
 	lu_keep "$t" rping
