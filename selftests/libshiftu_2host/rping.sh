@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Proves: rping's own disconnect (rdma_disconnect: QP to ERR) is never taken for a failure: both ends exit 0, preloaded or not, failed over or not.
+# Proves: rping's own disconnect (rdma_disconnect: QP to ERR) is never taken for a failure: both ends exit 0, preloaded or not.
 #
 #     host 1 (rping -c)                                 host 2 (rping -s, started first)
 #     rxe0 ─ eth0 10.0.0.1 ─────── rail 0 (rdma_cm) ────── eth0 10.0.0.2 ─ rxe0
@@ -15,15 +15,16 @@
 # must hold: the flush is the application's own, not a failure; no QP fails
 # over (a failover there used to leave both ends waiting until killed), the
 # client's log says its QP was stopped by the application, and neither log
-# has a warning.  Then the same through a pull of host 1's rail 0, ending
-# while the QPs are on their twins (below).
+# has a warning.  No cable is pulled: without the library rping does not
+# ride a 5 s pull of rail 0 (rdma_cm reports RDMA_CM_EVENT_UNREACHABLE,
+# error -110, and the client exits 255), so a pulled run has no control.
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 lu_ride_setup rping rdma
 
-COUNT=2000		# the unpulled runs' pings: a few seconds, setup included
+COUNT=2000
 
 # rp_pair TAG PRE COUNT: rping -C COUNT, its server on host 2 (bound to
 # 10.0.0.2) and its client on host 1, both preloaded (PRE=1) or neither,
@@ -80,30 +81,3 @@ for pre in 0 1; do
 	log "$t: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.cli.shiftu")"
 done
 
-# The same disconnect while the QPs are on their twins: host 1's rail 0 is
-# pulled 5 s in and comes back at 10 s (lu_pull), and rping is sized from
-# the preloaded client's time above to run past the pull: about 8 s, since
-# that time includes rdma_cm's setup (12 s were it all pings).  Without the
-# library it stalls through the outage and ends after it; with it, both
-# ends fail over and, if rping ends before the repair, disconnect there:
-# the twins stop with the default QPs, their flushes are rping's own.  Both
-# ends exit 0 either way.
-PULLED=$((12000 * COUNT / (ms > 0 ? ms : 1)))
-for pre in 0 1; do
-	t=rping_pulled.$pre
-	lu_keep "$t" rping
-	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull rp_pair "$t" "$pre" "$PULLED"
-	read -r s0 s1 < "$FT_TMP/$t.outage"
-	read -r off on < "$FT_TMP/$t.times"
-	log "$t: $PULLED pings in $(cat "$FT_TMP/$t.cli.ms") ms; rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
-	lu_exited_ok "$t"
-	[ "$pre" = 1 ] || continue
-	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
-		lu_fail "$t" "the client's QP did not fail over"
-	lu_check_log "$t" cli "qps=1" "failovers=1"
-	lu_check_log "$t" srv "qps>=1"
-	grep -q 'the application moved it to ERR' "$FT_TMP/$t.cli.shiftu" ||
-		lu_fail "$t" "the client's library did not see rping's disconnect"
-	log "$t: client: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.cli.shiftu")"
-	log "$t: server: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.srv.shiftu" || echo none)"
-done
