@@ -17,7 +17,7 @@
 # it stalls and goes on): both runs must exit 0 on both ends.  With the
 # library, the client's QP fails over to rxe1, host 1 sends its RC packets
 # on rail 1 during the outage, and neither log has a warning.  Each run is
-# made long enough (about 14 s unpulled) to hold the pull, from a short
+# made long enough (about 18 s at the pace measured) to hold the pull, from a short
 # unpulled run that measures the lab's pace first.  (The QP does not fail
 # back: it grants no remote access, and a failback's probe is an empty
 # WRITE.)
@@ -99,7 +99,7 @@ pp_line()
 }
 
 # The lab's pace: a short unpulled run, without the library, sizes the
-# pulled runs to about 14 s unpulled (a pull needs 10 s and more of
+# pulled runs to about 18 s at that pace (a pull needs 10 s and more of
 # traffic; without the library they stall through the 5 s outage).
 lu_keep pace pingpong
 t0=$EPOCHREALTIME
@@ -111,7 +111,7 @@ usec=${usec%%.*}
 if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
 	lu_fail pace "no usec/iter in the client's output"
 fi
-ITERS=$((14000000 / usec))
+ITERS=$((18000000 / usec))
 [ "$ITERS" -ge 2000 ] || ITERS=2000
 log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
 
