@@ -17,10 +17,10 @@
 # it stalls and goes on): both runs must exit 0 on both ends.  With the
 # library, the client's QP fails over to rxe1, host 1 sends its RC packets
 # on rail 1 during the outage, and neither log has a warning.  Each run is
-# made long enough (about 18 s at the pace measured) to hold the pull, from a short
-# unpulled run that measures the lab's pace first.  (The QP does not fail
-# back: it grants no remote access, and a failback's probe is an empty
-# WRITE.)
+# made long enough (about 18 s at the pace measured) to hold the pull, from
+# a short unpulled run that measures the lab's pace first.  (The QP does
+# not fail back: it grants no remote access, and a failback's probe is an
+# empty WRITE.)
 #
 # ibv_srq_pingpong's QPs use an SRQ and ibv_ud_pingpong's is UD: the library
 # protects neither (SRQs not yet, UD is unreliable), and they must run as
