@@ -137,7 +137,7 @@ case $oexit in
 *) lu_fail "$TAG" "the open child's exit line counts what is not its own: '$oexit'" ;;
 esac
 log "$TAG: the open child's exit line: $oexit"
-read -r _ _ tpid _ tfork _ twait _ thow tst <<< "$(grep -E '^traffic pid [0-9]+ fork_ms' "$OUTF")"
+read -r _ _ tpid _ tfork _ twait _ thow tst _ <<< "$(grep -E '^traffic pid [0-9]+ fork_ms' "$OUTF")"
 [ "$thow $tst" = "exit 0" ] || lu_fail "$TAG" "the traffic child ended with $thow $tst"
 grep -qE "^traffic pid $tpid writes [0-9]+ protected 2 ok" "$OUTF" ||
 	lu_fail "$TAG" "the traffic child's QPs were not protected, or its writes failed"
