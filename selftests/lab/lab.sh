@@ -42,7 +42,7 @@
 # BENCH_STEPS (bench.sh's steps, default all) are passed on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order.
-# LAB_TIMEOUT (seconds per VM run, default 2700), LAB_ACCEL
+# LAB_TIMEOUT (seconds per VM run, default 3300), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
@@ -55,7 +55,7 @@ SHIFT_TOP=$(cd "$LAB_DIR/../.." && pwd)
 BUILD=$SHIFT_TOP/build/lab
 KSFT_OUT=$SHIFT_TOP/build/kselftest
 KSFT_DIR=$KSFT_OUT/tools/testing/selftests
-LAB_TIMEOUT=${LAB_TIMEOUT:-2700}
+LAB_TIMEOUT=${LAB_TIMEOUT:-3300}
 LAB_MEM=${LAB_MEM:-1024}
 # Modules the initramfs loads (with dependencies, in order) to reach 9p.
 INITRAMFS_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
