@@ -232,7 +232,8 @@ lu_ms()
 # counted for 2 s from 1 s into the outage (TAG.outage: rail 0's, rail
 # 1's) and again for 2 s from half a second after the client's library
 # failed back, 12 s at most after the repair (TAG.fbwait: how long it
-# took, in tenths of a second); with no library, 3 s after the repair
+# took, in tenths of a second; LU_PULL_FB_TENTHS: another bound, 0 for a
+# QP that cannot fail back); with no library, 3 s after the repair
 # (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
 # from the client's start.  No process is started but grep's and ip's:
 # the pollers leave the guests little CPU.
@@ -254,7 +255,8 @@ lu_pull()
 	on=$(lu_ms "$t0")
 	echo "$off $on" > "$FT_TMP/$tag.times"
 	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
-		while [ "$t" -lt 120 ] && ! grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu"; do
+		while [ "$t" -lt "${LU_PULL_FB_TENTHS:-120}" ] &&
+		      ! grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu"; do
 			lab_nap 0.1
 			t=$((t + 1))
 		done
@@ -365,7 +367,6 @@ lu_pair()
 
 	rm -f "$FT_TMP/$tag".*
 	lu_srv_start "$tag" "$pre" 90 "$prog" "$port" "$@"
-	LU_SRV_PID=$LU_SRV_STARTED
 
 	# shellcheck disable=SC2086 # LU_CLI_ARGS: words
 	lu_cli "$tag" "$pre" "$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" ${LU_CLI_ARGS:-} "$LU_TCP"
@@ -373,7 +374,8 @@ lu_pair()
 
 # lu_cli TAG PRE CMD...: the client of the pair TAG, whose server runs on
 # host 2 (LU_SRV_PID): CMD here, with the library as PRE says (lu_env) and
-# the words of LU_CLI_ENV, ended after 60 s, LU_DURING run meanwhile; then
+# the words of LU_CLI_ENV, ended after LU_CLI_SECS (60 s), LU_DURING run
+# meanwhile; then
 # the server's results.  Leaves TAG.cli.{out,rc,shiftu} and TAG.srv.* in
 # $FT_TMP, as lu_pair says.
 lu_cli()
@@ -385,7 +387,7 @@ lu_cli()
 	# runs while the client does (pulling cables, say)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	# shellcheck disable=SC2086 # LU_CLI_ENV: words
-	timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ${LU_CLI_ENV:-} "$@" \
+	timeout "${LU_CLI_SECS:-60}" $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ${LU_CLI_ENV:-} "$@" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
 	if [ -n "${LU_DURING:-}" ]; then
 		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
@@ -402,27 +404,38 @@ lu_cli()
 }
 
 # lu_srv_start TAG PRE SECS PROG PORT ARGS...: the server of the pair TAG
-# on host 2, PROG -p PORT ARGS, preloaded (PRE=1) or not, ended after SECS;
-# its output and status go to host 2's LU_RDIR.  Returns once it listens
-# on PORT, with LU_SRV_STARTED set to its pid, which is also its process
-# group's (setsid).
+# on host 2, PROG -d rxe0 -x GIDX -p PORT ARGS (perftest's and shiftgen's
+# words; LU_GIDX_OPT for another program's GID index option), with the
+# library as PRE says (lu_env), ended after SECS.  Returns once it listens
+# on PORT, with LU_SRV_STARTED set (lu_srv_spawn).
 LU_SRV_STARTED=
 lu_srv_start()
 {
-	local tag=$1 pre=$2 secs=$3 prog=$4 port=$5 cmd pid
-	local rout=$LU_RDIR/$tag.srv.out
+	local tag=$1 pre=$2 secs=$3 prog=$4 port=$5
 	shift 5
 
-	# timeout before env: only PROG runs with the library; --foreground
-	# keeps it in setsid's process group
-	cmd="timeout --foreground $secs $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -x $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
-	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") || pid=
-	[ -n "$pid" ] || fail "$tag: could not start the $prog server on host 2"
-	LU_SRV_STARTED=$pid
+	lu_srv_spawn "$tag" "$pre" "$secs" "$prog -d rxe0 ${LU_GIDX_OPT:--x} $LU_RGIDX -p $port $*"
 	if ! lu_peer_run "(for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1)"; then
-		lu_peer_out "cat $rout" | sed 's/^/# [host2] /'
+		lu_peer_out "cat $LU_RDIR/$tag.srv.out" | sed 's/^/# [host2] /'
 		fail "$tag: the $prog server on host 2 did not listen on port $port"
 	fi
+}
+
+# lu_srv_spawn TAG PRE SECS CMD: CMD (one string) started on host 2 as the
+# server of the pair TAG, with the library as PRE says, ended after SECS;
+# its output and status go to host 2's LU_RDIR (lu_srv_collect fetches
+# them).  LU_SRV_STARTED and LU_SRV_PID: its pid, which is also its process
+# group's (setsid).
+lu_srv_spawn()
+{
+	local tag=$1 pre=$2 secs=$3 cmd pid
+
+	# timeout before env: only CMD runs with the library; --foreground
+	# keeps it in setsid's process group
+	cmd="timeout --foreground $secs $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $4 > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
+	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") || pid=
+	[ -n "$pid" ] || fail "$tag: could not start its server on host 2: $4"
+	LU_SRV_STARTED=$pid LU_SRV_PID=$pid
 }
 
 # lu_srv_collect TAG PRE: once the client of the pair TAG is done, its

@@ -38,58 +38,13 @@ lu_ride_setup ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong
 # lu_pair does; the same files in $FT_TMP as lu_pair.
 pp_pair()
 {
-	local tag=$1 pre=$2 prog=$3 port=$LU_PORT rc=0 cmd pid
-	local rout=$LU_RDIR/$1.srv.out
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT
 	shift 3
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	cmd="timeout --foreground 120 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -g $LU_RGIDX -p $port $* > $rout 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
-	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") || pid=
-	[ -n "$pid" ] || fail "$tag: could not start the $prog server on host 2"
-	LU_SRV_PID=$pid
-	if ! lu_peer_run "(for i in \$(seq 200); do ss -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1)"; then
-		lu_peer_out "cat $rout" | sed 's/^/# [host2] /'
-		fail "$tag: the $prog server on host 2 did not listen on port $port"
-	fi
-	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout 100 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
-		"$prog" -d rxe0 -g "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
-		> "$FT_TMP/$tag.cli.out" 2>&1 &
-	if [ -n "${LU_DURING:-}" ]; then
-		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
-	fi
-	wait $! || rc=$?
-	echo "$rc" > "$FT_TMP/$tag.cli.rc"
-	if lu_srv_collect "$tag" "$pre"; then
-		LU_SRV_PID=
-	else
-		lu_kill_server
-	fi
-}
-
-# pp_pull TAG: lu_pull's outage alone, for LU_DURING: host 1's rail 0 down
-# by QEMU 5 s into the client's run and back at 10 s; its packets per rail
-# counted for 2 s from 1 s into the outage (TAG.outage), TAG.times as
-# lu_pull's.  Nothing waits for a failback: ibv_rc_pingpong's QP grants
-# no remote access, so a failback's probe (an empty WRITE) never succeeds
-# on it.
-pp_pull()
-{
-	local tag=$1 t0=$EPOCHREALTIME a0 a1 b0 b1 off on
-
-	lab_nap 5
-	lu_cable 1 link off
-	off=$(lu_ms "$t0")
-	lab_nap 1
-	lu_pkts rxe0 a0; lu_pkts rxe1 a1
-	lab_nap 2
-	lu_pkts rxe0 b0; lu_pkts rxe1 b1
-	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
-	lab_nap 2
-	lu_cable 1 link on
-	on=$(lu_ms "$t0")
-	echo "$off $on" > "$FT_TMP/$tag.times"
+	LU_GIDX_OPT=-g lu_srv_start "$tag" "$pre" 120 "$prog" "$port" "$@"
+	LU_CLI_SECS=100 lu_cli "$tag" "$pre" "$prog" -d rxe0 -g "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
 }
 
 # pp_line TAG: the client's "N iters in T seconds" line.
@@ -116,7 +71,7 @@ ITERS=$((18000000 / usec))
 log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
 
 # rc_ride TAG ARGS...: ibv_rc_pingpong ARGS through host 1's rail 0 pulled
-# by QEMU (pp_pull), without the library and then with it.
+# by QEMU (lu_pull), without the library and then with it.
 rc_ride()
 {
 	local tag=$1 pre s0 s1 off on
@@ -125,7 +80,10 @@ rc_ride()
 	for pre in 0 1; do
 		local t=$tag.$pre
 		lu_keep "$t" pingpong
-		LU_DURING=pp_pull pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
+		# the QP cannot fail back (its failback's probe, an empty WRITE,
+		# finds no remote access): lu_pull does not wait for it
+		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+			pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
 		read -r s0 s1 < "$FT_TMP/$t.outage"
 		read -r off on < "$FT_TMP/$t.times"
 		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(pp_line "$t")"

@@ -30,40 +30,19 @@ COUNT=2000
 # 10.0.0.2) and its client on host 1, both preloaded (PRE=1) or neither,
 # on an rdma_cm port of their own, LU_DURING run meanwhile as lu_pair does;
 # the same files in $FT_TMP as lu_pair, and TAG.cli.ms: how long the
-# client ran.
+# client and the server's collection took.
 rp_pair()
 {
-	local tag=$1 pre=$2 port=$LU_PORT rc=0 cmd pid
-	local rout=$LU_RDIR/$1.srv.out COUNT=$3
+	local tag=$1 pre=$2 port=$LU_PORT count=$3 t0
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	cmd="timeout --foreground 90 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") rping -s -a 10.0.0.2 -p $port -V -C $COUNT > $rout 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
-	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") || pid=
-	[ -n "$pid" ] || fail "$tag: could not start the rping server on host 2"
-	LU_SRV_PID=$pid
+	lu_srv_spawn "$tag" "$pre" 90 "rping -s -a 10.0.0.2 -p $port -V -C $count"
 	# an rdma_cm listener has no socket: its cm_id, or 3 s (LAB.md)
 	lu_peer_run "(for i in \$(seq 60); do rdma res show cm_id 2> /dev/null | grep -q 'LISTEN.*:$port ' && exit 0; sleep 0.05; done; sleep 3)" || true
-	# the client timed on its own: LU_DURING may outlast it
-	(
-		t0=$EPOCHREALTIME rc=0
-		# shellcheck disable=SC2046 # lu_env's words are separate arguments
-		timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") \
-			rping -c -a 10.0.0.2 -p "$port" -V -C "$COUNT" \
-			> "$FT_TMP/$tag.cli.out" 2>&1 || rc=$?
-		lu_ms "$t0" > "$FT_TMP/$tag.cli.ms"
-		exit "$rc"
-	) &
-	if [ -n "${LU_DURING:-}" ]; then
-		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
-	fi
-	wait $! || rc=$?
-	echo "$rc" > "$FT_TMP/$tag.cli.rc"
-	if lu_srv_collect "$tag" "$pre"; then
-		LU_SRV_PID=
-	else
-		lu_kill_server
-	fi
+	t0=$EPOCHREALTIME
+	lu_cli "$tag" "$pre" rping -c -a 10.0.0.2 -p "$port" -V -C "$count"
+	lu_ms "$t0" > "$FT_TMP/$tag.cli.ms"
 }
 
 for pre in 0 1; do

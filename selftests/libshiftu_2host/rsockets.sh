@@ -25,15 +25,12 @@ lu_ride_setup rstream
 RS_PORT=7471
 rs()
 {
-	local tag=$1 pre=$2 port=$RS_PORT cmd pid
+	local tag=$1 pre=$2 port=$RS_PORT
 	shift 2
 	RS_PORT=$((RS_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	cmd="timeout --foreground 90 $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") rstream -b 10.0.0.2 -p $port -T v $* > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
-	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") ||
-		fail "$tag: could not start the rstream server"
-	LU_SRV_PID=$pid
+	lu_srv_spawn "$tag" "$pre" 90 "rstream -b 10.0.0.2 -p $port -T v $*"
 	# rdma_cm listens on no TCP port: give the server its start
 	lab_nap 3
 	lu_cli "$tag" "$pre" rstream -s 10.0.0.2 -p "$port" -T v "$@"
