@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: where UCX can move data over Soft-RoCE at all, it moves the same
 # under shiftu-run: ucx_perftest's tag_bw between two processes on rxe0
-# (rc_verbs, over the device's own loopback) completes, without the library
-# and then with it.  Where the plain run cannot (UCX 1.13 aborts in its
+# (rc_verbs, wired up over ud_verbs, through the device's own loopback)
+# completes, without the library and then with it.  Where the plain run cannot (UCX 1.13 aborts in its
 # own wire-up on Soft-RoCE, LAB.md), the test skips with that run's error.
 #
 #     ucx_perftest (server) ◄── rc_verbs on rxe0:1 ──► ucx_perftest 127.0.0.1 (client)
@@ -14,7 +14,7 @@ set -e
 ls_setup
 ft_require_cmd ucx_perftest timeout
 
-export UCX_NET_DEVICES=rxe0:1 UCX_TLS=rc_verbs,self
+export UCX_NET_DEVICES=rxe0:1 UCX_TLS=rc_verbs,ud_verbs,self
 PORT=13337
 
 # perf TAG [PREFIX...]: one server and one client, 20 s at most each;
@@ -33,8 +33,13 @@ perf()
 	return "$rc"
 }
 
-if ! perf plain; then
-	skip "ucx_perftest cannot move data over Soft-RoCE here, without the library either: $(grep -m1 -iE 'error|abort|fail|not available' "$FT_TMP/plain.cli" "$FT_TMP/plain.srv" | sed 's/^[^:]*://' | tr -s ' ')"
+rc=0
+perf plain || rc=$?
+if [ "$rc" != 0 ]; then
+	why=$(grep -h -m1 -iE 'error|abort|fail|not available' "$FT_TMP/plain.cli" "$FT_TMP/plain.srv" |
+	      head -n 1 | tr -s ' ')
+	[ -n "$why" ] || why=$(tail -n 2 "$FT_TMP/plain.cli" | tr -s ' \n' ' ')
+	skip "ucx_perftest cannot move data over Soft-RoCE here, without the library either (client exit $rc$([ "$rc" = 124 ] && echo ', timed out after 20 s')): ${why:-no output}"
 fi
 log "plain: $(tail -n 1 "$FT_TMP/plain.cli")"
 perf lib "$LS_RUN" -q -l info -o "$FT_TMP/lib.shiftu" -- ||
