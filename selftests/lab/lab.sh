@@ -38,7 +38,7 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS, MANY_ROUNDS (many_qps.sh, many_procs.sh) and
+# info), TORTURE_PULLS, MANY_ROUNDS (rounds of a many-QP test) and
 # BENCH_STEPS (bench.sh's steps, default all) are passed on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order.
