@@ -38,8 +38,8 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS, MANY_ROUNDS (rounds of a many-QP test) and
-# BENCH_STEPS (bench.sh's steps, default all) are passed on to the guest;
+# info), TORTURE_PULLS and BENCH_STEPS (bench.sh's steps, default all) are
+# passed on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order.
 # LAB_TIMEOUT (seconds per VM run, default 3300), LAB_ACCEL
@@ -445,13 +445,13 @@ cmd_run()
 }
 
 # scenario_env: the "VAR=VALUE " words that carry the knobs set here
-# (LU_LOG, TORTURE_PULLS, LAB_TESTS, MANY_ROUNDS, BENCH_STEPS) into the
-# guest, shell-quoted.
+# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS) into the guest,
+# shell-quoted.
 scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS LAB_TESTS MANY_ROUNDS BENCH_STEPS; do
+	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }
