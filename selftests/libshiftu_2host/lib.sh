@@ -529,9 +529,8 @@ lu_stat()
 
 # lu_check_log TAG SIDE REQ...: the libshiftu log of SIDE (cli or srv) of
 # the pair TAG has one exit line, a "context rxe0: interposed" line, no
-# error or warn line (but those matching the regular expression LU_WARN_OK,
-# if set), and meets each REQ: KEY>N, KEY>=N or KEY=N, where KEY may be a
-# sum (post_send+wr_complete).
+# error or warn line, and meets each REQ: KEY>N, KEY>=N or KEY=N, where KEY
+# may be a sum (post_send+wr_complete).
 lu_check_log()
 {
 	local tag=$1 side=$2 f=$FT_TMP/$1.$2.shiftu req key op want got k v n
@@ -542,8 +541,7 @@ lu_check_log()
 	[ "$n" -eq 1 ] || lu_fail "$tag" "$side: $n exit lines in the libshiftu log, expected 1"
 	grep -qE '^([0-9:.]+ )?libshiftu\[[0-9]+\]: info: context rxe0: interposed( |$)' "$f" ||
 		lu_fail "$tag" "$side: no \"context rxe0: interposed\" line"
-	if grep -E '^([0-9:.]+ )?libshiftu\[[0-9]+\]: (error|warn): ' "$f" |
-	   grep -qvE "${LU_WARN_OK:-^$}"; then
+	if grep -qE '^([0-9:.]+ )?libshiftu\[[0-9]+\]: (error|warn): ' "$f"; then
 		lu_fail "$tag" "$side: the library logged errors or warnings"
 	fi
 	for req in "$@"; do
