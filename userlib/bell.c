@@ -139,7 +139,7 @@ bool shiftu_bell_is(const struct shiftu_cq *c, const struct ibv_wc *wc)
 {
 	const struct ibv_qp *qp = __atomic_load_n(&c->bell, __ATOMIC_ACQUIRE);
 
-	return wc->wr_id == SHIFTU_BELL_ID && qp && wc->qp_num == qp->qp_num;
+	return shiftu_wrid_kind(wc->wr_id) == SHIFTU_WRID_BELL && qp && wc->qp_num == qp->qp_num;
 }
 
 int shiftu_req_notify_cq(struct ibv_cq *cq, int solicited_only)

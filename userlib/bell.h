@@ -10,10 +10,12 @@
 
 #include <infiniband/verbs.h>
 
+#include "wrid.h"
+
 struct shiftu_cq;
 
-/* The wr_id of a bell's request: its flushed completion is the library's. */
-#define SHIFTU_BELL_ID	0x5348494654424c4cULL	/* "SHIFTBLL" */
+/* A bell's request is SHIFTU_BELL_ID (wrid.h): its flushed completion is
+ * the library's. */
 
 /* How the application armed a CQ since its bell last rang (shiftu_cq's @armed) */
 enum {

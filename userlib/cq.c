@@ -95,12 +95,65 @@ static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
 	return vq && __atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED);
 }
 
+void shiftu_ctrl_sent(struct shiftu_vqp *vq)
+{
+	__atomic_fetch_add(&vq->ctrl_due, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->sctx->slow_cqs, 1, __ATOMIC_RELAXED);
+}
+
+void shiftu_ctrl_send_done(struct shiftu_vqp *vq, bool all)
+{
+	uint32_t due = __atomic_load_n(&vq->ctrl_due, __ATOMIC_RELAXED), n;
+
+	do {
+		if (!due)
+			return;
+		n = all ? due : 1;
+	} while (!__atomic_compare_exchange_n(&vq->ctrl_due, &due, due - n, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	__atomic_fetch_sub(&vq->sctx->slow_cqs, n, __ATOMIC_RELAXED);
+}
+
+/* The library's own completion @wc, taken from an application's CQ of
+ * context @s, is dropped: a control message's gives its slow poll back. */
+static void own_dropped(struct shiftu_ctx *s, const struct ibv_wc *wc)
+{
+	struct shiftu_vqp *vq;
+
+	if (shiftu_wrid_kind(wc->wr_id) == SHIFTU_WRID_CTRL_SEND &&
+	    (vq = shiftu_vqp_by_num(s, wc->qp_num)))
+		shiftu_ctrl_send_done(vq, false);
+}
+
+/* Takes the library's own completions out of @wc[0..n), taken from an
+ * application's CQ of @s; returns how many are left. */
+static int drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+{
+	int i, j;
+
+	for (i = 0, j = 0; i < n; i++)
+		if (!shiftu_wc_ours(&wc[i]))
+			wc[j++] = wc[i];
+		else
+			own_dropped(s, &wc[i]);
+	return j;
+}
+
+/*
+ * What the stash holds for the application, in order.  The library's own
+ * completions a poller stashed with a QP's errors (a drain's markers, a
+ * control receive flushed) are the drain's to count; what is left of them
+ * once no drain is under way (the caller waited for that) is dropped here.
+ */
 static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 {
 	int n = 0;
 
 	while (n < num && c->stash_n && !stash_held(c, &c->stash[c->stash_head])) {
-		wc[n++] = c->stash[c->stash_head];
+		if (!shiftu_wc_ours(&c->stash[c->stash_head]))
+			wc[n++] = c->stash[c->stash_head];
+		else
+			own_dropped(c->sctx, &c->stash[c->stash_head]);
 		c->stash_head = (c->stash_head + 1) % c->stash_cap;
 		c->stash_n--;
 	}
@@ -130,14 +183,6 @@ static const char *wc_status_word(enum ibv_wc_status st)
 	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
 	default:			return "error completion";
 	}
-}
-
-/* A completion of the library's own work requests, never the application's. */
-static bool ours(const struct ibv_wc *wc)
-{
-	return wc->wr_id == SHIFTU_CTRL_SEND_ID || wc->wr_id == SHIFTU_CTRL_RECV_ID ||
-	       shiftu_ctrl_def_id(wc->wr_id) || wc->wr_id == MARKER_WR_ID ||
-	       wc->wr_id == RMARKER_WR_ID || wc->wr_id == SHIFTU_BELL_ID;
 }
 
 /*
@@ -229,20 +274,24 @@ static bool path_error(enum ibv_wc_status st)
  * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
  * or move it onto its twin again as it goes back (shiftu_rejoin()); else
  * NULL: what the library would refuse is left to the application, and so
- * is a default QP the application's own error broke, from that error on.
+ * is a default QP the application's own error broke, from that error on
+ * (app_stop).
  */
 static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
 				   const struct ibv_wc *wc)
 {
 	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
 
+	/* a QP the application stops itself flushes for it, as without us */
 	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
+	    __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED) ||
 	    (vq->scq->app != cq && vq->rcq->app != cq))
 		return NULL;
+	/* its own error stopped it as surely as a move to ERR would have */
 	if (vq->state == SHIFTU_SEND_DEFAULT && !shiftu_going_back(vq) &&
-	    (__atomic_load_n(&vq->app_failed, __ATOMIC_RELAXED) || !path_error(wc->status))) {
-		if (!__atomic_exchange_n(&vq->app_failed, 1, __ATOMIC_RELAXED))
-			shiftu_info("qp %u: %s: the application's own error, left to it",
+	    !path_error(wc->status)) {
+		if (!__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED))
+			shiftu_info("qp %u: %s: the application's own error: its errors are its own, not protected any more",
 				    vq->reg.app_qp->qp_num, wc_status_word(wc->status));
 		return NULL;
 	}
@@ -326,7 +375,7 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 	/* a bell's completion is never the application's (a drain's markers
 	 * may be pending: they are stashed for it with the rest, below) */
 	for (i = 0, j = 0; i < n; i++)
-		if (wc[i].status == IBV_WC_SUCCESS || wc[i].wr_id != SHIFTU_BELL_ID)
+		if (shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_BELL)
 			wc[j++] = wc[i];
 	n = j;
 	if (c) {
@@ -338,13 +387,11 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 		n = hold_error(s, c, wc, n, &vq, &first);
 		pthread_mutex_unlock(&c->lock);
 	}
-	if (!vq) {
-		/* the library's own requests flushed with the QP are not shown */
-		for (i = 0, j = 0; i < n; i++)
-			if (wc[i].status == IBV_WC_SUCCESS || !ours(&wc[i]))
-				wc[j++] = wc[i];
-		return j;
-	}
+	/* the library's own requests, flushed with the QP or not, are not
+	 * shown (those among the stashed are the drain's) */
+	n = drop_ours(s, wc, n);
+	if (!vq)
+		return n;
 	/* handed over: a drain need not wait for us (we may wait for it) */
 	shiftu_poll_leave();
 	error_failover(vq, &first, true);
@@ -373,9 +420,11 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				t = c->twins[j];
 				break;
 			}
-		if (wc[i].wr_id == SHIFTU_CTRL_SEND_ID)
-			continue;	/* our control message (sq_sig_all) */
-		if (wc[i].wr_id == SHIFTU_CTRL_RECV_ID && (wc[i].opcode & IBV_WC_RECV)) {
+		switch (shiftu_wrid_kind(wc[i].wr_id)) {
+		case SHIFTU_WRID_APP:
+			break;
+		case SHIFTU_WRID_CTRL_RECV:
+			/* a peer's control message; flushed, nobody's */
 			if (!t)
 				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
 			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
@@ -386,9 +435,11 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				(*n_msgs)++;
 			}
 			continue;
+		default:
+			/* our control message (sq_sig_all), a marker a drain
+			 * gave up on: never the application's */
+			continue;
 		}
-		if (wc[i].status != IBV_WC_SUCCESS && !t && wc[i].wr_id == SHIFTU_CTRL_RECV_ID)
-			continue;	/* a control receive flushed */
 		if (t) {
 			wc[i].qp_num = t->reg.app_qp->qp_num;
 			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
@@ -412,18 +463,24 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 	int i, kept = 0;
 
 	for (i = 0; i < k; i++) {
-		if (shiftu_ctrl_def_id(wc[i].wr_id) && (wc[i].opcode & IBV_WC_RECV) &&
+		enum shiftu_wrid kind = shiftu_wrid_kind(wc[i].wr_id);
+
+		if (kind == SHIFTU_WRID_CTRL_DEF && (wc[i].opcode & IBV_WC_RECV) &&
 		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			if (*n_msgs < SHIFTU_HS_BATCH) {
 				msgs[*n_msgs].vq = vq;
 				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
 				msgs[*n_msgs].on_default = true;
-				msgs[*n_msgs].gen = (uint16_t)wc[i].wr_id;
+				msgs[*n_msgs].gen = shiftu_ctrl_def_gen(wc[i].wr_id);
 				(*n_msgs)++;
 			}
 			continue;
 		}
-		if (wc[i].wr_id == PROBE_WR_ID && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+		if (kind == SHIFTU_WRID_CTRL_SEND && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
+			shiftu_ctrl_send_done(vq, false);
+			continue;
+		}
+		if (kind == SHIFTU_WRID_PROBE && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			vq->probe_state = wc[i].status == IBV_WC_SUCCESS ? 2 : 3;
 			continue;
 		}
@@ -440,13 +497,8 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
-	int i, kept = 0;
-
 	k = shiftu_app_own(s, wc, k, msgs, n_msgs);
-	for (i = 0; i < k; i++)
-		if (!ours(&wc[i]))
-			wc[kept++] = wc[i];
-	return kept;
+	return drop_ours(s, wc, k);
 }
 
 /*

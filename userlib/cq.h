@@ -13,15 +13,12 @@
 
 #include <infiniband/verbs.h>
 
+#include "wrid.h"
+
 struct shiftu_ctx;
 struct shiftu_cq;
 struct shiftu_vqp;
 struct shiftu_hs_msg;
-
-/* wr_ids of the library's own requests: "SHIFTMRK", "SHIFTRMK", "SHIFTPRB" */
-#define MARKER_WR_ID	0x5348494654de4b52ULL
-#define RMARKER_WR_ID	0x53484946545d4b52ULL
-#define PROBE_WR_ID	0x5348494654505242ULL
 
 /*
  * Count the receive completions among @k just taken from a CQ of @s, if
@@ -35,6 +32,15 @@ void shiftu_took(struct shiftu_ctx *s, const struct ibv_wc *wc, int k);
  * woken, bell.c).  Returns 0 or -ENOMEM.  Context: c->lock held.
  */
 int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc);
+
+/*
+ * A control message of ours was posted on @vq's default QP, signaled
+ * (sq_sig_all): its CQs take the slow poll until its completion is taken
+ * out (shiftu_ctrl_send_done()), or @all of them when the QP stops
+ * (reset, destroyed).  Any thread.
+ */
+void shiftu_ctrl_sent(struct shiftu_vqp *vq);
+void shiftu_ctrl_send_done(struct shiftu_vqp *vq, bool all);
 
 /* @vq's CQs take the slow poll while @on (their locks held). */
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on);

@@ -247,20 +247,33 @@ struct drain_state {
 static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		      const struct shiftu_cq *c, const struct ibv_wc *wc)
 {
-	if (wc->wr_id == MARKER_WR_ID) {
+	bool rcq = c == vq->rcq && c != vq->scq;
+
+	switch (shiftu_wrid_kind(wc->wr_id)) {
+	case SHIFTU_WRID_MARKER:
 		d->smark = true;
-	} else if (wc->wr_id == RMARKER_WR_ID) {
+		break;
+	case SHIFTU_WRID_RMARKER:
 		d->rmark = true;
-	} else if (wc->wr_id == SHIFTU_CTRL_RECV_ID || shiftu_ctrl_def_id(wc->wr_id)) {
+		break;
+	case SHIFTU_WRID_CTRL_RECV:
+	case SHIFTU_WRID_CTRL_DEF:
 		if (twin)
 			vq->ctrl_rq = 0;
-	} else if (wc->wr_id != SHIFTU_CTRL_SEND_ID) {
-		bool rcq = c == vq->rcq && c != vq->scq;
-
+		break;
+	case SHIFTU_WRID_APP:
 		if (d->n == d->max)
 			return -EOVERFLOW;
 		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq };
 		d->n_recv += rcq;
+		break;
+	case SHIFTU_WRID_CTRL_SEND:
+		if (!twin)
+			shiftu_ctrl_send_done(vq, false);
+		break;
+	default:
+		/* a probe of ours: no request of the application's */
+		break;
 	}
 	return 0;
 }
@@ -902,6 +915,9 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	bool stuck = false, unposted = true;
 	enum fo_result r;
 
+	/* the application tears its QP down: its errors are its own */
+	if (__atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED))
+		return FO_NONE;
 	switch (kind) {
 	case MOVE_OVER:
 		if (vq->state != SHIFTU_SEND_DEFAULT)
@@ -1159,10 +1175,47 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 	pthread_mutex_lock(&vq->fo_lock);
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	twins_leave(vq);
+	/* a control message's completion that never came is nobody's now */
+	shiftu_ctrl_send_done(vq, true);
 	/* no move starts after this one: each wants another state */
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	pthread_mutex_unlock(&vq->fo_lock);
+}
+
+void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
+{
+	struct ibv_qp_attr a = { .qp_state = to };
+	bool twin;
+
+	pthread_mutex_lock(&vq->fo_lock);
+	twin = vq->on_twin;
+	if (vq->state == SHIFTU_SEND_DEAD || !vq->scq || !vq->rcq) {
+		vq->state = SHIFTU_SEND_DEAD;
+		pthread_mutex_unlock(&vq->fo_lock);
+		return;
+	}
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	if (twin)
+		/* its work is there: it stops as the default QP did; the
+		 * twin's completions stay renamed (it keeps its CQs' place) */
+		shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE);
+	else
+		twins_leave(vq);
+	if (to == IBV_QPS_ERR)
+		flush_held(vq, posted_end(vq));
+	else
+		shiftu_ctrl_send_done(vq, true);	/* a reset drops it */
+	vq->state = SHIFTU_SEND_DEAD;
+	/* no failback's message to wait for on the default QP */
+	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
+	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
+	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_info("qp %u on %s: the application moved it to %s%s: its errors are its own, not protected any more",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, to == IBV_QPS_ERR ? "ERR" : "RESET",
+		    twin ? " while its work was on its twin" : "");
 }
 
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)

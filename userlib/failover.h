@@ -107,6 +107,18 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq);
  */
 void shiftu_failover_qp_gone(struct shiftu_vqp *vq);
 
+/*
+ * The application moved @vq's QP to @to, ERR or RESET (@vq->app_stop set
+ * before the provider's modify): it tears the QP down, or resets it to
+ * use again.  Its flushes are its own, never a failure: the QP is left
+ * unprotected, never to move again.  Work of the application's on the
+ * twin stops there too (@to: flushed, renamed, as the default QP's would
+ * be; RESET: dropped, as a reset drops it); sends the library held
+ * complete flushed (ERR) or are dropped (RESET).  Context: the
+ * application's thread, no library lock held.
+ */
+void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to);
+
 /* The peer's control message @m arrived (handshake.h).  No lock held. */
 void shiftu_hs_message(const struct shiftu_hs_msg *m);
 

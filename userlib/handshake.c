@@ -60,12 +60,19 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 		.opcode = IBV_WR_SEND_WITH_IMM,
 		.imm_data = htobe32(shiftu_hs_count_put(count) | (ack ? SHIFTU_HS_ACK : 0)),
 	}, *bad;
+	bool due = !vq->on_twin && vq->init_attr.sq_sig_all;
 	struct ibv_qp *qp;
 	int ret;
 
+	/* its completion comes to the application's CQ: taken out by the
+	 * slow poll, which the CQ keeps from before it can come until then */
+	if (due)
+		shiftu_ctrl_sent(vq);
 	qp = vq->on_twin ? vq->bak_qp : vq->reg.app_qp;
 	ret = vq->on_twin ? qp->context->ops.post_send(qp, &w, &bad) :
 			    vq->post_send(qp, &w, &bad);
+	if (ret && due)
+		shiftu_ctrl_send_done(vq, false);
 	if (!ret) {
 		vq->hs_sent = 1;
 		shiftu_dbg("qp %u: told the peer%s: %" PRIu64 " received", vq->reg.app_qp->qp_num,

@@ -29,24 +29,13 @@
 
 #include <infiniband/verbs.h>
 
+#include "wrid.h"
+
 struct shiftu_cq;
 struct shiftu_ctx;
 struct shiftu_vqp;
 
-/* wr_ids of the control messages: "SHIFTCTS", "SHIFTCTR" */
-#define SHIFTU_CTRL_SEND_ID	0x5348494654435453ULL
-#define SHIFTU_CTRL_RECV_ID	0x5348494654435452ULL
-/*
- * A control receive on the default QP: "SHIFTD" and the QP's reconnect
- * generation (@vq->ctrl_gen), so that a message that came before the last
- * reset and still waits in the CQ is told from the one awaited now.
- */
-#define SHIFTU_CTRL_DEF_ID(gen)	(0x5348494654440000ULL | (uint16_t)(gen))
-
-static inline bool shiftu_ctrl_def_id(uint64_t id)
-{
-	return (id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0);
-}
+/* the control messages' work-request ids are in wrid.h */
 
 /*
  * the immediate: bit 31 marks an answer, bits 0-30 the receive count,

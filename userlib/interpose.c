@@ -542,20 +542,32 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 				int mask)
 {
+	bool stop = (mask & IBV_QP_STATE) &&
+		    (attr->qp_state == IBV_QPS_ERR || attr->qp_state == IBV_QPS_RESET);
 	struct shiftu_vqp *vq;
 	int ret;
 
 	if (!shiftu_real_verbs())
 		return ENOSYS;
-	ret = shiftu_real.modify_qp(qp, attr, mask);
-	if (ret)
-		return ret;
 	vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+	/*
+	 * The application stops its QP (a teardown, rdma_disconnect()'s
+	 * move to ERR, a reset to use it again): the flushes that follow
+	 * are its own.  Marked before the provider's modify, so that a
+	 * poller that takes them at once never fails the QP over.
+	 */
+	if (vq && stop)
+		__atomic_store_n(&vq->app_stop, 1, __ATOMIC_SEQ_CST);
+	ret = shiftu_real.modify_qp(qp, attr, mask);
+	if (ret) {
+		if (vq && stop && vq->state != SHIFTU_SEND_DEAD)
+			__atomic_store_n(&vq->app_stop, 0, __ATOMIC_RELAXED);
+		return ret;
+	}
 	if (!vq)
 		return 0;
-	/* a QP the application resets is its to use afresh */
-	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
-		__atomic_store_n(&vq->app_failed, 0, __ATOMIC_RELAXED);
+	if (stop && vq->rings)
+		shiftu_failover_app_stop(vq, attr->qp_state);
 	/*
 	 * Remember where the QP goes, and make the next post re-read the
 	 * table for it (verbs rule: no post runs concurrently with this).

@@ -281,6 +281,23 @@ struct shiftu_vqp {
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
 	uint8_t rings;			/* SHIFTU_RINGS_* */
 	uint8_t bak_ready;		/* the twin is in RTS: it can post */
+	/*
+	 * The application moves or moved its QP to ERR or RESET itself
+	 * (ibv_modify_qp, rdma_disconnect), or its own error completion (a
+	 * bad key, length or opcode, a receiver not ready) stopped it: its
+	 * errors are its own and the QP never moves again
+	 * (shiftu_failover_app_stop()).  Set before the provider's modify,
+	 * by the application's thread, or by the poller that took the
+	 * error; read relaxed by pollers and under fo_lock by moves.
+	 */
+	uint8_t app_stop;
+	/*
+	 * Control messages of ours posted on the default QP whose completion
+	 * is to come to the application's send CQ (sq_sig_all signals them):
+	 * each holds its context on the slow poll, which takes it out, so
+	 * that the common path never meets it (shiftu_ctrl_sent()).  Atomic.
+	 */
+	uint32_t ctrl_due;
 	uint8_t dgid[16];		/* from ibv_modify_qp(IBV_QP_AV) */
 
 	/* the provider's, copied here so the fast path touches one object */
@@ -374,13 +391,6 @@ struct shiftu_vqp {
 	 */
 	uint8_t report_down;
 	uint8_t reported;
-	/*
-	 * The application's own error (a bad key, length, opcode, a receiver
-	 * not ready) broke the default QP: what follows, its flushes too, is
-	 * the application's, never a failover.  Set by a poller (relaxed);
-	 * read by pollers.
-	 */
-	uint8_t app_failed;
 	uint64_t fb_wait_ns;		/* until then, wait for the peer's move back */
 	/* when the work last came back to the default QP (CLOCK_MONOTONIC
 	 * ns; fo_lock; read relaxed by shiftu_vqp_primary()) */

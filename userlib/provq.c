@@ -33,12 +33,11 @@
 
 #include <rdma/rdma_user_rxe.h>
 
-#include "bell.h"
 #include "cq.h"
-#include "handshake.h"
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"
+#include "wrid.h"
 
 /* How far past the struct ibv_qp the provider's object is searched. */
 #define SCAN_BYTES	2048
@@ -157,14 +156,6 @@ out:
 	return ret;
 }
 
-/* One of the library's own requests, which the application's are never. */
-static bool library_id(uint64_t id)
-{
-	return id == MARKER_WR_ID || id == RMARKER_WR_ID || id == PROBE_WR_ID ||
-	       id == SHIFTU_CTRL_SEND_ID || id == SHIFTU_CTRL_RECV_ID || shiftu_ctrl_def_id(id) ||
-	       id == SHIFTU_BELL_ID;
-}
-
 static const void *slot(const struct rxe_queue_buf *q, uint32_t i)
 {
 	return q->data + ((size_t)(i & q->index_mask) << q->log2_elem_size);
@@ -246,7 +237,7 @@ int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
 	for (k = 1; k <= n_s; k++) {
 		const struct rxe_send_wqe *w = slot(sq, prod - k);
 
-		if (library_id(w->wr.wr_id))
+		if (shiftu_wrid_kind(w->wr.wr_id) != SHIFTU_WRID_APP)
 			return -EPROTO;
 		take_send(vq, w, shiftu_swqe_at(&vq->sq, vq->sq.head - k), seq2);
 		if (SHIFTU_TWO_SIDED & (1U << (w->wr.opcode & 31)))
@@ -258,7 +249,7 @@ int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
 	for (k = 1; k <= n_r; k++) {
 		const struct rxe_recv_wqe *w = slot(rq, prod - k);
 
-		if (library_id(w->wr_id))
+		if (shiftu_wrid_kind(w->wr_id) != SHIFTU_WRID_APP)
 			return -EPROTO;
 		take_recv(vq, w, shiftu_rwqe_at(&vq->rq, vq->rq.head - k));
 	}

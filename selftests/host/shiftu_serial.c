@@ -339,7 +339,7 @@ TEST(ctrl_gen_wrap)
 		n_recv_ids = 0;
 		ASSERT_EQ(0, shiftu_ctrl_recv(&s->vq, false));
 		ASSERT_EQ(1, n_recv_ids);
-		ASSERT_TRUE(shiftu_ctrl_def_id(recv_ids[0]));
+		ASSERT_EQ(SHIFTU_WRID_CTRL_DEF, shiftu_wrid_kind(recv_ids[0]));
 		EXPECT_EQ(gens[i], (uint16_t)recv_ids[0]);
 		EXPECT_EQ(gens[i], s->vq.ctrl_gen);
 		/* the one before: dropped, the failback's receive still awaited */

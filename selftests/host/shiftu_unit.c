@@ -31,6 +31,7 @@
 #include "qp.h"
 #include "quiesce.h"
 #include "thread.h"
+#include "wrid.h"
 
 #include "kselftest_harness.h"
 
@@ -624,6 +625,38 @@ TEST(provq_since)
 	EXPECT_EQ(0U, n);
 	EXPECT_EQ(0U, two);
 	free(q);
+}
+
+/*
+ * The library's own work-request ids, each told for what it is, and an
+ * application's never taken for one (wrid.h): every poll and drain path
+ * asks this one function.
+ */
+TEST(wrid_kinds)
+{
+	static const uint64_t app[] = {
+		0, 1, 2, 0x54440002, 0xffffffffULL, 0x00007f0012345678ULL,
+		0xffffffffffffffffULL, 0x5348494654000000ULL, 0x5348494600000000ULL,
+		0x5348494654450000ULL,
+	};
+	unsigned int i;
+	uint16_t g;
+
+	EXPECT_EQ(SHIFTU_WRID_MARKER, shiftu_wrid_kind(MARKER_WR_ID));
+	EXPECT_EQ(SHIFTU_WRID_RMARKER, shiftu_wrid_kind(RMARKER_WR_ID));
+	EXPECT_EQ(SHIFTU_WRID_PROBE, shiftu_wrid_kind(PROBE_WR_ID));
+	EXPECT_EQ(SHIFTU_WRID_CTRL_SEND, shiftu_wrid_kind(SHIFTU_CTRL_SEND_ID));
+	EXPECT_EQ(SHIFTU_WRID_CTRL_RECV, shiftu_wrid_kind(SHIFTU_CTRL_RECV_ID));
+	EXPECT_EQ(SHIFTU_WRID_BELL, shiftu_wrid_kind(SHIFTU_BELL_ID));
+	/* a control receive on a default QP, at every generation */
+	for (g = 0;; g++) {
+		EXPECT_EQ(SHIFTU_WRID_CTRL_DEF, shiftu_wrid_kind(SHIFTU_CTRL_DEF_ID(g)));
+		EXPECT_EQ(g, shiftu_ctrl_def_gen(SHIFTU_CTRL_DEF_ID(g)));
+		if (g == 0xffff)
+			break;
+	}
+	for (i = 0; i < SHIFTU_ARRAY_SIZE(app); i++)
+		EXPECT_EQ(SHIFTU_WRID_APP, shiftu_wrid_kind(app[i]));
 }
 
 TEST(qp_state_public)

@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: ibv_*_pingpong, which check every wr_id and status, run preloaded as without libshiftu (rc through a rail 0 pull).
+#
+#     host 1 (client)                                   host 2 (server, started first)
+#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 10 s ══ eth0 10.0.0.2 ─ rxe0
+#     rxe1 ─ eth1 10.0.1.1 ─── rail 1 (the twins) ───────── eth1 10.0.1.2 ─ rxe1
+#            eth2 10.0.2.1 ─── mgmt: the programs' TCP, ─── eth2 10.0.2.2
+#     redis-server (store)      lu_peer_run's shell
+#
+# ibv_rc_pingpong's QP has one CQ for both queues and sq_sig_all set: every
+# completion of the library's own requests on it (a control message, a
+# control receive flushed, a drain's marker) would reach the program, which
+# exits 1 on a wr_id it did not post ("Completion for unknown wr_id") or on
+# an error status ("Failed status ... for wr_id").  Without the library the
+# same run rides the pull (its retry count, 7, never runs out on Soft-RoCE:
+# it stalls and goes on): both runs must exit 0 on both ends.  With the
+# library, the client's QP fails over to rxe1, host 1 sends its RC packets
+# on rail 1 during the outage, and neither log has a warning.  Each run is
+# made long enough (about 18 s at the pace measured) to hold the pull, from
+# a short unpulled run that measures the lab's pace first.  (The QP does
+# not fail back: it grants no remote access, and a failback's probe is an
+# empty WRITE.)
+#
+# ibv_srq_pingpong's QPs use an SRQ and ibv_ud_pingpong's is UD: the library
+# protects neither (SRQs not yet, UD is unreliable), and they must run as
+# they do without it.  They run unpulled (UD loses what is sent during an
+# outage and waits for ever, with the library or without).
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+lu_ride_setup ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong
+
+# pp_pair TAG PRE PROG ARGS...: PROG's server on host 2 (-g its GID index)
+# and its client on host 1, over rail 0, TCP over mgmt on a port of their
+# own, both preloaded (PRE=1) or neither, LU_DURING run meanwhile as
+# lu_pair does; the same files in $FT_TMP as lu_pair.
+pp_pair()
+{
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT
+	shift 3
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$FT_TMP/$tag".*
+	LU_GIDX_OPT=-g lu_srv_start "$tag" "$pre" 120 "$prog" "$port" "$@"
+	LU_CLI_SECS=100 lu_cli "$tag" "$pre" "$prog" -d rxe0 -g "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
+}
+
+# pp_line TAG: the client's "N iters in T seconds" line.
+pp_line()
+{
+	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
+}
+
+# The lab's pace: a short unpulled run, without the library, sizes the
+# pulled runs to about 18 s at that pace (a pull needs 10 s and more of
+# traffic; without the library they stall through the 5 s outage).
+lu_keep pace pingpong
+t0=$EPOCHREALTIME
+pp_pair pace 0 ibv_rc_pingpong -n 500
+ms=$(lu_ms "$t0")
+lu_exited_ok pace
+usec=$(sed -n 's/^.* = \([0-9.]*\) usec\/iter.*$/\1/p' "$FT_TMP/pace.cli.out")
+usec=${usec%%.*}
+if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
+	lu_fail pace "no usec/iter in the client's output"
+fi
+ITERS=$((18000000 / usec))
+[ "$ITERS" -ge 2000 ] || ITERS=2000
+log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
+
+# rc_ride TAG ARGS...: ibv_rc_pingpong ARGS through host 1's rail 0 pulled
+# by QEMU (lu_pull), without the library and then with it.
+rc_ride()
+{
+	local tag=$1 pre s0 s1 off on
+	shift
+
+	for pre in 0 1; do
+		local t=$tag.$pre
+		lu_keep "$t" pingpong
+		# the QP cannot fail back (its failback's probe, an empty WRITE,
+		# finds no remote access): lu_pull does not wait for it
+		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+			pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
+		read -r s0 s1 < "$FT_TMP/$t.outage"
+		read -r off on < "$FT_TMP/$t.times"
+		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(pp_line "$t")"
+		lu_exited_ok "$t"
+		grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
+		[ "$pre" = 1 ] || continue
+		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
+			lu_fail "$t" "the client's QP did not fail over"
+		[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
+		lu_check_log "$t" cli "qps=1" "failovers>=1"
+		lu_check_log "$t" srv "qps=1"
+		if grep -q 'failed back from rxe1' "$FT_TMP/$t.cli.shiftu"; then
+			log "$t: $(grep -o 'failed back from.*' "$FT_TMP/$t.cli.shiftu" | tail -n 1)"
+		else
+			log "$t: the client's QP had not failed back when the run ended"
+		fi
+	done
+}
+
+rc_ride rc
+rc_ride rc_events -e
+rc_ride rc_newsend -N
+rc_ride rc_chk -c
+
+# plain TAG PROG ARGS...: PROG ARGS unpulled, without the library and
+# with it: both exit 0 on both ends, each preloaded side logs no warning.
+plain()
+{
+	local tag=$1 prog=$2 pre
+	shift 2
+
+	for pre in 0 1; do
+		lu_keep "$tag.$pre" pingpong
+		pp_pair "$tag.$pre" "$pre" "$prog" "$@"
+		lu_exited_ok "$tag.$pre"
+		grep -q 'iters in' "$FT_TMP/$tag.$pre.cli.out" ||
+			lu_fail "$tag.$pre" "no result line from the client"
+		log "$tag.$pre: client: $(pp_line "$tag.$pre")"
+		[ "$pre" = 1 ] || continue
+		lu_check_log "$tag.$pre" cli "contexts>=1" "failovers=0"
+		lu_check_log "$tag.$pre" srv "contexts>=1" "failovers=0"
+	done
+}
+
+plain srq ibv_srq_pingpong -n 500
+plain ud ibv_ud_pingpong -n 500 -s 512

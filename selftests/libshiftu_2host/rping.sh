@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: rping's own disconnect (rdma_disconnect: QP to ERR) is never taken for a failure: both ends exit 0, preloaded or not.
+#
+#     host 1 (rping -c)                                 host 2 (rping -s, started first)
+#     rxe0 ─ eth0 10.0.0.1 ─────── rail 0 (rdma_cm) ────── eth0 10.0.0.2 ─ rxe0
+#     rxe1 ─ eth1 10.0.1.1 ─────── rail 1 (the twins) ──── eth1 10.0.1.2 ─ rxe1
+#            eth2 10.0.2.1 ─────── mgmt ────────────────── eth2 10.0.2.2
+#     redis-server (store)          lu_peer_run's shell
+#
+# librdmacm's rping pings -C times with -V (each ping's data checked), then
+# disconnects: rdma_disconnect() moves its QP to ERR through ibv_modify_qp,
+# which the library interposes, and the receive rping keeps posted is
+# flushed to it.  Without the library both ends exit 0.  With it the same
+# must hold: the flush is the application's own, not a failure; no QP fails
+# over (a failover there used to leave both ends waiting until killed), the
+# client's log says its QP was stopped by the application, and neither log
+# has a warning.  No cable is pulled: without the library rping does not
+# ride a 5 s pull of rail 0 (rdma_cm reports RDMA_CM_EVENT_UNREACHABLE,
+# error -110, and the client exits 255), so a pulled run has no control.
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+lu_ride_setup rping rdma
+
+COUNT=2000
+
+# rp_pair TAG PRE COUNT: rping -C COUNT, its server on host 2 (bound to
+# 10.0.0.2) and its client on host 1, both preloaded (PRE=1) or neither,
+# on an rdma_cm port of their own, LU_DURING run meanwhile as lu_pair does;
+# the same files in $FT_TMP as lu_pair, and TAG.cli.ms: how long the
+# client and the server's collection took.
+rp_pair()
+{
+	local tag=$1 pre=$2 port=$LU_PORT count=$3 t0
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$FT_TMP/$tag".*
+	lu_srv_spawn "$tag" "$pre" 90 "rping -s -a 10.0.0.2 -p $port -V -C $count"
+	# an rdma_cm listener has no socket: its cm_id, or 3 s (LAB.md)
+	lu_peer_run "(for i in \$(seq 60); do rdma res show cm_id 2> /dev/null | grep -q 'LISTEN.*:$port ' && exit 0; sleep 0.05; done; sleep 3)" || true
+	t0=$EPOCHREALTIME
+	lu_cli "$tag" "$pre" rping -c -a 10.0.0.2 -p "$port" -V -C "$count"
+	lu_ms "$t0" > "$FT_TMP/$tag.cli.ms"
+}
+
+for pre in 0 1; do
+	t=rping.$pre
+	lu_keep "$t" rping
+	rp_pair "$t" "$pre" "$COUNT"
+	ms=$(cat "$FT_TMP/$t.cli.ms")
+	log "$t: $COUNT pings in $ms ms; client exited $(cat "$FT_TMP/$t.cli.rc"), server $(cat "$FT_TMP/$t.srv.rc")"
+	lu_exited_ok "$t"
+	[ "$pre" = 1 ] || continue
+	lu_check_log "$t" cli "qps=1" "failovers=0"
+	lu_check_log "$t" srv "qps>=1" "failovers=0"
+	grep -q 'the application moved it to ERR' "$FT_TMP/$t.cli.shiftu" ||
+		lu_fail "$t" "the client's library did not see rping's disconnect"
+	log "$t: $(grep -o 'qp [0-9]* on rxe0: the application moved it to ERR.*' "$FT_TMP/$t.cli.shiftu")"
+done
+

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * wrid.h: the work-request ids of the library's own requests, named in one
+ * place, and the one function that tells them from the application's.
+ *
+ * The library posts requests of its own on the application's QPs (a
+ * drain's markers, a failback's probe, the handshake's control messages),
+ * on their twins, and on the bells' QPs, whose CQs are the application's.
+ * Their completions, good or flushed, are the library's: every path that
+ * takes completions from a CQ, to hand them to the application or to
+ * count a drain, asks shiftu_wrid_kind() what each one is, and none of
+ * the library's ever reaches the application.  Each id starts with
+ * "SHIFT" in ASCII; an application's id that did would be taken for the
+ * library's (no program we know uses such ids: they are indices, or
+ * pointers, whose top bytes are zero on every 64-bit ABI).
+ */
+#ifndef _SHIFTU_WRID_H
+#define _SHIFTU_WRID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* "SHIFTMRK", "SHIFTRMK", "SHIFTPRB": a drain's markers, a probe */
+#define MARKER_WR_ID		0x5348494654de4b52ULL
+#define RMARKER_WR_ID		0x53484946545d4b52ULL
+#define PROBE_WR_ID		0x5348494654505242ULL
+/* the handshake's control messages (handshake.h): "SHIFTCTS", "SHIFTCTR" */
+#define SHIFTU_CTRL_SEND_ID	0x5348494654435453ULL
+#define SHIFTU_CTRL_RECV_ID	0x5348494654435452ULL
+/*
+ * A control receive on the default QP: "SHIFTD" and the QP's reconnect
+ * generation (@vq->ctrl_gen), so that a message that came before the last
+ * reset and still waits in the CQ is told from the one awaited now.
+ */
+#define SHIFTU_CTRL_DEF_ID(gen)	(0x5348494654440000ULL | (uint16_t)(gen))
+/* a bell's receive (bell.h): "SHIFTBLL" */
+#define SHIFTU_BELL_ID		0x5348494654424c4cULL
+
+/* What a work request's id says it is. */
+enum shiftu_wrid {
+	SHIFTU_WRID_APP,	/* the application's */
+	SHIFTU_WRID_MARKER,	/* a drain's marker behind the send queue */
+	SHIFTU_WRID_RMARKER,	/* ... behind the receive queue */
+	SHIFTU_WRID_PROBE,	/* a failback's probe */
+	SHIFTU_WRID_CTRL_SEND,	/* a control message we sent */
+	SHIFTU_WRID_CTRL_RECV,	/* a control receive on a twin */
+	SHIFTU_WRID_CTRL_DEF,	/* a control receive on a default QP */
+	SHIFTU_WRID_BELL,	/* a bell's receive */
+};
+
+/* The kind of the work request id @id.  Any thread; no state read. */
+static inline enum shiftu_wrid shiftu_wrid_kind(uint64_t id)
+{
+	/* one compare for the application's ids: they never start "SHIFT" */
+	if ((id >> 24) != 0x5348494654ULL)
+		return SHIFTU_WRID_APP;
+	switch (id) {
+	case MARKER_WR_ID:		return SHIFTU_WRID_MARKER;
+	case RMARKER_WR_ID:		return SHIFTU_WRID_RMARKER;
+	case PROBE_WR_ID:		return SHIFTU_WRID_PROBE;
+	case SHIFTU_CTRL_SEND_ID:	return SHIFTU_WRID_CTRL_SEND;
+	case SHIFTU_CTRL_RECV_ID:	return SHIFTU_WRID_CTRL_RECV;
+	case SHIFTU_BELL_ID:		return SHIFTU_WRID_BELL;
+	default:
+		break;
+	}
+	if ((id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0))
+		return SHIFTU_WRID_CTRL_DEF;
+	return SHIFTU_WRID_APP;
+}
+
+/* A completion of one of the library's own requests, never the application's. */
+static inline bool shiftu_wc_ours(const struct ibv_wc *wc)
+{
+	return shiftu_wrid_kind(wc->wr_id) != SHIFTU_WRID_APP;
+}
+
+/* A control receive's generation on a default QP (SHIFTU_WRID_CTRL_DEF). */
+static inline uint16_t shiftu_ctrl_def_gen(uint64_t id)
+{
+	return (uint16_t)id;
+}
+
+#endif /* _SHIFTU_WRID_H */
