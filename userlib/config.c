@@ -261,8 +261,8 @@ static void config_read(void)
 		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
 			    config.failback_delay_ms, config.failback_delay_ms);
 	if (config.serve_delay_ms)
-		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message and before keeping what it found (a test setting)",
-			    config.serve_delay_ms, config.serve_delay_ms);
+		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message and before keeping what it found, and an answer on a default QP leaves %u ms late (a test setting)",
+			    config.serve_delay_ms, config.serve_delay_ms, config.serve_delay_ms / 2);
 	if (config.replay_fail)
 		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
 			    config.replay_fail, config.replay_fail - 1);

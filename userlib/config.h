@@ -68,7 +68,7 @@ struct shiftu_config {
 					 * provider's rings (provq.c) */
 	uint32_t twin_reset_ms;		/* tests: a stale twin's reset waits */
 	uint32_t failback_delay_ms;	/* tests: going back waits after the probe */
-	uint32_t serve_delay_ms;	/* tests: shiftu_app_serve() waits first */
+	uint32_t serve_delay_ms;	/* tests: shiftu_app_serve() waits first; answers leave late */
 	uint32_t replay_fail;		/* tests: a replay's post this far on fails */
 };
 

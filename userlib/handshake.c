@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "cq.h"
 #include "failover.h"
 #include "fork.h"
@@ -64,6 +65,14 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 	struct ibv_qp *qp;
 	int ret;
 
+	/*
+	 * SHIFTU_TEST_SERVE_DELAY_MS: an answer on the default QP leaves
+	 * half that late, so that it reaches the peer while its backup
+	 * thread waits before its look (shiftu_app_serve()), not while the
+	 * peer's move still drains its CQ and takes the answer itself.
+	 */
+	if (ack && !vq->on_twin && shiftu_config()->serve_delay_ms)
+		usleep(shiftu_config()->serve_delay_ms * 500U);
 	/* its completion comes to the application's CQ: taken out by the
 	 * slow poll, which the CQ keeps from before it can come until then */
 	if (due)

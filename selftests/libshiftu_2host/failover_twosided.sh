@@ -22,7 +22,9 @@
 # counts receive completions as they are polled).  In that run the backup
 # threads, which look for the failback's message on the default QP's CQ
 # while the application may not poll it, are held 50 ms before each look
-# and before keeping what a look found (SHIFTU_TEST_SERVE_DELAY_MS), so
+# and before keeping what a look found (SHIFTU_TEST_SERVE_DELAY_MS), and
+# the peer's answer leaves 25 ms late (else the move that sent the first
+# message may take the answer itself, and no look is ever made), so
 # that the message comes to the application's own poll meanwhile and the
 # QP goes back under the held thread: it must then leave the CQ to the
 # application, whose polls are on the common path again, or the messages
