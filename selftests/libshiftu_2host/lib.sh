@@ -228,7 +228,8 @@ lu_ms()
 
 # lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
 # rail 0 of host LU_PULL_ON (1 or 2) goes down by LU_PULL_BY (link or ip,
-# lu_cable) 5 s in and comes back at 10 s.  Host 1's packets per rail are
+# lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
+# and comes back 5 s later.  Host 1's packets per rail are
 # counted for 2 s from 1 s into the outage (TAG.outage: rail 0's, rail
 # 1's) and again for 2 s from half a second after the client's library
 # failed back, 12 s at most after the repair (TAG.fbwait: how long it
@@ -242,7 +243,7 @@ lu_pull()
 {
 	local tag=$1 t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on
 
-	lab_nap 5
+	lab_nap "${LU_PULL_AT:-5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
 	off=$(lu_ms "$t0")
 	lab_nap 1

@@ -3,7 +3,7 @@
 # Proves: ibv_*_pingpong, which check every wr_id and status, run preloaded as without libshiftu (rc through a rail 0 pull).
 #
 #     host 1 (client)                                   host 2 (server, started first)
-#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 10 s ══ eth0 10.0.0.2 ─ rxe0
+#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 3 s to 8 s ═══ eth0 10.0.0.2 ─ rxe0
 #     rxe1 ─ eth1 10.0.1.1 ─── rail 1 (the twins) ───────── eth1 10.0.1.2 ─ rxe1
 #            eth2 10.0.2.1 ─── mgmt: the programs' TCP, ─── eth2 10.0.2.2
 #     redis-server (store)      lu_peer_run's shell
@@ -17,7 +17,7 @@
 # it stalls and goes on): both runs must exit 0 on both ends.  With the
 # library, the client's QP fails over to rxe1, host 1 sends its RC packets
 # on rail 1 during the outage, and neither log has a warning.  Each run is
-# made long enough (about 18 s at the pace measured) to hold the pull, from
+# made long enough (about 12 s at the pace measured) to hold the pull, from
 # a short unpulled run that measures the lab's pace first.  (The QP does
 # not fail back: it grants no remote access, and a failback's probe is an
 # empty WRITE.)
@@ -54,8 +54,9 @@ pp_line()
 }
 
 # The lab's pace: a short unpulled run, without the library, sizes the
-# pulled runs to about 18 s at that pace (a pull needs 10 s and more of
-# traffic; without the library they stall through the 5 s outage).
+# pulled runs to about 12 s at that pace (a pull needs 10.5 s of
+# traffic; without the library they stall through the 5 s outage).  The
+# programs connect within a second: the pull comes 3 s in.
 lu_keep pace pingpong
 t0=$EPOCHREALTIME
 pp_pair pace 0 ibv_rc_pingpong -n 500
@@ -66,7 +67,7 @@ usec=${usec%%.*}
 if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
 	lu_fail pace "no usec/iter in the client's output"
 fi
-ITERS=$((18000000 / usec))
+ITERS=$((12000000 / usec))
 [ "$ITERS" -ge 2000 ] || ITERS=2000
 log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
 
@@ -82,7 +83,7 @@ rc_ride()
 		lu_keep "$t" pingpong
 		# the QP cannot fail back (its failback's probe, an empty WRITE,
 		# finds no remote access): lu_pull does not wait for it
-		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_AT=3 LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
 			pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
 		read -r s0 s1 < "$FT_TMP/$t.outage"
 		read -r off on < "$FT_TMP/$t.times"
