@@ -467,7 +467,9 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 
 		if (kind == SHIFTU_WRID_CTRL_DEF && (wc[i].opcode & IBV_WC_RECV) &&
 		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
-			if (*n_msgs < SHIFTU_HS_BATCH) {
+			/* no immediate: the peer's probe, which only had to
+			 * arrive (shiftu_probe()); its message comes next */
+			if (*n_msgs < SHIFTU_HS_BATCH && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
 				msgs[*n_msgs].vq = vq;
 				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
 				msgs[*n_msgs].on_default = true;

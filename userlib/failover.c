@@ -1555,45 +1555,69 @@ void shiftu_try_drain(struct shiftu_vqp *vq)
 }
 
 /*
- * The default QP was reconnected: send an empty WRITE through it, and wait
- * (1 s) for its completion, which only a working path in both directions
- * gives.  Returns true when it came back good.  Context: the shadow thread.
+ * Aim the empty probe @p at memory the application writes to, with its
+ * key, so that the responder takes its ordinary path (nothing is written:
+ * the length is zero).  A QP that reads probes with an empty READ instead
+ * (its peer grants remote reads): Soft-RoCE 6.1 keeps its completer's last
+ * READ-response opcode across a reset, so after a failover in the middle
+ * of a multi-packet READ response it takes the next ACK as out of sequence
+ * (a WARN at rxe_comp.c:756, and the QP fails again), while a READ's
+ * single response is accepted in any state and clears it.  Returns false
+ * when the ring holds neither: the peer may grant no remote access at all
+ * (ibv_rc_pingpong), and Soft-RoCE refuses even an empty WRITE then (it
+ * checks the QP's access flags before the length).
  */
-bool shiftu_probe(struct shiftu_vqp *vq, bool fence)
+static bool probe_aim(struct shiftu_vqp *vq, struct ibv_send_wr *p)
+{
+	uint64_t i0;
+
+	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
+		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i0 - 1);
+
+		if (e->opcode == IBV_WR_RDMA_WRITE || e->opcode == IBV_WR_RDMA_READ) {
+			p->opcode = e->opcode;
+			p->wr.rdma.remote_addr = e->remote_addr;
+			p->wr.rdma.rkey = e->rkey;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool shiftu_probe_by_send(struct shiftu_vqp *vq)
+{
+	struct ibv_send_wr p = { .opcode = IBV_WR_RDMA_WRITE };
+
+	return !probe_aim(vq, &p);
+}
+
+/*
+ * The default QP was reconnected: send an empty WRITE (or READ) through
+ * it, or with @by_send an empty SEND into the control receive the peer
+ * posted for it (handshake.h), and wait (1 s) for its completion, which
+ * only a working path in both directions gives.  Returns true when it
+ * came back good.  Context: the shadow thread.
+ */
+bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 {
 	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_cq *c = vq->scq;
-	uint64_t deadline = now_ns() + PROBE_NS, i0;
+	uint64_t deadline = now_ns() + PROBE_NS;
 	struct ibv_wc wc[16];
 	int k, i, n_msgs;
 
-	/*
-	 * Aim the empty WRITE at memory the application writes to, with its
-	 * key, so that the responder takes its ordinary path (nothing is
-	 * written: the length is zero).  A QP that reads probes with an empty
-	 * READ instead (its peer grants remote reads): Soft-RoCE 6.1 keeps
-	 * its completer's last READ-response opcode across a reset, so after
-	 * a failover in the middle of a multi-packet READ response it takes
-	 * the next ACK as out of sequence (a WARN at rxe_comp.c:756, and the
-	 * QP fails again), while a READ's single response is accepted in any
-	 * state and clears it.
-	 */
-	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
-		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i0 - 1);
-
-		if (e->opcode == IBV_WR_RDMA_WRITE || e->opcode == IBV_WR_RDMA_READ) {
-			p.opcode = e->opcode;
-			p.wr.rdma.remote_addr = e->remote_addr;
-			p.wr.rdma.rkey = e->rkey;
-			break;
-		}
-	}
+	if (by_send)
+		p.opcode = IBV_WR_SEND;
+	else
+		probe_aim(vq, &p);
 	vq->probe_state = 1;
 	if (vq->post_send(vq->reg.app_qp, &p, &bad))
 		return false;
-	shiftu_dbg("qp %u: probe posted", vq->reg.app_qp->qp_num);
+	shiftu_dbg("qp %u: probe posted (%s)", vq->reg.app_qp->qp_num,
+		   by_send ? "an empty SEND" : p.opcode == IBV_WR_RDMA_READ ? "an empty READ" :
+		   "an empty WRITE");
 	while (vq->probe_state == 1 && now_ns() < deadline) {
 		n_msgs = 0;
 		shiftu_cq_lock_quiet(c);

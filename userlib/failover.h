@@ -69,10 +69,17 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq);
 
 /*
  * Failing back: after the shadow thread reconnected the default QP with the
- * peer, probe it (true: good, the QP now waits for its fence); and release
- * the held requests once the twin has drained.
+ * peer, probe it (true: good, the QP now waits for its fence), @by_send
+ * with an empty SEND that a control receive of the peer's takes; and
+ * release the held requests once the twin has drained.
  */
-bool shiftu_probe(struct shiftu_vqp *vq, bool fence);
+bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send);
+/*
+ * @vq's requests give an empty WRITE or READ nothing to aim at: the peer
+ * may grant no remote access, and refuse it.  A two-sided failback then
+ * probes with a SEND (the peer posts a control receive for it).
+ */
+bool shiftu_probe_by_send(struct shiftu_vqp *vq);
 /* A two-sided failback, once the probe was good (the shadow thread). */
 void shiftu_switch_back(struct shiftu_vqp *vq);
 void shiftu_try_drain(struct shiftu_vqp *vq);

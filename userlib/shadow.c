@@ -1001,11 +1001,12 @@ static bool twin_reset_later(struct shiftu_vqp *vq, bool *pending)
  * its side is on the twin (the one that failed over) or passive (the peer).
  */
 static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
-			bool ctrl)
+			unsigned int ctrl)
 {
 	struct shiftu_qp_steps *st = &vq->steps;
 	struct ibv_qp *qp = vq->reg.app_qp;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	unsigned int i;
 	int ret;
 
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
@@ -1015,9 +1016,14 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
 	if (ret)
 		return ret;
-	/* a two-sided failback: the peer's message comes first (handshake.h) */
+	/*
+	 * A two-sided failback (@ctrl control receives): the peer's message
+	 * comes first (handshake.h), behind the peer's probe if it probes
+	 * with a SEND (FB_PROBE_SEND): they come in that order, and each
+	 * takes the first receive left.
+	 */
 	vq->ctrl_default = 0;		/* the reset dropped it */
-	if (ctrl) {
+	for (i = 0; i < ctrl; i++) {
 		ret = shiftu_ctrl_recv(vq, false);
 		if (ret)
 			return ret;
@@ -1089,6 +1095,15 @@ static void report_step(struct shiftu_vqp *vq)
 }
 
 /*
+ * The last word of a failback's request (fbreq): the asking side's
+ * receives are on its twin (the failback is two-sided), and it will probe
+ * with an empty SEND (shiftu_probe_by_send()), for which the peer posts a
+ * second control receive if the failback is two-sided.
+ */
+#define FB_TWIN_RECVS	1U
+#define FB_PROBE_SEND	2U
+
+/*
  * Ask again later, up to @cap_ms later: backs off, never gives up.  A peer
  * that answered busy is there and will be ready soon (its own cable just
  * came back, say): it is asked again within a second.
@@ -1132,8 +1147,11 @@ static void failback_step(struct shiftu_vqp *vq)
 		snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->steps.rtr.dest_qp_num);
 		/* the peer's twin names the peer process this is meant for; the
 		 * last word: our receives are on the twin */
+		vq->fb_by_send = shiftu_probe_by_send(vq);
 		snprintf(val, sizeof(val), "%u %u %u %u %u", vq->fb_seq, vq->fb_psn,
-			 vq->peer.qpn, vq->peer.psn, vq->twin_recvs ? 1 : 0);
+			 vq->peer.qpn, vq->peer.psn,
+			 (vq->twin_recvs ? FB_TWIN_RECVS : 0) |
+			 (vq->fb_by_send ? FB_PROBE_SEND : 0));
 		if (shiftu_kv_put(kv, key, val))
 			return fb_backoff(vq, FB_MAX_MS);
 		vq->fb_stage = 1;
@@ -1158,7 +1176,10 @@ static void failback_step(struct shiftu_vqp *vq)
 	}
 	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
 		   vq->reg.app_qp->qp_num);
-	if (qp_reconnect(vq, psn, vq->fb_psn, mode) || !shiftu_probe(vq, !mode)) {
+	/* one-sided (mode 0): the peer posts no control receive, nor takes
+	 * part; a QP whose peer grants no remote access cannot go back so */
+	if (qp_reconnect(vq, psn, vq->fb_psn, mode ? 1 : 0) ||
+	    !shiftu_probe(vq, !mode, mode && vq->fb_by_send)) {
 		shiftu_dbg("qp %u: probe of %s failed: trying again later",
 			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 		return fb_backoff(vq, FB_MAX_MS);
@@ -1166,8 +1187,9 @@ static void failback_step(struct shiftu_vqp *vq)
 	vq->fb_stage = 0;
 	vq->fb_backoff_ms = 0;
 	if (mode) {
-		shiftu_info("qp %u on %s: probe good: going back with the peer",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_info("qp %u on %s: probe good%s: going back with the peer",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "");
 		if (shiftu_config()->failback_delay_ms) {
 			shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
@@ -1257,7 +1279,7 @@ static void failback_answer(struct shiftu_vqp *vq)
 	 * the twin too, or the peer's receives are on its twin; both sides go
 	 * back by the handshake, the peer first.
 	 */
-	mode = vq->state != SHIFTU_SEND_DEFAULT || tw;
+	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
 	if (mode)
 		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin ||
 		       (vq->fb_stage == 1 && fb_leader(vq));
@@ -1270,7 +1292,7 @@ static void failback_answer(struct shiftu_vqp *vq)
 	 * Busy asks it again within FB_BUSY_MS.
 	 */
 	busy |= port_down(vq);
-	if (busy || qp_reconnect(vq, psn, ours, mode)) {
+	if (busy || qp_reconnect(vq, psn, ours, !mode ? 0 : tw & FB_PROBE_SEND ? 2 : 1)) {
 		snprintf(val, sizeof(val), "%u busy %u %u 0", seq, vq->peer.qpn, vq->peer.psn);
 	} else {
 		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,

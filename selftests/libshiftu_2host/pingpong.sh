@@ -16,11 +16,12 @@
 # same run rides the pull (its retry count, 7, never runs out on Soft-RoCE:
 # it stalls and goes on): both runs must exit 0 on both ends.  With the
 # library, the client's QP fails over to rxe1, host 1 sends its RC packets
-# on rail 1 during the outage, and neither log has a warning.  Each run is
-# made long enough (about 12 s at the pace measured) to hold the pull, from
-# a short unpulled run that measures the lab's pace first.  (The QP does
-# not fail back: it grants no remote access, and a failback's probe is an
-# empty WRITE.)
+# on rail 1 during the outage, fails back once rail 0 is back, host 1 sends
+# on rail 0 again, and neither log has a warning.  The QP grants no remote
+# access, so its failback probes with an empty SEND, not an empty WRITE
+# (which Soft-RoCE refuses then).  Each run is made long enough (about
+# 14 s at the pace measured) to hold the pull and the failback, from a
+# short unpulled run that measures the lab's pace first.
 #
 # ibv_srq_pingpong's QPs use an SRQ and ibv_ud_pingpong's is UD: the library
 # protects neither (SRQs not yet, UD is unreliable), and they must run as
@@ -54,7 +55,7 @@ pp_line()
 }
 
 # The lab's pace: a short unpulled run, without the library, sizes the
-# pulled runs to about 12 s at that pace (a pull needs 10.5 s of
+# pulled runs to about 14 s at that pace (a pull and a failback need 12 s of
 # traffic; without the library they stall through the 5 s outage).  The
 # programs connect within a second: the pull comes 3 s in.
 lu_keep pace pingpong
@@ -67,7 +68,7 @@ usec=${usec%%.*}
 if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
 	lu_fail pace "no usec/iter in the client's output"
 fi
-ITERS=$((12000000 / usec))
+ITERS=$((14000000 / usec))
 [ "$ITERS" -ge 2000 ] || ITERS=2000
 log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
 
@@ -75,32 +76,30 @@ log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the
 # by QEMU (lu_pull), without the library and then with it.
 rc_ride()
 {
-	local tag=$1 pre s0 s1 off on
+	local tag=$1 pre s0 s1 r0 r1 off on
 	shift
 
 	for pre in 0 1; do
 		local t=$tag.$pre
 		lu_keep "$t" pingpong
-		# the QP cannot fail back (its failback's probe, an empty WRITE,
-		# finds no remote access): lu_pull does not wait for it
-		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_AT=3 LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_AT=3 LU_DURING=lu_pull \
 			pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
 		read -r s0 s1 < "$FT_TMP/$t.outage"
+		read -r r0 r1 < "$FT_TMP/$t.after"
 		read -r off on < "$FT_TMP/$t.times"
-		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(pp_line "$t")"
+		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1; client: $(pp_line "$t")"
 		lu_exited_ok "$t"
 		grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
 		[ "$pre" = 1 ] || continue
 		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
 			lu_fail "$t" "the client's QP did not fail over"
 		[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-		lu_check_log "$t" cli "qps=1" "failovers>=1"
+		lu_check_log "$t" cli "qps=1" "failovers>=1" "failbacks>=1"
 		lu_check_log "$t" srv "qps=1"
-		if grep -q 'failed back from rxe1' "$FT_TMP/$t.cli.shiftu"; then
-			log "$t: $(grep -o 'failed back from.*' "$FT_TMP/$t.cli.shiftu" | tail -n 1)"
-		else
-			log "$t: the client's QP had not failed back when the run ended"
-		fi
+		grep -q 'probe good (an empty SEND' "$FT_TMP/$t.cli.shiftu" "$FT_TMP/$t.srv.shiftu" ||
+			lu_fail "$t" "no failback probed with an empty SEND"
+		[ "$r0" -gt 100 ] || lu_fail "$t" "rail 0 carried only $r0 packets after the repair"
+		log "$t: $(grep -ho 'failed back from.*' "$FT_TMP/$t.cli.shiftu" | tail -n 1)"
 	done
 }
 
