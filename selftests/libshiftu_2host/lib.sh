@@ -499,9 +499,24 @@ lu_show()
 # lu_fail TAG MESSAGE: show what the pair TAG left, then fail.  The
 # client's files come last, its program's own output last of all, nearest
 # the verdict: a log cut to its tail (CI's) keeps the program's error.
+# lu_rails_state: once per test, both hosts' view of rail 0 and rail 1
+# (link state and counters, neighbours, the kernel's last lines), so that
+# a failure the lab's network caused tells itself from the library's.
+lu_rails_state()
+{
+	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; done; dmesg | tail -n 5'
+
+	[ -z "${LU_RAILS_SHOWN:-}" ] || return 0
+	LU_RAILS_SHOWN=1
+	eval "$cmd" 2>&1 | sed 's|^|# host 1 rails: |'
+	[ -z "${LU_PEER_FD:-}" ] ||
+		lu_peer_out "$cmd" 2>&1 | sed 's|^|# host 2 rails: |' || true
+}
+
 lu_fail()
 {
 	local f
+	lu_rails_state
 	for f in "$FT_TMP/$1".*; do
 		case $f in *.cli.*) ;; *) lu_show "$f" ;; esac
 	done
