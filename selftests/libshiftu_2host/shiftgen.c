@@ -61,7 +61,8 @@
  * is polled for a millisecond between a batch's last builder and its
  * ibv_wr_complete, which the verbs allow (a program may reap while it
  * builds), so that most of the run is spent inside batches, and SIGUSR2
- * keeps the next batch open for a second (a test makes a failure meet it).
+ * keeps the next batch open until the next SIGUSR2, 10 s at most (a test
+ * makes a failure meet it).
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
@@ -153,8 +154,9 @@
 
 /* SIGUSR1 came (finish()): the client's next message is its last */
 static volatile sig_atomic_t finish_now;
-/* SIGUSR2 came (hold()): the next batch stays open for a second */
-static volatile sig_atomic_t hold_next;
+/* SIGUSR2 came (hold()): the next batch stays open (1), and is (2),
+ * until the next SIGUSR2 releases it (hold_release) */
+static volatile sig_atomic_t hold_next, hold_release;
 
 enum sg_mode { MODE_WRITE_IMM, MODE_SEND, MODE_WRITE, MODE_ATOMIC, MODE__MAX };
 static const char *const mode_names[MODE__MAX] = {
@@ -1346,21 +1348,24 @@ static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
 	return ret ? ret : ibv_wr_complete(x);
 }
 
-/* post_wr_api(), reaping send completions for 1 ms (after SIGUSR2: 1 s)
- * before ibv_wr_complete */
+/* post_wr_api(), reaping send completions for 1 ms (after SIGUSR2: until
+ * the next, 10 s at most) before ibv_wr_complete */
 static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
 {
-	uint64_t until = now_ns() + (hold_next ? NS : NS / 1000);
+	uint64_t until = now_ns() + (hold_next ? 10 * NS : NS / 1000);
 	int ret;
 
-	hold_next = 0;
+	if (hold_next)
+		hold_next = 2;
 	ret = wr_build(g->qpx, wr);
-
-	if (ret)
-		return ret;
-	while (now_ns() < until && poll_send(g) >= 0)
-		;
-	return ibv_wr_complete(g->qpx);
+	if (!ret) {
+		while (now_ns() < until && !hold_release && poll_send(g) >= 0)
+			;
+		ret = ibv_wr_complete(g->qpx);
+	}
+	hold_next = 0;
+	hold_release = 0;
+	return ret;
 }
 
 /* post one send WR once the queue has room, signaled as sq_want_signal says */
@@ -2232,11 +2237,15 @@ static void finish(int sig)
 	finish_now = 1;
 }
 
-/* SIGUSR2 (--poll-in-batch): the next batch stays open for a second */
+/* SIGUSR2 (--poll-in-batch): the next batch stays open, or the batch held
+ * open is let go */
 static void hold(int sig)
 {
 	(void)sig;
-	hold_next = 1;
+	if (hold_next == 2)
+		hold_release = 1;
+	else
+		hold_next = 1;
 }
 
 /* the last resort, should a verbs call itself block past the watchdog */
