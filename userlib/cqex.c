@@ -24,7 +24,12 @@
  * cq->wr_id and cq->status are the session's.  The node keeps a lock of
  * its own for that, held the same way; the library's threads never take
  * it (they poll with the provider's poll_cq, which has its own), so a
- * failover never waits for an application's session.
+ * failover never waits for an application's session.  Providers disagree
+ * on how a session ends when next_poll finds the CQ empty: mlx5's keeps
+ * it open for end_poll; Soft-RoCE's (rdma-core 44) ends it there, and its
+ * end_poll after that consumes an entry that is not there.  So programs
+ * are written both ways, and the library takes both: its next_poll ends
+ * the session on ENOENT, and end_poll ends only a session its thread holds.
  *
  * Nodes are never freed (a destroyed CQ's node waits for the next CQ): a
  * thread's anchor may point at a node whose CQ is gone.
@@ -47,8 +52,8 @@ struct shiftu_cqx {
 	/* the CQ served, or NULL: the node is free (written under cqx_lock,
 	 * read by anchors without it: see cqx_find()) */
 	struct ibv_cq_ex *cq;
-	/* a polling session is open: 0 or 1 (see above) */
-	int busy;
+	/* the thread whose polling session is open (its token), or NULL */
+	void *owner;
 	struct shiftu_cqx *next;	/* cqx_list; set once, before publication */
 	/* the session's current completion */
 	struct ibv_wc cur;
@@ -61,7 +66,8 @@ pthread_mutex_t cqx_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 /* Matches no CQ: the anchors' value before a thread's first session. */
 static struct shiftu_cqx cqx_none;
 
-/* The node of the CQ the thread polled last. */
+/* The node of the CQ the thread polled last; its address is the thread's
+ * token as a session's owner. */
 static __thread struct shiftu_cqx *cqx_anchor
 	__attribute__((tls_model("initial-exec"))) = &cqx_none;
 
@@ -100,8 +106,16 @@ static inline struct shiftu_cqx *cqx_of(const struct ibv_cq_ex *cq)
 	return x;
 }
 
-/* Another thread's session is open on the CQ: wait for its end_poll. */
-static shiftu_cold void cqx_lock_wait(struct shiftu_cqx *x)
+static inline bool cqx_session_try(struct shiftu_cqx *x, void *me)
+{
+	void *none = NULL;
+
+	return __atomic_compare_exchange_n(&x->owner, &none, me, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Another thread's session is open on the CQ: wait for its end. */
+static shiftu_cold void cqx_session_wait(struct shiftu_cqx *x, void *me)
 {
 	unsigned int spins = 0;
 
@@ -110,19 +124,25 @@ static shiftu_cold void cqx_lock_wait(struct shiftu_cqx *x)
 			sched_yield();	/* a session may wait for a failover */
 		else
 			__builtin_ia32_pause();
-	} while (__atomic_load_n(&x->busy, __ATOMIC_RELAXED) ||
-		 __atomic_exchange_n(&x->busy, 1, __ATOMIC_ACQUIRE));
+	} while (__atomic_load_n(&x->owner, __ATOMIC_RELAXED) || !cqx_session_try(x, me));
 }
 
-static inline void cqx_session_lock(struct shiftu_cqx *x)
+static inline void cqx_session_start(struct shiftu_cqx *x)
 {
-	if (unlikely(__atomic_exchange_n(&x->busy, 1, __ATOMIC_ACQUIRE)))
-		cqx_lock_wait(x);
+	void *me = &cqx_anchor;
+
+	if (unlikely(!cqx_session_try(x, me)))
+		cqx_session_wait(x, me);
 }
 
-static inline void cqx_session_unlock(struct shiftu_cqx *x)
+/*
+ * The thread's session on @x ends, if it has one: only the owner stores
+ * its own token, so a plain load tells, and nobody else stores meanwhile.
+ */
+static inline void cqx_session_end(struct shiftu_cqx *x)
 {
-	__atomic_store_n(&x->busy, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&x->owner, __ATOMIC_RELAXED) == (void *)&cqx_anchor)
+		__atomic_store_n(&x->owner, NULL, __ATOMIC_RELEASE);
 }
 
 /*
@@ -148,22 +168,28 @@ static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 	int ret;
 
 	(void)attr;
-	cqx_session_lock(x);
+	cqx_session_start(x);
 	ret = cqx_take(x, cq);
 	/* no session without a completion: end_poll is not called */
 	if (unlikely(ret))
-		cqx_session_unlock(x);
+		cqx_session_end(x);
 	return ret;
 }
 
 static int cqx_next_poll(struct ibv_cq_ex *cq)
 {
-	return cqx_take(cqx_of(cq), cq);
+	struct shiftu_cqx *x = cqx_of(cq);
+	int ret = cqx_take(x, cq);
+
+	/* as Soft-RoCE's: an empty CQ ends the session (see above) */
+	if (unlikely(ret))
+		cqx_session_end(x);
+	return ret;
 }
 
 static void cqx_end_poll(struct ibv_cq_ex *cq)
 {
-	cqx_session_unlock(cqx_of(cq));
+	cqx_session_end(cqx_of(cq));
 }
 
 /* The accessors: the session's current completion, wherever it came from. */
@@ -236,7 +262,7 @@ int shiftu_cqx_attach(struct ibv_cq_ex *cq)
 		/* the node is whole before a walker can reach it */
 		__atomic_store_n(&cqx_list, x, __ATOMIC_RELEASE);
 	} else {
-		x->busy = 0;
+		x->owner = NULL;
 		__atomic_store_n(&x->cq, cq, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cqx_lock);
