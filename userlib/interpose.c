@@ -20,6 +20,7 @@
 
 #include "bell.h"
 #include "config.h"
+#include "cqex.h"
 #include "health.h"
 #include "interpose.h"
 #include "event.h"
@@ -125,6 +126,8 @@ struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
 
 static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 				   struct ibv_qp_init_attr_ex *attr);
+static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
+				      struct ibv_cq_init_attr_ex *attr);
 
 /*
  * Take over @ctx's data verbs.  Context: ibv_open_device(), before the
@@ -133,6 +136,7 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 static void ctx_attach(struct ibv_context *ctx)
 {
 	struct verbs_context *vctx = verbs_get_ctx_op(ctx, create_qp_ex);
+	struct verbs_context *vcq = verbs_get_ctx_op(ctx, create_cq_ex);
 	struct ibv_device_attr attr;
 	struct shiftu_ctx *s;
 	bool fresh = false;
@@ -161,6 +165,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	s->poll_cq = ctx->ops.poll_cq;
 	s->req_notify_cq = ctx->ops.req_notify_cq;
 	s->create_qp_ex = vctx ? vctx->create_qp_ex : NULL;
+	s->create_cq_ex = vcq ? vcq->create_cq_ex : NULL;
 	for (i = 0; i < SHIFTU_ARRAY_SIZE(s->rcache); i++)
 		s->rcache[i] = &shiftu_vqp_none;
 	/* the node is whole before a walker can match it */
@@ -176,6 +181,8 @@ static void ctx_attach(struct ibv_context *ctx)
 		ctx->ops.req_notify_cq = shiftu_req_notify_cq;
 	if (vctx)
 		vctx->create_qp_ex = create_qp_ex;
+	if (vcq)
+		vcq->create_cq_ex = create_cq_ex;
 	shiftu_info("context %s: interposed", s->dev_name);
 	shiftu_shadow_ctx(s);
 }
@@ -197,6 +204,8 @@ static void ctx_detach(struct ibv_context *ctx)
 		ctx->ops.req_notify_cq = s->req_notify_cq;
 		if (vctx && s->create_qp_ex)
 			vctx->create_qp_ex = s->create_qp_ex;
+		if (vctx && s->create_cq_ex)
+			vctx->create_cq_ex = s->create_cq_ex;
 		retired.contexts++;
 		__atomic_store_n(&s->ctx, NULL, __ATOMIC_RELAXED);
 	}
@@ -295,6 +304,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = "not an RC QP without SRQ";
 	else if (send_ops && (!qpx || !shiftu_wr_ops_covered(send_ops)))
 		why = "its extended send operations are not all replayable";
+	else if (!shiftu_cq_find(attr->send_cq) || !shiftu_cq_find(attr->recv_cq))
+		why = "a CQ of its is not served by the library";
 	else if (ring_init(vq))
 		why = "out of memory";
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
@@ -702,30 +713,76 @@ SHIFTU_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	return shiftu_real.dereg_mr(mr);
 }
 
-SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
-					   void *cq_context,
-					   struct ibv_comp_channel *channel,
-					   int comp_vector)
+/*
+ * A failover puts up to four completions of the library's own per QP into
+ * its CQs (the markers behind both queues, a control message flushed on
+ * each): room for the QPs that share a CQ of @cqe entries on @s, so that
+ * it cannot overflow.  The CQ reports its larger size, as verbs allow;
+ * never past the device's limit, which the application may ask for.
+ */
+static int cq_size(const struct shiftu_ctx *s, int cqe)
 {
-	struct shiftu_ctx *s;
-	struct ibv_cq *cq;
-
-	if (!shiftu_real_verbs())
-		return NULL;
-	/*
-	 * A failover puts up to four completions of the library's own per QP
-	 * into its CQs (the markers behind both queues, a control message
-	 * flushed on each): room for the QPs that share this CQ, so that it
-	 * cannot overflow.  The CQ reports its larger size, as verbs allow;
-	 * never past the device's limit, which the application may ask for.
-	 */
-	s = shiftu_ctx_find(ctx);
 	if (cqe > 0 && s) {
 		if (!s->max_cqe || cqe <= s->max_cqe - SHIFTU_CQ_EXTRA)
 			cqe += SHIFTU_CQ_EXTRA;
 		else if (cqe < s->max_cqe)
 			cqe = s->max_cqe;
 	}
+	return cqe;
+}
+
+/*
+ * ibv_create_cq_ex() is an inline that calls this through the context.
+ * A CQ the library can serve (cqex.h) is recorded as one from
+ * ibv_create_cq is, and gets a twin; one it cannot is left as the
+ * provider made it, and the QPs that use it are unprotected
+ * (qp_attach()).
+ */
+static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
+				      struct ibv_cq_init_attr_ex *attr)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(ctx);
+	bool serve = shiftu_cqx_servable(attr);
+	struct ibv_cq_ex *cq;
+	uint32_t cqe;
+
+	if (!s || !s->create_cq_ex) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cqe = attr->cqe;
+	if (serve && cqe <= INT32_MAX)
+		attr->cqe = cq_size(s, cqe);
+	cq = s->create_cq_ex(ctx, attr);
+	attr->cqe = cqe;
+	if (!cq)
+		return NULL;
+	if (!serve) {
+		shiftu_info("cq on %s: extended, with wc_flags 0x%" PRIx64 " beyond a struct ibv_wc's: not served, its QPs unprotected",
+			    s->dev_name, (uint64_t)attr->wc_flags);
+		return cq;
+	}
+	if (shiftu_cqx_attach(cq)) {
+		shiftu_warn("cq on %s: extended: out of memory: not served, its QPs unprotected",
+			    s->dev_name);
+		return cq;
+	}
+	shiftu_shadow_cq(ibv_cq_ex_to_cq(cq));
+	shiftu_dbg("cq on %s: extended, wc_flags 0x%" PRIx64 ": served", s->dev_name,
+		   (uint64_t)attr->wc_flags);
+	return cq;
+}
+
+SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
+					   void *cq_context,
+					   struct ibv_comp_channel *channel,
+					   int comp_vector)
+{
+	struct ibv_cq *cq;
+
+	if (!shiftu_real_verbs())
+		return NULL;
+	cqe = cq_size(shiftu_ctx_find(ctx), cqe);
 	cq = shiftu_real.create_cq(ctx, cqe, cq_context, channel, comp_vector);
 	if (cq)
 		shiftu_shadow_cq(cq);
@@ -737,6 +794,7 @@ SHIFTU_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	if (!shiftu_real_verbs())
 		return ENOSYS;
 	shiftu_shadow_cq_gone(cq);
+	shiftu_cqx_detach(cq);
 	return shiftu_real.destroy_cq(cq);
 }
 

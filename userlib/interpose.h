@@ -9,8 +9,9 @@
  * through libibverbs' own handle (real.c).  Data verbs are
  * static inlines that jump through function pointers the provider filled in:
  * the context's ops (post_send, post_recv, poll_cq, req_notify_cq), the
- * extended context's create_qp_ex, and each extended QP's wr_* members
- * (wrapi.c).  When a device is opened the library keeps the provider's
+ * extended context's create_qp_ex and create_cq_ex, each extended QP's
+ * wr_* members (wrapi.c), and each extended CQ's start_poll, next_poll,
+ * end_poll and read_* members (cqex.c).  When a device is opened the library keeps the provider's
  * pointers and puts its own in their place; its versions look up their
  * object, do the cheap check, and call the provider's (the wr_* builders
  * instead collect a batch for the library's post_send).
@@ -29,7 +30,7 @@
  *         cq_lock		the CQ records' list (shadow.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
  *           leaves: mr_lock, kv_fast_lock (shadow.c), nl_lock (report.c),
- *           vqp_lock, ctx_lock (interpose.c), reg_lock (qp.c), health_lock
+ *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
  *           cb_lock (event.c), config_lock (config.c): none is held while
  *           another lock of the library is taken (cq_lock's holder starts
@@ -127,6 +128,8 @@ struct shiftu_ctx {
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ctx,
 				       struct ibv_qp_init_attr_ex *attr);
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *ctx,
+					  struct ibv_cq_init_attr_ex *attr);
 
 	/*
 	 * What a poll's common path compares with the health page's sequence

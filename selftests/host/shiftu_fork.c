@@ -135,6 +135,7 @@ HELD(kv_fast_lock);
 HELD(nl_lock);
 HELD(vqp_lock);
 HELD(ctx_lock);
+HELD(cqx_lock);
 HELD(reg_lock);
 HELD(health_lock);
 HELD(windows_lock);

@@ -5,8 +5,8 @@
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
- *            [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [-v]
- *            [SERVER_ADDR]
+ *            [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]
+ *            [--signal-all] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
@@ -66,6 +66,13 @@
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
+ * With --cq-ex (either side) they are extended CQs (ibv_create_cq_ex, with
+ * IBV_WC_STANDARD_FLAGS), polled with ibv_start_poll, ibv_next_poll and
+ * ibv_end_poll, each completion read with the ibv_wc_read_* accessors
+ * (--cq-ex=poll, the default), or polled with ibv_poll_cq through
+ * ibv_cq_ex_to_cq (--cq-ex=ibv).  Either way every completion's QP number
+ * must be the side's QP's (or its spare's), and a received SEND's length
+ * what was sent (else corrupt).
  *
  * A spare QP (--spare-qp SECONDS, a run parameter; a server given it only
  * refuses a client without one): each side makes a second RC QP on the
@@ -181,6 +188,7 @@ struct opts {
 	uint32_t spare_secs;	/* --spare-qp, 0 without */
 	uint8_t retry_cnt, timeout;
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
+	enum { CQX_NONE, CQX_POLL, CQX_IBV } cq_ex;
 	unsigned int set;
 };
 
@@ -249,6 +257,7 @@ struct sg {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;	/* one CQ with --one-cq */
+	struct ibv_cq_ex *scqx, *rcqx;	/* --cq-ex: the same CQs */
 	struct ibv_comp_channel *ch;	/* --solicited, the server: the receive CQ's */
 	uint64_t rx_took;		/* receive completions taken */
 	struct ibv_qp *qp;
@@ -367,8 +376,8 @@ static void usage(const char *fmt, ...)
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
-	      "                [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [-v]\n"
-	      "                [SERVER_ADDR]\n"
+	      "                [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]\n"
+	      "                [--signal-all] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -397,6 +406,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "expect-errors", no_argument, NULL, 'E' },
 		{ "wr-api", no_argument, NULL, 'X' },
 		{ "one-cq", no_argument, NULL, 'O' },
+		{ "cq-ex", optional_argument, NULL, 'C' },
 		{ "poll-in-batch", no_argument, NULL, 'B' },
 		{ "spare-qp", required_argument, NULL, 'S' },
 		{ "solicited", no_argument, NULL, 'L' },
@@ -478,6 +488,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'O':
 			o->one_cq = true;
+			break;
+		case 'C':
+			if (!optarg || !strcmp(optarg, "poll"))
+				o->cq_ex = CQX_POLL;
+			else if (!strcmp(optarg, "ibv"))
+				o->cq_ex = CQX_IBV;
+			else
+				usage("--cq-ex: '%s' is neither poll nor ibv", optarg);
 			break;
 		case 'B':
 			o->poll_in_batch = true;
@@ -842,6 +860,21 @@ static void *alloc_zeroed(size_t len)
  * PD, CQs, buffers, MRs and the QP, in INIT; the server also posts its
  * receives here, before its QP can receive anything.
  */
+/* a CQ of @cqe entries on @ch, extended with --cq-ex (*@x gets it then) */
+static struct ibv_cq *make_cq(struct sg *g, int cqe, struct ibv_comp_channel *ch,
+			      struct ibv_cq_ex **x)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = cqe, .channel = ch, .wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+
+	*x = NULL;
+	if (g->o->cq_ex == CQX_NONE)
+		return ibv_create_cq(g->ctx, cqe, NULL, ch, 0);
+	*x = ibv_create_cq_ex(g->ctx, &a);
+	return *x ? ibv_cq_ex_to_cq(*x) : NULL;
+}
+
 static int create_resources(struct sg *g, bool server)
 {
 	const struct run *r = &g->run;
@@ -883,14 +916,15 @@ static int create_resources(struct sg *g, bool server)
 			goto err_pd;
 		}
 	}
-	g->scq = ibv_create_cq(g->ctx, g->o->one_cq ? sq + rq : sq, NULL,
-			       g->o->one_cq ? g->ch : NULL, 0);
+	g->scq = make_cq(g, g->o->one_cq ? sq + rq : sq, g->o->one_cq ? g->ch : NULL,
+			 &g->scqx);
 	if (!g->scq) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the send CQ: %s", strerror(-ret));
 		goto err_ch;
 	}
-	g->rcq = g->o->one_cq ? g->scq : ibv_create_cq(g->ctx, rq, NULL, g->ch, 0);
+	g->rcqx = g->scqx;
+	g->rcq = g->o->one_cq ? g->scq : make_cq(g, rq, g->ch, &g->rcqx);
 	if (!g->rcq) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the receive CQ: %s", strerror(-ret));
@@ -1218,6 +1252,95 @@ static void took(struct sg *g, const struct ibv_wc *wc)
 	}
 }
 
+/* --cq-ex=poll: the current completion of @x, read with the accessors */
+static void cqx_read(struct ibv_cq_ex *x, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = x->wr_id;
+	wc->status = x->status;
+	wc->opcode = ibv_wc_read_opcode(x);
+	wc->vendor_err = ibv_wc_read_vendor_err(x);
+	wc->byte_len = ibv_wc_read_byte_len(x);
+	wc->imm_data = ibv_wc_read_imm_data(x);
+	wc->qp_num = ibv_wc_read_qp_num(x);
+	wc->src_qp = ibv_wc_read_src_qp(x);
+	wc->wc_flags = ibv_wc_read_wc_flags(x);
+	wc->slid = ibv_wc_read_slid(x);
+	wc->sl = ibv_wc_read_sl(x);
+	wc->dlid_path_bits = ibv_wc_read_dlid_path_bits(x);
+}
+
+/*
+ * --cq-ex: a completion of a QP that is not the side's (a library's own,
+ * or one whose QP number was not made the application's), or a received
+ * SEND of another length than sent, is corrupt: the run stops.
+ */
+static void cqx_check(struct sg *g, const struct ibv_wc *wc)
+{
+	bool bad = wc->qp_num != g->qp->qp_num && (!g->spare || wc->qp_num != g->spare->qp_num);
+
+	if (!bad && wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
+	    g->run.mode == MODE_SEND && wc->byte_len != g->run.chunk)
+		bad = true;
+	if (!bad)
+		return;
+	g->st.corrupt++;
+	g->stop = true;
+	if (g->st.corrupt_printed++ < ERR_PRINT_MAX)
+		msg(g, "corrupt: completion wr_id 0x%" PRIx64 " status %d opcode %d of qp %u, %u bytes (the QP is %u)",
+		    wc->wr_id, wc->status, wc->opcode, wc->qp_num, wc->byte_len, g->qp->qp_num);
+}
+
+/* @n completions just polled, each checked (cqx_check()) */
+static int cqx_checked(struct sg *g, const struct ibv_wc *wc, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		cqx_check(g, &wc[i]);
+	return n;
+}
+
+/*
+ * Up to @num completions of @cq, as ibv_poll_cq() returns them: with
+ * --cq-ex=poll one start_poll ... end_poll session, each completion read
+ * with the accessors; with --cq-ex=ibv ibv_poll_cq() on the extended CQ.
+ * Soft-RoCE's next_poll ends the session when it finds the CQ empty, and
+ * its end_poll after that would consume an entry that is not there
+ * (rdma-core 44, providers/rxe; mlx5's keeps the session for end_poll):
+ * shiftgen, which runs on Soft-RoCE, ends it as that provider wants.
+ */
+static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	struct ibv_cq_ex *x = cq == g->scq ? g->scqx : g->rcqx;
+	struct ibv_poll_cq_attr attr = { 0 };
+	int n = 0, ret;
+
+	if (g->o->cq_ex != CQX_POLL) {
+		n = ibv_poll_cq(cq, num, wc);
+	} else {
+		ret = ibv_start_poll(x, &attr);
+		if (ret == ENOENT)
+			return 0;
+		if (ret)
+			return -1;
+		for (;;) {
+			cqx_read(x, &wc[n++]);
+			if (n == num)
+				break;
+			ret = ibv_next_poll(x);
+			if (ret == ENOENT)
+				return cqx_checked(g, wc, n);
+			if (ret) {
+				n = -1;
+				break;
+			}
+		}
+		ibv_end_poll(x);
+	}
+	return g->o->cq_ex != CQX_NONE ? cqx_checked(g, wc, n) : n;
+}
+
 /* reap send completions: how many, or -EIO if the CQ cannot be polled */
 static int poll_send(struct sg *g)
 {
@@ -1226,7 +1349,7 @@ static int poll_send(struct sg *g)
 
 	if (g->spare_at && now_ns() >= g->spare_at)
 		spare_destroy(g);
-	n = ibv_poll_cq(g->scq, 16, wc);
+	n = cq_poll(g, g->scq, 16, wc);
 	if (n < 0) {
 		msg(g, "Unable to poll the send CQ");
 		g->st.errors++;
@@ -1791,14 +1914,14 @@ static bool wait_solicited(struct sg *g)
 		return false;
 	}
 	/* what came before the arm raises no event: one more look */
-	n = ibv_poll_cq(g->rcq, 1, &wc);
+	n = cq_poll(g, g->rcq, 1, &wc);
 	if (n > 0) {
 		took(g, &wc);
 		return true;
 	}
 	n = poll(&p, 1, 1000);
 	if (n == 0) {
-		n = ibv_poll_cq(g->rcq, 1, &wc);
+		n = cq_poll(g, g->rcq, 1, &wc);
 		if (n <= 0)
 			return false;
 		took(g, &wc);
@@ -1836,7 +1959,7 @@ static void server_stream(struct sg *g, struct wire *done, bool *got_done)
 
 	while (!*got_done || g->next < done->f[D_SENT]) {
 		rx = g->rx_took;
-		n = ibv_poll_cq(g->rcq, 16, wc);
+		n = cq_poll(g, g->rcq, 16, wc);
 		if (n < 0) {
 			msg(g, "Unable to poll the receive CQ");
 			g->st.errors++;
