@@ -26,6 +26,7 @@
 #include "failover.h"
 #include "fork.h"
 #include "log.h"
+#include "posters.h"
 #include "provq.h"
 #include "quiesce.h"
 #include "serial.h"
@@ -288,6 +289,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	pthread_mutex_init(&vq->lock, NULL);
 	pthread_mutex_init(&vq->fo_lock, NULL);
 	vq->state = SHIFTU_SEND_DEFAULT;
+	/* no thread posts yet: the first one takes each queue (posters.h) */
+	vq->poster = vq->poster_r = SHIFTU_POSTER_NONE;
 	/* 0, but where a test build says (serial.h) */
 	vq->sent2 = vq->consumed = vq->rq.head = shiftu_count_start();
 	/* RC only, and with replayable operations: others are not recorded */
@@ -302,7 +305,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->rc_qpn = qp->qp_num;
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
-	vq->copying = vq->rings != SHIFTU_RINGS_PROVIDER;
+	vq->copying = vq->copying_r = vq->rings != SHIFTU_RINGS_PROVIDER;
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
 	vq->sctx = s;
@@ -320,7 +323,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	if (qpx && vq->rings && shiftu_wr_attach(vq, qpx)) {
 		why = "out of memory";
 		vq->rings = 0;
-		vq->copying = 1;
+		vq->copying = vq->copying_r = 1;
 	}
 	/*
 	 * Before the QP is known, so before it can take a receive: its
@@ -566,8 +569,10 @@ SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		memcpy(vq->dgid, attr->ah_attr.grh.dgid.raw, sizeof(vq->dgid));
 		vq->has_dgid = 1;
 	}
-	if (mask & (IBV_QP_PORT | IBV_QP_AV))
+	if (mask & (IBV_QP_PORT | IBV_QP_AV)) {
 		__atomic_store_n(&vq->health_seen, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&vq->health_seen_r, 0, __ATOMIC_RELAXED);
+	}
 	if (vq->rings)
 		shiftu_shadow_qp_modified(vq, attr, mask);
 	return 0;
