@@ -112,6 +112,7 @@ static void rcache_drop(struct shiftu_vqp *vq, uint32_t qp_num)
 static struct {
 	uint64_t contexts, qps;
 	uint64_t post_sends, post_recvs, wr_starts, wr_completes;
+	uint64_t poster_changes;
 } retired;
 
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
@@ -489,6 +490,7 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.post_recvs += vq->rq.head - shiftu_count_start();
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
+	retired.poster_changes += vq->poster_changes;
 	pthread_mutex_unlock(&vqp_lock);
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
@@ -769,6 +771,7 @@ bool shiftu_interpose_fork_child(void)
 		}
 	retired.qps = retired.post_sends = retired.post_recvs = 0;
 	retired.wr_starts = retired.wr_completes = 0;
+	retired.poster_changes = 0;
 	for (n = vqp_list; n; n = n->next) {
 		n->vq.rings = SHIFTU_RINGS_NONE;
 		pthread_mutex_init(&n->vq.lock, NULL);
@@ -778,6 +781,7 @@ bool shiftu_interpose_fork_child(void)
 		retired.post_recvs -= n->vq.rq.head;
 		retired.wr_starts -= n->vq.wr_starts;
 		retired.wr_completes -= n->vq.wr_completes;
+		retired.poster_changes -= n->vq.poster_changes;
 		had = true;
 	}
 	return had;
@@ -793,7 +797,7 @@ bool shiftu_interpose_fork_child(void)
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
-	uint64_t contexts, qps, ps, pr, ws, wc;
+	uint64_t contexts, qps, ps, pr, ws, wc, pc;
 	struct shiftu_ctx *s;
 	struct vqp_node *n;
 
@@ -810,21 +814,24 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	pr = retired.post_recvs;
 	ws = retired.wr_starts;
 	wc = retired.wr_completes;
+	pc = retired.poster_changes;
 	for (n = vqp_list; n; n = n->next) {
 		qps++;
 		ps += n->vq.sq.head - n->vq.wr_posts;
 		pr += n->vq.rq.head - shiftu_count_start();
 		ws += n->vq.wr_starts;
 		wc += n->vq.wr_completes;
+		pc += __atomic_load_n(&n->vq.poster_changes, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
 		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
-		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr,
+		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64 " poster_changes=%" PRIu64,
+		    contexts, qps, ps, pr,
 		    shiftu_window_polls(), ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),
-		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED));
+		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED), pc);
 }
