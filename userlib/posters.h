@@ -13,9 +13,9 @@
  *
  * So each queue of a QP (its send queue, its receive queue) has a poster:
  * the one thread that may count its requests with plain stores.  Every
- * thread that posts has a tag, unique among the live threads that posted
- * (at most 65534 of them; a thread beyond gets none, and posts, always
- * correctly, through the slow path).  A queue's gate holds its poster's
+ * thread has a tag from its first data verb on, unique among the live
+ * threads that made one (at most 65534 of them; a thread beyond gets
+ * none, and posts, always correctly, through the slow path).  A queue's gate holds its poster's
  * tag, and the posts' common path compares the gate with the page's
  * sequence or'ed with the calling thread's tag: a thread that is not the
  * poster fails that one compare and takes the slow path, which makes it
@@ -33,10 +33,11 @@
  * So at any time at most one thread counts a queue outside fo_lock, and
  * the slow paths count under it: two threads that post at once are
  * serialised at the moment their posts overlap, and the counts stay
- * exact.  Handing a queue over costs fo_lock and a membarrier(2) (about a
- * microsecond or a few, more with many CPUs); the posts of one thread in
- * a row cost nothing more than before (the tag is or'ed into the compare
- * the common path makes anyway).  A QP whose posts alternate between
+ * exact.  Handing a queue over costs fo_lock, a membarrier(2) (which
+ * interrupts every CPU running one of the process's threads) and a look
+ * at every thread's window; the posts of one thread in a row cost one
+ * instruction more than before (the tag is or'ed into the compare the
+ * common path makes anyway).  A QP whose posts alternate between
  * threads (a mutex-serialised pool) pays that on each change of poster.
  *
  * A hand-over that cannot be made with certainty gives the QP up: it is
