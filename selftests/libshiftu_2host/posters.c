@@ -223,17 +223,23 @@ static void setup(void)
 		die("ibv_create_qp");
 }
 
-static void connect_qp(uint32_t rqpn, const uint8_t *rgid)
+static void to_init(void)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = ib_port,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+		/* remote write: the library's failback probes with a WRITE */
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
 	};
 
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				  IBV_QP_ACCESS_FLAGS))
 		die("modify to INIT");
-	memset(&a, 0, sizeof(a));
+}
+
+static void to_rtr(uint32_t rqpn, const uint8_t *rgid)
+{
+	struct ibv_qp_attr a = { 0 };
+
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
 	a.dest_qp_num = rqpn;
@@ -342,7 +348,8 @@ static int client(void)
 		fprintf(stderr, "posters: no READY from the server\n");
 		return 1;
 	}
-	connect_qp(w.qpn, w.gid);
+	to_init();
+	to_rtr(w.qpn, w.gid);
 	to_rts();
 	t0 = now_s();
 	tend = t0 + duration;
@@ -483,9 +490,10 @@ static int server(void)
 	}
 	nthreads = w.threads, depth = w.depth;
 	setup();
+	to_init();
 	for (i = 0; i < depth; i++)
 		post_recv_slot(i);
-	connect_qp(w.qpn, w.gid);
+	to_rtr(w.qpn, w.gid);
 	to_rts();
 	if (ibv_query_gid(ctx, ib_port, gid_idx, &gid))
 		die("ibv_query_gid");

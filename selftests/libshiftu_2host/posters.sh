@@ -16,6 +16,8 @@
 # library of d440094, the extended send API's run stalls at its first
 # overlapping batch: the second wr_start cleared the first batch's state,
 # which then never reached the provider, whose send queue stayed locked.)
+# POSTERS_APIS ("post wr" by default) picks the runs, for a run against
+# another library (LIBSHIFTU, lib.sh).
 #
 #     host 1 (posters client, 2 threads)          host 2 (posters server, 2 threads)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in, 3 s ══════ eth0 ─ rxe0
@@ -71,7 +73,7 @@ clean()
 	log "$1: $(grep '^posters: role=server' "$FT_TMP/$1.srv.out")"
 }
 
-for api in post wr; do
+for api in ${POSTERS_APIS:-post wr}; do
 	args=(-T 2)
 	[ "$api" = post ] || args+=(--wr-api)
 	lu_keep "$api" posters
