@@ -84,20 +84,37 @@ struct shiftu_wrbatch {
 	const struct shiftu_window *holder;
 };
 
-/* Take @b's batch for the calling thread: false if it has it already. */
-static inline bool batch_take(struct shiftu_wrbatch *b)
+/* batch_take() when @b is held: by us (false), or by another thread. */
+static shiftu_cold bool batch_take_slow(struct shiftu_wrbatch *b)
 {
 	const struct shiftu_window *none = NULL, *me = &shiftu_window;
 
-	if (__builtin_expect(__atomic_load_n(&b->holder, __ATOMIC_RELAXED) == me, 0))
+	if (__atomic_load_n(&b->holder, __ATOMIC_RELAXED) == me)
 		return false;
-	while (!__atomic_compare_exchange_n(&b->holder, &none, me, false, __ATOMIC_ACQUIRE,
-					    __ATOMIC_RELAXED)) {
-		none = NULL;
+	do {
 		/* another thread's batch: the provider would have us wait too */
 		sched_yield();
-	}
+		none = NULL;
+	} while (!__atomic_compare_exchange_n(&b->holder, &none, me, false, __ATOMIC_ACQUIRE,
+					      __ATOMIC_RELAXED));
 	return true;
+}
+
+/* Take @b's batch for the calling thread if it is free. */
+static inline bool batch_try(struct shiftu_wrbatch *b)
+{
+	const struct shiftu_window *none = NULL;
+
+	return __atomic_compare_exchange_n(&b->holder, &none, &shiftu_window, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Take @b's batch for the calling thread: false if it has it already. */
+static inline bool batch_take(struct shiftu_wrbatch *b)
+{
+	if (__builtin_expect(batch_try(b), 1))
+		return true;
+	return batch_take_slow(b);
 }
 
 static inline void batch_give(struct shiftu_wrbatch *b)
@@ -363,8 +380,9 @@ static void library_begin(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx)
 }
 
 /*
- * wr_start on a QP that is not the thread's, or whose builders are ours:
- * the QP becomes the thread's (its window registered), and the batch is
+ * wr_start on a QP that is not the thread's, whose builders are ours, or
+ * whose batch another thread holds: the batch taken (waiting for it), the
+ * QP becomes the thread's (its window registered), and the batch is
  * direct if it can be.
  */
 static __attribute__((noinline)) void wr_start_other(struct ibv_qp_ex *qpx)
@@ -397,11 +415,12 @@ static void shiftu_wr_start(struct ibv_qp_ex *qpx)
 	struct shiftu_vqp *vq = shiftu_window.vq;
 	struct shiftu_wrbatch *b = vq->wb;
 
-	if (__builtin_expect(vq->reg.app_qp != &qpx->qp_base || !b || !b->prov_builders, 0)) {
+	/* a batch held by another thread is waited for out of line */
+	if (__builtin_expect(vq->reg.app_qp != &qpx->qp_base || !b || !b->prov_builders, 0) ||
+	    __builtin_expect(!batch_try(b), 0)) {
 		wr_start_other(qpx);
 		return;
 	}
-	batch_take(b);
 	shiftu_bump(&vq->wr_starts);
 	if (__builtin_expect(!direct_open(vq, b), 0)) {
 		library_begin(b, qpx);
