@@ -23,6 +23,12 @@
  * list):
  *
  *   serve_lock		the watcher's round of twin completions (handshake.c)
+ *   a QP's batch		its extended send API's batch (wrapi.c's @holder,
+ *			taken by a compare-and-swap, waited for yielding):
+ *			held from the application's ibv_wr_start to its
+ *			ibv_wr_complete, and by a thread that is to become
+ *			the send queue's poster (posters.h); not in fork's
+ *			table: a child never posts to its parent's QPs
  *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
  *     vq->lock		a QP's connection steps; one QP's at a time
  *       vq->fo_lock		a QP's moves; one QP's at a time
@@ -36,8 +42,9 @@
  *           the watcher under ch_lock, which is below it).
  *
  * A move waits, under fo_lock, for the windows of the posting and polling
- * threads (quiesce.h); a thread inside its window takes only locks below
- * fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
+ * threads (quiesce.h), and a thread taking a queue of a QP (posters.h)
+ * for the post windows on that QP; a thread inside its window takes only
+ * locks below fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
  * a QP's lock, then its fo_lock, under it: no path takes shadow_lock under
  * either (shiftu_shadow_poke() is lock-free for that).
  */
