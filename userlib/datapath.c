@@ -20,7 +20,9 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "posters.h"
 #include "quiesce.h"
+#include "wrapi.h"
 #include "util.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -141,9 +143,9 @@ static shiftu_cold void record_inline(struct shiftu_ring *r, struct shiftu_swqe 
 }
 
 /*
- * Record @w in the send ring: a descriptor copy, no payload.  Posting
- * threads of one QP are expected one at a time (as verbs users do to keep
- * an order): head is a plain relaxed counter.
+ * Record @w in the send ring: a descriptor copy, no payload.  Only the
+ * send queue's poster (posters.h), or a thread holding fo_lock, records:
+ * head is a plain relaxed counter.
  */
 static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *w)
 {
@@ -263,12 +265,44 @@ int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 }
 
 /*
- * The health page moved, the QP is on its slow path, or the post counts.
- * Entered inside the posting thread's window (quiesce.h): a post to the
- * default QP stays inside it, so that a move that closes the gate waits
- * for it; what may wait for a move (the page's news, the slow path, which
- * takes fo_lock) is done outside.  @vq comes last: the common path's
- * jump here leaves the verb's arguments where they are.
+ * The calling thread is the poster of the queue whose gate's poster is
+ * @poster (posters.h): the one thread that may count its requests outside
+ * fo_lock.  Read inside the thread's window, as the gate is: a thread
+ * taking the queue waits for that window.
+ */
+static inline bool poster_is_me(const uint16_t *poster)
+{
+	uint16_t me = (uint16_t)(shiftu_window.tag >> SHIFTU_POSTER_SHIFT);
+
+	return me && __atomic_load_n(poster, __ATOMIC_RELAXED) == me;
+}
+
+/*
+ * The slow path of a send, the QP's batch of the extended send API held
+ * (wrapi.h) so that no batch is open while its send queue changes poster.
+ * Context: the thread's window closed.
+ */
+static shiftu_cold int post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
+				      struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	bool held = shiftu_wr_hold(vq);
+	int ret;
+
+	ret = shiftu_post_send_slow(vq, qp, wr, bad_wr);
+	if (held)
+		shiftu_wr_release(vq);
+	return ret;
+}
+
+/*
+ * The health page moved, the QP is on its slow path, the calling thread
+ * is not its send queue's poster, or the post counts.  Entered inside the
+ * posting thread's window (quiesce.h): a post to the default QP stays
+ * inside it, so that a move that closes the gate, or a thread that takes
+ * the queue, waits for it; what may wait for a move (the page's news, the
+ * slow path, which takes fo_lock and the queue) is done outside.  @vq
+ * comes last: the common path's jump here leaves the verb's arguments
+ * where they are.
  */
 static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 						      struct ibv_send_wr *wr,
@@ -282,9 +316,10 @@ static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 		shiftu_vqp_health(vq);
 		shiftu_window_enter();
 	}
-	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED))) {
+	if (unlikely(__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) ||
+	    unlikely(!poster_is_me(&vq->poster))) {
 		shiftu_window_leave();
-		return shiftu_post_send_slow(vq, qp, wr, bad_wr);
+		return post_send_slow(vq, qp, wr, bad_wr);
 	}
 	ret = post_default(vq, qp, wr, bad_wr);
 	shiftu_window_leave();
@@ -293,7 +328,8 @@ static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 
 /*
  * The common path, for the thread's QP @vq: the posting thread's window,
- * the QP's word against the page's sequence, the count, and the provider's
+ * the QP's word against the page's sequence and the thread's tag (it is
+ * the queue's poster), the count, and the provider's
  * post; a two-sided request (one SEND or WRITE_WITH_IMM) is numbered for
  * the handshake too.  Nothing but the window's offset is kept across the
  * provider's call: the one-sided path has no use for anything else, and
@@ -306,11 +342,12 @@ static __attribute__((always_inline)) inline int post_send_common(struct shiftu_
 {
 	int ret;
 
-	/* before the gate's load: a move that closes it waits for us */
+	/* before the gate's load: a move that closes it, or a thread that
+	 * takes the queue, waits for us */
 	shiftu_window_open();
 	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
 		return post_send_other(qp, wr, bad_wr, vq);
-	/* only the posting thread writes them; a move reads them once we are out */
+	/* only the queue's poster writes them; a move reads them once we are out */
 	vq->sq.head++;
 	if (unlikely((SHIFTU_TWO_SIDED >> (wr->opcode & 31)) & 1)) {
 		vq->sent2++;
@@ -444,8 +481,9 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	return post_recv_default(vq, qp, wr, bad_wr);
 }
 
-/* The health page moved, the QP is on its slow path, or it copies: as
- * post_send_other(), inside the posting thread's window. */
+/* The health page moved, the QP is on its slow path, the calling thread
+ * is not its receive queue's poster, or it copies: as post_send_other(),
+ * inside the posting thread's window. */
 static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 						      struct ibv_recv_wr *wr,
 						      struct ibv_recv_wr **bad_wr,
@@ -453,12 +491,12 @@ static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 {
 	int ret;
 
-	if (shiftu_health_moved(&vq->health_seen)) {
+	if (shiftu_health_moved(&vq->health_seen_r)) {
 		shiftu_window_leave();
 		shiftu_vqp_health(vq);
 		shiftu_window_enter();
 	}
-	if (__atomic_load_n(&vq->slow, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&vq->slow_r, __ATOMIC_RELAXED) || !poster_is_me(&vq->poster_r)) {
 		shiftu_window_leave();
 		return shiftu_post_recv_slow(vq, qp, wr, bad_wr);
 	}
@@ -479,7 +517,7 @@ static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_
 	int ret;
 
 	shiftu_window_open();
-	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
+	if (unlikely(!shiftu_vqp_open_r(vq)) || unlikely(wr->next))
 		return post_recv_other(qp, wr, bad_wr, vq);
 	vq->rq.head++;
 	ret = vq->post_recv(qp, wr, bad_wr);
@@ -697,7 +735,7 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 	 * another thread is making still reads Default until it is done.
 	 */
 	if (down)
-		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 	flags = __atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED);
 	shiftu_qp_set_flags(&vq->reg, down ? flags | SHIFTU_QP_F_PRIMARY_DOWN :
 					     flags & ~SHIFTU_QP_F_PRIMARY_DOWN);

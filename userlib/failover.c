@@ -38,6 +38,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "posters.h"
 #include "provq.h"
 #include "quiesce.h"
 #include "serial.h"
@@ -786,7 +787,7 @@ static void go_dead(struct shiftu_vqp *vq, const struct drained_wc *flushed, int
 		twins_leave(vq);
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
-	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+	shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
 }
 
 /*
@@ -832,7 +833,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	}
 	vq->fb_wait_ns = 0;
 	vq->down = port_down_now(vq);
-	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
+	shiftu_vqp_set_slow(vq, vq->down, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&vq->reg.failbacks, 1, __ATOMIC_RELAXED);
 	shiftu_info("qp %u on %s: failed back from %s, %" PRIu64 " requests replayed",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->sctx->bak_name, replayed);
@@ -866,7 +867,7 @@ static int batch_open(struct shiftu_vqp *vq, const char *why)
 
 	if (!shiftu_wr_can_direct(vq))
 		return 0;
-	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
+	shiftu_vqp_set_slow(vq, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
 	ok = fo_quiesce(vq);
 	if (!ok || !shiftu_wr_direct_open(vq)) {
@@ -947,7 +948,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	    !c || !rc) {
 		/* the next post asks again; so does the shadow thread once it
 		 * has reset a twin a failback stopped (a moment) */
-		__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 		if (shiftu_twin_coming(vq))
 			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
@@ -990,7 +991,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 * thread's window (quiesce.h) and is let finish first: otherwise its
 	 * request could reach the QP after the drain's marker, and be lost.
 	 */
-	__atomic_store_n(&vq->slow, 1, __ATOMIC_SEQ_CST);
+	shiftu_vqp_set_slow(vq, 1, __ATOMIC_SEQ_CST);
 	shiftu_unlock_cqs(c, rc);
 	/*
 	 * Leaving the twin, no thread can be inside a verb of this QP: its
@@ -1102,7 +1103,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			goto dead;
 		}
 	}
-	__atomic_store_n(&vq->slow, 1, __ATOMIC_RELAXED);
+	shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 	if (kind == MOVE_OVER)
 		__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
 	if (asking || ((held || kind == MOVE_BACK) && !vq->hs_got)) {
@@ -1518,7 +1519,7 @@ static bool release_held(struct shiftu_vqp *vq)
 		vq->ctrl_rq = 1;
 	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
 	vq->down = port_down_now(vq);
-	__atomic_store_n(&vq->slow, vq->down, __ATOMIC_RELAXED);
+	shiftu_vqp_set_slow(vq, vq->down, __ATOMIC_RELAXED);
 	if (ret) {
 		shiftu_warn("qp %u on %s: cannot post the held requests after failing back: %s",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
@@ -1658,7 +1659,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 static void slow_settle(struct shiftu_vqp *vq)
 {
 	if (vq->state == SHIFTU_SEND_DEFAULT && !vq->down && !vq->rx_moved)
-		__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+		shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
 }
 
 int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
@@ -1676,9 +1677,14 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	 */
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD) {
+		/* it counts: this thread must be the send queue's poster */
+		bool kept = shiftu_poster_take(vq, false);
+
 		slow_settle(vq);
 		ret = shiftu_post_send_default(vq, qp, wr, bad_wr);
 		pthread_mutex_unlock(&vq->fo_lock);
+		if (!kept)
+			fo_report(vq, FO_DEAD);
 		return ret;
 	}
 	for (; wr; wr = wr->next) {
@@ -1730,9 +1736,14 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 
 	pthread_mutex_lock(&vq->fo_lock);
 	if (!vq->rx_moved) {
+		/* it counts: this thread must be the receive queue's poster */
+		bool kept = shiftu_poster_take(vq, true);
+
 		slow_settle(vq);
 		ret = shiftu_post_recv_default(vq, qp, wr, bad_wr);
 		pthread_mutex_unlock(&vq->fo_lock);
+		if (!kept)
+			fo_report(vq, FO_DEAD);
 		return ret;
 	}
 	for (; wr; wr = wr->next) {

@@ -27,6 +27,7 @@
 #include "failover.h"
 #include "fork.h"
 #include "log.h"
+#include "posters.h"
 #include "provq.h"
 #include "quiesce.h"
 #include "serial.h"
@@ -112,6 +113,7 @@ static void rcache_drop(struct shiftu_vqp *vq, uint32_t qp_num)
 static struct {
 	uint64_t contexts, qps;
 	uint64_t post_sends, post_recvs, wr_starts, wr_completes;
+	uint64_t poster_changes;
 } retired;
 
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
@@ -297,6 +299,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	pthread_mutex_init(&vq->lock, NULL);
 	pthread_mutex_init(&vq->fo_lock, NULL);
 	vq->state = SHIFTU_SEND_DEFAULT;
+	/* no thread posts yet: the first one takes each queue (posters.h) */
+	vq->poster = vq->poster_r = SHIFTU_POSTER_NONE;
 	/* 0, but where a test build says (serial.h) */
 	vq->sent2 = vq->consumed = vq->rq.head = shiftu_count_start();
 	/* RC only, and with replayable operations: others are not recorded */
@@ -313,7 +317,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->rc_qpn = qp->qp_num;
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
-	vq->copying = vq->rings != SHIFTU_RINGS_PROVIDER;
+	vq->copying = vq->copying_r = vq->rings != SHIFTU_RINGS_PROVIDER;
 	vq->reg.send_state = SHIFTU_SEND_DEFAULT;
 	vq->reg.recv_state = SHIFTU_RECV_DEFAULT;
 	vq->sctx = s;
@@ -331,7 +335,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	if (qpx && vq->rings && shiftu_wr_attach(vq, qpx)) {
 		why = "out of memory";
 		vq->rings = 0;
-		vq->copying = 1;
+		vq->copying = vq->copying_r = 1;
 	}
 	/*
 	 * Before the QP is known, so before it can take a receive: its
@@ -497,6 +501,7 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.post_recvs += vq->rq.head - shiftu_count_start();
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
+	retired.poster_changes += vq->poster_changes;
 	pthread_mutex_unlock(&vqp_lock);
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
@@ -589,8 +594,10 @@ SHIFTU_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		memcpy(vq->dgid, attr->ah_attr.grh.dgid.raw, sizeof(vq->dgid));
 		vq->has_dgid = 1;
 	}
-	if (mask & (IBV_QP_PORT | IBV_QP_AV))
+	if (mask & (IBV_QP_PORT | IBV_QP_AV)) {
 		__atomic_store_n(&vq->health_seen, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&vq->health_seen_r, 0, __ATOMIC_RELAXED);
+	}
 	if (vq->rings)
 		shiftu_shadow_qp_modified(vq, attr, mask);
 	return 0;
@@ -834,6 +841,7 @@ bool shiftu_interpose_fork_child(void)
 		}
 	retired.qps = retired.post_sends = retired.post_recvs = 0;
 	retired.wr_starts = retired.wr_completes = 0;
+	retired.poster_changes = 0;
 	for (n = vqp_list; n; n = n->next) {
 		n->vq.rings = SHIFTU_RINGS_NONE;
 		pthread_mutex_init(&n->vq.lock, NULL);
@@ -843,6 +851,7 @@ bool shiftu_interpose_fork_child(void)
 		retired.post_recvs -= n->vq.rq.head;
 		retired.wr_starts -= n->vq.wr_starts;
 		retired.wr_completes -= n->vq.wr_completes;
+		retired.poster_changes -= n->vq.poster_changes;
 		had = true;
 	}
 	return had;
@@ -858,7 +867,7 @@ bool shiftu_interpose_fork_child(void)
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
-	uint64_t contexts, qps, ps, pr, ws, wc;
+	uint64_t contexts, qps, ps, pr, ws, wc, pc;
 	struct shiftu_ctx *s;
 	struct vqp_node *n;
 
@@ -875,21 +884,24 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	pr = retired.post_recvs;
 	ws = retired.wr_starts;
 	wc = retired.wr_completes;
+	pc = retired.poster_changes;
 	for (n = vqp_list; n; n = n->next) {
 		qps++;
 		ps += n->vq.sq.head - n->vq.wr_posts;
 		pr += n->vq.rq.head - shiftu_count_start();
 		ws += n->vq.wr_starts;
 		wc += n->vq.wr_completes;
+		pc += __atomic_load_n(&n->vq.poster_changes, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
 		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
-		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64, contexts, qps, ps, pr,
+		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64 " poster_changes=%" PRIu64,
+		    contexts, qps, ps, pr,
 		    shiftu_window_polls(), ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),
-		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED));
+		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED), pc);
 }

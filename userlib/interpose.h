@@ -24,6 +24,12 @@
  * list):
  *
  *   serve_lock		the watcher's round of twin completions (handshake.c)
+ *   a QP's batch		its extended send API's batch (wrapi.c's @holder,
+ *			taken by a compare-and-swap, waited for yielding):
+ *			held from the application's ibv_wr_start to its
+ *			ibv_wr_complete, and by a thread that is to become
+ *			the send queue's poster (posters.h); not in fork's
+ *			table: a child never posts to its parent's QPs
  *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
  *     vq->lock		a QP's connection steps; one QP's at a time
  *       vq->fo_lock		a QP's moves; one QP's at a time
@@ -37,8 +43,9 @@
  *           the watcher under ch_lock, which is below it).
  *
  * A move waits, under fo_lock, for the windows of the posting and polling
- * threads (quiesce.h); a thread inside its window takes only locks below
- * fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
+ * threads (quiesce.h), and a thread taking a queue of a QP (posters.h)
+ * for the post windows on that QP; a thread inside its window takes only
+ * locks below fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
  * a QP's lock, then its fo_lock, under it: no path takes shadow_lock under
  * either (shiftu_shadow_poke() is lock-free for that).
  */
@@ -245,8 +252,8 @@ struct shiftu_peer {
 /*
  * The library's state of one application QP.  @reg is the registry entry
  * (qp.h) and comes first, so that a lookup's result is this struct.  The
- * fast path reads @reg.app_qp, @seen_gate and the provider's pointers and
- * writes @sq.head, all on the first two cache lines, which
+ * fast path reads @reg.app_qp, a gate and the provider's pointers and
+ * writes @sq.head (or @rq.head), all on the first two cache lines, which
  * no other QP's poster touches; the counters are written by the posting
  * thread with relaxed load and store (statistics: concurrent posters on
  * one QP may lose a count, never corrupt anything).
@@ -255,28 +262,43 @@ struct shiftu_vqp {
 	struct shiftu_qp reg;
 	struct shiftu_ctx *sctx;
 	/*
-	 * The posts' common path serves a QP whose @seen_gate equals the
-	 * health page's sequence, zero-extended: the page has not moved since
-	 * the QP last looked, and no flag of its gate (the high half) is set.
-	 * One 64-bit compare; each member is written on its own, relaxed, and
-	 * the poster reads the word in one aligned load, which sees each
-	 * member whole.
+	 * The posts' common path serves a QP whose gate, @seen_gate for
+	 * ibv_post_send and @seen_gate_r for ibv_post_recv, equals the health
+	 * page's sequence, zero-extended, with the posting thread's tag
+	 * (posters.h) in the top 16 bits: the page has not moved since the
+	 * QP last looked, no flag of the gate is set, and the calling thread
+	 * is the queue's poster, the one thread that may count its requests
+	 * with plain stores.  One 64-bit compare; each member is written on
+	 * its own, relaxed, and the poster reads the word in one aligned
+	 * load, which sees each member whole.
 	 *
 	 * @health_seen: page seq the QP last acted on (health.h), written by
 	 * its posters.  @slow: set while posts need the slow path (the QP is
 	 * on its backup, or its port is down but it could not fail over yet),
-	 * written by the thread that changes the state.  @copying: set for
-	 * good when the QP does not keep its requests in the provider's rings
-	 * (@rings is not SHIFTU_RINGS_PROVIDER).  @gate_zero is never set.
+	 * written by the thread that changes the state, in both gates at once
+	 * (shiftu_vqp_set_slow()).  @copying: set for good when the QP does
+	 * not keep its requests in the provider's rings (@rings is not
+	 * SHIFTU_RINGS_PROVIDER).  @poster: the tag of the queue's poster,
+	 * SHIFTU_POSTER_NONE until a thread takes it, written only under
+	 * @fo_lock by shiftu_poster_take().
 	 */
 	union {
 		struct {
 			uint32_t health_seen;
 			uint8_t slow;
 			uint8_t copying;
-			uint16_t gate_zero;
+			uint16_t poster;
 		};
 		uint64_t seen_gate;
+	};
+	union {
+		struct {
+			uint32_t health_seen_r;
+			uint8_t slow_r;
+			uint8_t copying_r;
+			uint16_t poster_r;
+		};
+		uint64_t seen_gate_r;
 	};
 	uint8_t down;			/* the table shows our port or path down */
 	uint8_t port_num;		/* from ibv_modify_qp(IBV_QP_PORT), 0: unset */
@@ -369,6 +391,9 @@ struct shiftu_vqp {
 	unsigned int n_lkeys;
 	unsigned int told_waiting;	/* "cannot fail over yet" said once */
 	unsigned int reconnects;	/* twin renewals (shiftu_twin_renew()) */
+	/* its queues changed poster (posters.c; fo_lock, read relaxed) */
+	uint64_t poster_changes;
+	uint8_t posters_told;		/* said once that several threads post */
 
 	/*
 	 * The two-way handshake (handshake.c; fo_lock).  Each side sends
@@ -466,17 +491,38 @@ void shiftu_health_sweep(void);
 
 /*
  * The common paths' test of a QP: the page has not moved since the QP last
- * looked, and its gate is open (see struct shiftu_vqp).  The word's load is
- * a plain one, after the sequence's, so that it folds into the compare: one
- * aligned load, which sees a racing writer's member before or after its
- * store, whole, and either way is handled (a post that passed is waited for
- * by the move, one that did not takes the other path).
+ * looked, its gate is open, and the calling thread is the queue's poster
+ * (see struct shiftu_vqp).  The word's load is a plain one, after the
+ * sequence's, so that it folds into the compare: one aligned load, which
+ * sees a racing writer's member before or after its store, whole, and
+ * either way is handled (a post that passed is waited for by the move or
+ * by the thread taking the queue, one that did not takes the other path).
+ * The thread's tag is or'ed in from its block: one instruction.
+ * shiftu_vqp_open(): ibv_post_send (and a direct batch of the extended
+ * send API); shiftu_vqp_open_r(): ibv_post_recv.
  */
 static inline bool shiftu_vqp_open(const struct shiftu_vqp *vq)
 {
 	uint64_t seq = shiftu_health_seq();
 
-	return __builtin_expect(vq->seen_gate == seq, 1);
+	return __builtin_expect(vq->seen_gate == (seq | shiftu_window.tag), 1);
+}
+
+static inline bool shiftu_vqp_open_r(const struct shiftu_vqp *vq)
+{
+	uint64_t seq = shiftu_health_seq();
+
+	return __builtin_expect(vq->seen_gate_r == (seq | shiftu_window.tag), 1);
+}
+
+/*
+ * Set or clear the slow flag of both of @vq's gates, with @order (a move
+ * that then waits for the posters stores with __ATOMIC_SEQ_CST).
+ */
+static inline void shiftu_vqp_set_slow(struct shiftu_vqp *vq, uint8_t on, int order)
+{
+	__atomic_store_n(&vq->slow, on, order);
+	__atomic_store_n(&vq->slow_r, on, order);
 }
 
 /* The managed QP number @qp_num of context @s, or NULL.  Cold. */

@@ -13,6 +13,7 @@
 
 #include "fork.h"
 #include "log.h"
+#include "posters.h"
 #include "quiesce.h"
 
 pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
@@ -61,6 +62,8 @@ static void window_gone(void *arg)
 	if (stuck_w == w)
 		stuck_w = NULL;
 	polls_gone += window_polls(w);
+	shiftu_poster_tag_put(w->tag);
+	w->tag = 0;
 	pthread_mutex_unlock(&windows_lock);
 }
 
@@ -91,6 +94,8 @@ void shiftu_windows_fork_child(void)
 	windows = w->registered == 1 ? w : NULL;
 	if (windows)
 		w->next = NULL;
+	/* the other threads' tags went with them */
+	shiftu_poster_tags_fork_child(w->tag);
 	stuck_w = NULL;
 	/* the polls are the parent's (statistics); the thread is in no poll */
 	polls_gone = 0;
@@ -123,6 +128,7 @@ void shiftu_window_register(void)
 	pthread_mutex_lock(&windows_lock);
 	w->next = windows;
 	windows = w;
+	w->tag = shiftu_poster_tag_get();
 	pthread_mutex_unlock(&windows_lock);
 	w->registered = 1;
 }
@@ -224,4 +230,73 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 	/* what a poller did in its window (a stash) the caller sees through
 	 * the CQ's lock, which the poller took to do it */
 	return r == LEFT;
+}
+
+/*
+ * @w's post window, if open, is on @vq: its word read again after its
+ * anchor, unchanged, says the anchor is the one the window opened with (a
+ * thread sets its anchor before it opens its window and never changes it
+ * inside; x86 keeps its two stores in order).  windows_lock.
+ */
+static bool window_on(const struct shiftu_window *w, const struct shiftu_vqp *vq,
+		      uint32_t *v)
+{
+	*v = __atomic_load_n(&w->seq, __ATOMIC_RELAXED);
+	if (!(*v & 1))
+		return false;
+	if (__atomic_load_n(&w->vq, __ATOMIC_RELAXED) != vq)
+		return false;
+	return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == *v;
+}
+
+bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
+{
+	struct shiftu_window *w;
+	uint64_t deadline;
+	uint32_t v;
+	bool again;
+
+	pthread_once(&once, init);
+	/*
+	 * The caller's new poster out, every thread's window and anchor in:
+	 * a poster that read the gate before the barrier had opened its
+	 * window first, and shows it now; one that reads it after sees the
+	 * new poster and goes the slow way.  No grace instead: a window the
+	 * grace missed would be a count two threads write at once.
+	 */
+	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return false;
+	pthread_mutex_lock(&windows_lock);
+	deadline = now_ns() + timeout_ns;
+	do {
+		again = false;
+		for (w = windows; w; w = w->next) {
+			if (w == &shiftu_window || !window_on(w, vq, &v))
+				continue;
+			while (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) == v) {
+				if (now_ns() >= deadline) {
+					pthread_mutex_unlock(&windows_lock);
+					return false;
+				}
+				pthread_mutex_unlock(&windows_lock);
+				sched_yield();
+				pthread_mutex_lock(&windows_lock);
+				if (!registered(w)) {
+					/* gone, and its next with it: over again */
+					again = true;
+					break;
+				}
+			}
+			if (again)
+				break;
+		}
+	} while (again);
+	pthread_mutex_unlock(&windows_lock);
+	return true;
+}
+
+bool shiftu_quiesce_barrier(void)
+{
+	pthread_once(&once, init);
+	return barrier_ok;
 }

@@ -35,6 +35,15 @@ struct ibv_wc;
 struct shiftu_window {
 	uint32_t seq;			/* posts; odd: inside; written by its thread only */
 	uint8_t registered;
+	/*
+	 * The thread's poster tag (posters.h) in the top 16 bits, as the
+	 * posts' gates hold a queue's poster: or'ed into the page's sequence
+	 * that a gate is compared with.  0 until the window is registered,
+	 * and for a thread that got no tag: it matches no gate.  Written
+	 * under windows_lock when the window is registered; read by its
+	 * thread.
+	 */
+	uint64_t tag;
 	struct shiftu_window *next;	/* the registry, under its mutex */
 	/*
 	 * Polls, as @seq, in a word that counts them too (statistics): a
@@ -165,5 +174,20 @@ static inline void shiftu_poll_leave(void)
  * poller may wait for inside its window (a CQ's) held.  Cold.
  */
 bool shiftu_quiesce(uint64_t timeout_ns, bool last);
+
+/*
+ * Wait until every other thread that was inside its post window on @vq
+ * (its anchor, struct shiftu_window's @vq, is @vq) when this was called,
+ * after the caller's stores (a queue's new poster, posters.c), has left
+ * it, at most @timeout_ns.  Returns true when all did, or none was inside;
+ * false on the timeout, and at once without membarrier(2): without the
+ * barrier a window still open may not show yet, and the caller must not
+ * take that for a window closed.  Context: fo_lock of @vq; the caller's
+ * own windows closed.  Cold.
+ */
+bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns);
+
+/* membarrier(2) is there to order windows with (else moves use a grace). */
+bool shiftu_quiesce_barrier(void);
 
 #endif /* _SHIFTU_QUIESCE_H */

@@ -32,10 +32,21 @@
  * size their batches by the queue's free entries, as they must, never see
  * it.
  *
- * Context: the thread the application posts from; the verbs forbid two
- * threads between one QP's wr_start and its wr_complete.
+ * The verbs make wr_start ... wr_complete (or wr_abort) a per-QP critical
+ * section, which the provider's lock keeps: a second thread's wr_start
+ * waits for the first's batch to be posted.  The library's batch (its
+ * array, its direct flag and producer index, the builders in the QP) is
+ * per QP too, so the library keeps that section itself, before the
+ * provider: wr_start takes the QP's batch (@holder, one compare-and-swap,
+ * as the provider's own lock is one), waiting, yielding, while another
+ * thread holds it; wr_complete and wr_abort give it back.  A thread that
+ * is to become the send queue's poster (posters.h) takes it too
+ * (shiftu_wr_hold()), so that no batch is open while the poster changes,
+ * and a direct batch, which its poster opened as the queue's poster,
+ * counts what it posted as the poster still.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +75,62 @@ struct shiftu_wrbatch {
 	uint8_t can_direct;		/* SHIFTU_RINGS_PROVIDER */
 	uint8_t direct;			/* a direct batch is open; a move reads it */
 	uint8_t prov_builders;		/* the QP has the provider's builders */
+	/*
+	 * The thread inside the QP's batch (its window block's address), or
+	 * NULL: taken with a compare-and-swap (acquire), given back with a
+	 * release store; what the holder wrote of the batch is then the
+	 * next holder's.
+	 */
+	const struct shiftu_window *holder;
 };
+
+/* batch_take() when @b is held: by us (false), or by another thread. */
+static shiftu_cold bool batch_take_slow(struct shiftu_wrbatch *b)
+{
+	const struct shiftu_window *none = NULL, *me = &shiftu_window;
+
+	if (__atomic_load_n(&b->holder, __ATOMIC_RELAXED) == me)
+		return false;
+	do {
+		/* another thread's batch: the provider would have us wait too */
+		sched_yield();
+		none = NULL;
+	} while (!__atomic_compare_exchange_n(&b->holder, &none, me, false, __ATOMIC_ACQUIRE,
+					      __ATOMIC_RELAXED));
+	return true;
+}
+
+/* Take @b's batch for the calling thread if it is free. */
+static inline bool batch_try(struct shiftu_wrbatch *b)
+{
+	const struct shiftu_window *none = NULL;
+
+	return __atomic_compare_exchange_n(&b->holder, &none, &shiftu_window, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Take @b's batch for the calling thread: false if it has it already. */
+static inline bool batch_take(struct shiftu_wrbatch *b)
+{
+	if (__builtin_expect(batch_try(b), 1))
+		return true;
+	return batch_take_slow(b);
+}
+
+static inline void batch_give(struct shiftu_wrbatch *b)
+{
+	__atomic_store_n(&b->holder, NULL, __ATOMIC_RELEASE);
+}
+
+bool shiftu_wr_hold(struct shiftu_vqp *vq)
+{
+	return vq->wb && batch_take(vq->wb);
+}
+
+void shiftu_wr_release(struct shiftu_vqp *vq)
+{
+	batch_give(vq->wb);
+}
 
 /*
  * The thread that posted the QP's last batch usually builds the next: the
@@ -314,8 +380,9 @@ static void library_begin(struct shiftu_wrbatch *b, struct ibv_qp_ex *qpx)
 }
 
 /*
- * wr_start on a QP that is not the thread's, or whose builders are ours:
- * the QP becomes the thread's (its window registered), and the batch is
+ * wr_start on a QP that is not the thread's, whose builders are ours, or
+ * whose batch another thread holds: the batch taken (waiting for it), the
+ * QP becomes the thread's (its window registered), and the batch is
  * direct if it can be.
  */
 static __attribute__((noinline)) void wr_start_other(struct ibv_qp_ex *qpx)
@@ -327,6 +394,7 @@ static __attribute__((noinline)) void wr_start_other(struct ibv_qp_ex *qpx)
 		return;
 	b = vq->wb;
 	shiftu_vqp_anchor(vq);
+	batch_take(b);
 	shiftu_bump(&vq->wr_starts);
 	if (b->can_direct && direct_open(vq, b)) {
 		if (!b->prov_builders)
@@ -347,7 +415,9 @@ static void shiftu_wr_start(struct ibv_qp_ex *qpx)
 	struct shiftu_vqp *vq = shiftu_window.vq;
 	struct shiftu_wrbatch *b = vq->wb;
 
-	if (__builtin_expect(vq->reg.app_qp != &qpx->qp_base || !b || !b->prov_builders, 0)) {
+	/* a batch held by another thread is waited for out of line */
+	if (__builtin_expect(vq->reg.app_qp != &qpx->qp_base || !b || !b->prov_builders, 0) ||
+	    __builtin_expect(!batch_try(b), 0)) {
 		wr_start_other(qpx);
 		return;
 	}
@@ -393,9 +463,10 @@ static inline int direct_complete(struct shiftu_vqp *vq, struct shiftu_wrbatch *
 	vq->sent2 += n2;
 	b->direct = 0;
 	shiftu_window_close();
-	/* statistics, by the QP's one poster: no locked add */
+	/* statistics, by the batch's holder: no locked add */
 	__atomic_store_n(&vq->wr_posts, __atomic_load_n(&vq->wr_posts, __ATOMIC_RELAXED) + n,
 			 __ATOMIC_RELAXED);
+	batch_give(b);
 	if (__builtin_expect(__atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED) != NULL, 0))
 		direct_deferred(vq);
 	return ret;
@@ -425,6 +496,7 @@ static int shiftu_wr_complete(struct ibv_qp_ex *qpx)
 	b->n = 0;
 	b->cur = NULL;
 	b->err = 0;
+	batch_give(b);
 	return ret;
 }
 
@@ -437,11 +509,14 @@ static void wr_abort(struct ibv_qp_ex *qpx)
 		return;
 	if (b->direct) {
 		b->err = ECANCELED;
+		/* gives the batch back */
 		direct_complete(vq, b, qpx);
+		return;
 	}
 	b->n = 0;
 	b->cur = NULL;
 	b->err = 0;
+	batch_give(b);
 }
 
 /*

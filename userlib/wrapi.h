@@ -39,6 +39,17 @@ int shiftu_wr_attach(struct shiftu_vqp *vq, struct ibv_qp_ex *qpx);
 bool shiftu_wr_can_direct(const struct shiftu_vqp *vq);
 bool shiftu_wr_direct_open(const struct shiftu_vqp *vq);
 
+/*
+ * Hold @vq's batch of the extended send API, as its wr_start does, so that
+ * no batch is open while its send queue changes poster (posters.h): true
+ * if taken now (give it back with shiftu_wr_release()), false if the QP
+ * has no batch or the calling thread holds it already (a batch of the
+ * library's builders posting its chain).  Waits, yielding, for another
+ * thread's batch.  Context: no lock of the library held, windows closed.
+ */
+bool shiftu_wr_hold(struct shiftu_vqp *vq);
+void shiftu_wr_release(struct shiftu_vqp *vq);
+
 /* Free @vq's batch.  Context: destroy, the QP no longer in use. */
 void shiftu_wr_detach(struct shiftu_vqp *vq);
 
