@@ -3,10 +3,14 @@
  * quiesce.c: the posting and polling threads' windows and the wait for
  * them (quiesce.h).
  */
+#include <fcntl.h>
+#include <inttypes.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,6 +95,7 @@ void shiftu_windows_fork_child(void)
 	windows = w->registered == 1 ? w : NULL;
 	if (windows)
 		w->next = NULL;
+	w->tid = (int)syscall(SYS_gettid);
 	stuck_w = NULL;
 	/* the polls are the parent's (statistics); the thread is in no poll */
 	polls_gone = 0;
@@ -120,6 +125,7 @@ void shiftu_window_register(void)
 		w->registered = 2;
 		return;
 	}
+	w->tid = (int)syscall(SYS_gettid);
 	pthread_mutex_lock(&windows_lock);
 	w->next = windows;
 	windows = w;
@@ -155,6 +161,44 @@ static bool registered(const struct shiftu_window *w)
 enum wait { LEFT, GONE, GAVE_UP };
 
 /*
+ * What the scheduler says of thread @tid: its state letter (R, S, D, t...)
+ * from /proc's stat, and from schedstat the time it ran and the time it
+ * waited for a CPU while runnable (CONFIG_SCHED_INFO).  false when /proc
+ * cannot tell.
+ */
+static bool thread_sched(int tid, char *state, uint64_t *run_ns, uint64_t *wait_ns)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": comm may hold anything but ends at the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return false;
+	*state = p[2];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return sscanf(buf, "%" SCNu64 " %" SCNu64, run_ns, wait_ns) == 2;
+}
+
+/*
  * Wait, the registry's lock dropped meanwhile, until @w's post (or @poll)
  * window, if it is open, has moved on: LEFT; GONE if its thread exited
  * meanwhile; GAVE_UP at @deadline (remembered if @last), or at once if
@@ -163,7 +207,9 @@ enum wait { LEFT, GONE, GAVE_UP };
 static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t deadline,
 			   bool last)
 {
-	uint64_t v = word(w, poll);
+	uint64_t v = word(w, poll), t0 = now_ns(), r0 = 0, q0 = 0, r1, q1;
+	char st = '?';
+	bool sched_ok = thread_sched(w->tid, &st, &r0, &q0);
 
 	while ((v & 1) && word(w, poll) == v) {
 		if (w == stuck_w && poll == stuck_poll && v == stuck_v)
@@ -171,6 +217,13 @@ static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t de
 		if (now_ns() >= deadline) {
 			if (last)
 				stuck_w = w, stuck_poll = poll, stuck_v = v;
+			if (sched_ok && thread_sched(w->tid, &st, &r1, &q1))
+				shiftu_dbg("quiesce: thread %d still in its %s window after %" PRIu64 " ms: state %c, ran %" PRIu64 " ms, waited for a CPU %" PRIu64 " ms meanwhile",
+					   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000,
+					   st, (r1 - r0) / 1000000, (q1 - q0) / 1000000);
+			else
+				shiftu_dbg("quiesce: thread %d still in its %s window after %" PRIu64 " ms (no schedstat)",
+					   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000);
 			return GAVE_UP;
 		}
 		pthread_mutex_unlock(&windows_lock);

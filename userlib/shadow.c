@@ -427,6 +427,7 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 	case IBV_QPS_RTS:
 		st->rts = *attr;
 		st->rts_mask = mask;
+		shiftu_dbg("qp %u: RTS", vq->reg.app_qp->qp_num);
 		break;
 	default:
 		break;
@@ -1395,13 +1396,17 @@ static void *shadow_thread(void *arg)
 	unsigned int seen;
 	struct timespec t;
 	bool pending;
+	uint64_t t0;
 
 	(void)arg;
 	srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
 	pthread_mutex_lock(&shadow_lock);
 	for (;;) {
 		seen = shadow_gen;
+		t0 = mono_ns();
 		pending = shadow_pass();
+		if (mono_ns() - t0 > 200000000ULL)
+			shiftu_dbg("shadow pass: %llu ms", (unsigned long long)((mono_ns() - t0) / 1000000));
 		if (seen != shadow_gen ||
 		    __atomic_exchange_n(&shadow_poked, 0, __ATOMIC_ACQUIRE))
 			continue;

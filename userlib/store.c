@@ -14,11 +14,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 /* types and constants only: the functions come from dlsym() (redis_lib) */
@@ -47,6 +49,14 @@ struct shiftu_kv {
 	uint16_t port;			/* REDIS: 0 for a Unix socket */
 	char desc[PATH_MAX + 16];
 };
+
+static uint64_t kv_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
 
 /* ---- keys and values ---- */
 
@@ -472,6 +482,7 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 {
 	struct sigpipe_guard g;
 	bool retried = false;
+	uint64_t t0 = kv_now_ns();
 	int err;
 	void *r;
 
@@ -513,6 +524,10 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 	*reply = r;
 	err = 0;
 out:
+	if (kv_now_ns() - t0 > 50000000ULL)
+		shiftu_dbg("store %s: %s %s took %llu ms: %s", kv->desc, argv[0],
+			   argc > 1 ? argv[1] : "", (unsigned long long)((kv_now_ns() - t0) / 1000000),
+			   err ? strerror(-err) : "ok");
 	sigpipe_restore(&g);
 	return err;
 }
