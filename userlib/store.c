@@ -43,6 +43,7 @@ _Static_assert(FILE_NAME_LEN <= NAME_MAX + 1,
 struct shiftu_kv {
 	enum shiftu_store_kind kind;
 	bool failing;			/* REDIS: in a run of failures (logged) */
+	uint64_t silent_ns;		/* REDIS: failing since, 0 when it answers */
 	int dirfd;			/* LOCAL */
 	redisContext *ctx;		/* REDIS: NULL while disconnected */
 	char host[256];			/* REDIS: name or address; UNIX: path */
@@ -430,11 +431,29 @@ static int ctx_errno(const redisContext *c, int saved_errno)
 	}
 }
 
-/* Log a failure: warn at the first of a run, debug for the rest. */
-/* Log a failure: warn at the first of a run, debug for the rest. */
+/*
+ * Log a failure: warn at the first of a run, debug for the rest.  A
+ * timeout is a server slow to answer, not one gone, until it has not
+ * answered for SHIFTU_KV_SLOW_MS: on a host whose CPUs the application's
+ * pollers keep busy, Redis may take a second or two to answer.  The
+ * caller's step is tried again at the next pass either way; such a call
+ * says so at info, and only a server silent for SHIFTU_KV_SLOW_MS, or one
+ * that refuses or drops the connection, warns.
+ */
 static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
 			 const char *detail)
 {
+	uint64_t now = kv_now_ns();
+
+	if (!kv->silent_ns)
+		kv->silent_ns = now;
+	if (err == -ETIMEDOUT && !kv->failing &&
+	    now - kv->silent_ns < SHIFTU_KV_SLOW_MS * 1000000ULL) {
+		shiftu_info("store %s: %s: %s (slow: no answer for %llu ms)", kv->desc,
+			    what, strerror(-err),
+			    (unsigned long long)((now - kv->silent_ns) / 1000000));
+		return;
+	}
 	if (!kv->failing)
 		shiftu_warn("store %s: %s: %s", kv->desc, what,
 			    detail ? detail : strerror(-err));
@@ -442,6 +461,20 @@ static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
 		shiftu_dbg("store %s: %s: %s", kv->desc, what,
 			   detail ? detail : strerror(-err));
 	kv->failing = true;
+}
+
+/*
+ * A command failed on a connection that is then replaced and the command
+ * sent again: not a failure of the call yet.  A server slow to answer (a
+ * busy host: its answer came after SHIFTU_KV_TIMEOUT_MS) usually answers
+ * on the new connection; only a call that fails as a whole warns.
+ */
+static void redis_retrying(struct shiftu_kv *kv, const char *what, int err)
+{
+	if (!kv->silent_ns)
+		kv->silent_ns = kv_now_ns();
+	shiftu_info("store %s: %s: %s: trying again on a new connection", kv->desc, what,
+		    strerror(-err));
 }
 
 static void redis_drop(struct shiftu_kv *kv)
@@ -507,10 +540,12 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 		if (r)
 			break;
 		err = ctx_errno(kv->ctx, errno);
-		redis_failed(kv, argv[0], err, NULL);
 		redis_drop(kv);
-		if (retried)
+		if (retried) {
+			redis_failed(kv, argv[0], err, NULL);
 			goto out;
+		}
+		redis_retrying(kv, argv[0], err);
 		retried = true;
 	}
 	if (reply_type(r) == REDIS_REPLY_ERROR) {
@@ -528,6 +563,7 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 	if (kv->failing)
 		shiftu_info("store %s: working again", kv->desc);
 	kv->failing = false;
+	kv->silent_ns = 0;
 	*reply = r;
 	err = 0;
 out:
@@ -701,10 +737,12 @@ static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigne
 		err = redis_pipeline(kv, reqs, n);
 		if (!err)
 			break;
-		redis_failed(kv, "pipeline", err, NULL);
 		redis_drop(kv);
-		if (retried)
+		if (retried) {
+			redis_failed(kv, "pipeline", err, NULL);
 			goto out;
+		}
+		redis_retrying(kv, "pipeline", err);
 		retried = true;
 	}
 	for (i = 0; i < n; i++)
@@ -712,6 +750,7 @@ static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigne
 	if (kv->failing && !refused)
 		shiftu_info("store %s: working again", kv->desc);
 	kv->failing = refused;
+	kv->silent_ns = 0;
 out:
 	if (err)
 		for (i = 0; i < n; i++)

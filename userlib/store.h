@@ -52,6 +52,8 @@
 #define SHIFTU_KV_KEY_MAX	80
 #define SHIFTU_KV_VAL_MAX	1023
 #define SHIFTU_KV_TIMEOUT_MS	1000
+/* a server that times out is slow, not gone, until silent this long (store.c) */
+#define SHIFTU_KV_SLOW_MS	10000
 
 /* One connection (REDIS) or one open directory (LOCAL). */
 struct shiftu_kv;

@@ -649,6 +649,61 @@ TEST_F(redis, stuck)
 }
 
 /* A handle whose server goes away logs one warning, not one per call. */
+/*
+ * A server that answers a command late (after the timeout, as a starved
+ * host does) but in time for the call's second try: the call works, with
+ * an info line and no warning.  One that does not answer this call at
+ * all is slow, not gone, until it has been silent for SHIFTU_KV_SLOW_MS:
+ * the call fails, without a warning either.
+ */
+TEST_F(redis, slow_no_warning)
+{
+	char log[PATH_MAX], buf[8192], val[8];
+	struct shiftu_kv *kv;
+	ssize_t n;
+	pid_t waker;
+	int fd;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	waker = fork();
+	ASSERT_LE(0, waker);
+	if (!waker) {
+		usleep(1300 * 1000);
+		kill(self->pid, SIGCONT);
+		_exit(0);
+	}
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("v", val);
+	waitpid(waker, NULL, 0);
+
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	EXPECT_EQ(-ETIMEDOUT, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+
+	fd = open(log, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ASSERT_LE(0, n);
+	buf[n] = '\0';
+	EXPECT_NE(NULL, strstr(buf, "trying again on a new connection")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_NE(NULL, strstr(buf, "(slow: no answer for")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(NULL, strstr(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+	shiftu_kv_close(kv);
+}
+
 TEST_F(redis, one_warning)
 {
 	char log[PATH_MAX], buf[4096], val[8];
