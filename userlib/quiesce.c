@@ -199,46 +199,85 @@ static bool thread_sched(int tid, char *state, uint64_t *run_ns, uint64_t *wait_
 }
 
 /*
+ * How long past its deadline a wait may go on for a thread that is
+ * runnable but has not had a CPU (below); then it gives up whatever the
+ * scheduler says.
+ */
+#define STARVED_CAP_NS	(30ULL * 1000 * 1000 * 1000)
+/* how often such a thread is looked at again */
+#define STARVED_LOOK_NS	(50ULL * 1000 * 1000)
+
+/*
  * Wait, the registry's lock dropped meanwhile, until @w's post (or @poll)
  * window, if it is open, has moved on: LEFT; GONE if its thread exited
- * meanwhile; GAVE_UP at @deadline (remembered if @last), or at once if
+ * meanwhile; GAVE_UP at *@deadline (remembered if @last), or at once if
  * a last wait gave up on it where it still is.  windows_lock.
+ *
+ * A last wait does not give up on a thread that the scheduler shows
+ * runnable (state R) and that has run for less than @timeout_ns since the
+ * wait began: it is waiting for a CPU, not stuck.  A poller preempted
+ * inside its window on a busy CPU (eight processes polling on one, say)
+ * leaves it as soon as it runs again, and a move that gave up on it would
+ * leave its QP unprotected for nothing.  The deadline then moves on by
+ * STARVED_LOOK_NS at a time, up to @cap.  A thread stopped (a debugger),
+ * asleep, or running inside a verb for @timeout_ns gets no more than the
+ * deadline, as before; so does every thread where /proc cannot tell.
  */
-static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t deadline,
-			   bool last)
+static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *deadline,
+			   uint64_t cap, uint64_t timeout_ns, bool last)
 {
-	uint64_t v = word(w, poll), t0 = now_ns(), r0 = 0, q0 = 0, r1, q1;
+	uint64_t v = word(w, poll), t0 = now_ns(), run0 = 0, q0 = 0, run = 0, q = 0, t;
+	/* only a window open now is looked at */
+	bool sched_ok = (v & 1) && thread_sched(w->tid, &(char){0}, &run0, &q0);
+	bool starved = false;
 	char st = '?';
-	bool sched_ok = thread_sched(w->tid, &st, &r0, &q0);
 
 	while ((v & 1) && word(w, poll) == v) {
 		if (w == stuck_w && poll == stuck_poll && v == stuck_v)
 			return GAVE_UP;
-		if (now_ns() >= deadline) {
+		t = now_ns();
+		if (last && t >= *deadline && t < cap && sched_ok &&
+		    thread_sched(w->tid, &st, &run, &q) && st == 'R' &&
+		    run - run0 < timeout_ns) {
+			if (!starved)
+				shiftu_dbg("quiesce: thread %d is inside its %s window and waits for a CPU (ran %" PRIu64 " ms in %" PRIu64 " ms): waiting on",
+					   w->tid, poll ? "poll" : "post", (run - run0) / 1000000,
+					   (t - t0) / 1000000);
+			starved = true;
+			*deadline = t + STARVED_LOOK_NS < cap ? t + STARVED_LOOK_NS : cap;
+		}
+		if (t >= *deadline) {
 			if (last)
 				stuck_w = w, stuck_poll = poll, stuck_v = v;
-			if (sched_ok && thread_sched(w->tid, &st, &r1, &q1))
-				shiftu_dbg("quiesce: thread %d still in its %s window after %" PRIu64 " ms: state %c, ran %" PRIu64 " ms, waited for a CPU %" PRIu64 " ms meanwhile",
-					   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000,
-					   st, (r1 - r0) / 1000000, (q1 - q0) / 1000000);
-			else
-				shiftu_dbg("quiesce: thread %d still in its %s window after %" PRIu64 " ms (no schedstat)",
-					   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000);
+			if (sched_ok && thread_sched(w->tid, &st, &run, &q))
+				shiftu_dbg("quiesce: thread %d still inside its %s window after %" PRIu64 " ms: state %c, ran %" PRIu64 " ms and waited for a CPU %" PRIu64 " ms meanwhile",
+					   w->tid, poll ? "poll" : "post", (t - t0) / 1000000, st,
+					   (run - run0) / 1000000, (q - q0) / 1000000);
 			return GAVE_UP;
 		}
 		pthread_mutex_unlock(&windows_lock);
-		sched_yield();
+		/*
+		 * Spin only briefly: on a busy CPU the thread we wait for
+		 * needs it more than we do.
+		 */
+		if (t - t0 < 2000000ULL)
+			sched_yield();
+		else
+			usleep(1000);
 		pthread_mutex_lock(&windows_lock);
 		if (!registered(w))
 			return GONE;
 	}
+	if (starved)
+		shiftu_dbg("quiesce: thread %d left its %s window after %" PRIu64 " ms",
+			   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000);
 	return LEFT;
 }
 
 bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 {
 	struct shiftu_window *w;
-	uint64_t deadline;
+	uint64_t deadline, cap;
 	enum wait r;
 
 	pthread_once(&once, init);
@@ -261,13 +300,14 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 	 */
 	pthread_mutex_lock(&windows_lock);
 	deadline = now_ns() + timeout_ns;
+	cap = deadline + STARVED_CAP_NS;
 	do {
 		for (w = windows, r = LEFT; w; w = w->next) {
 			if (w == &shiftu_window)
 				continue;
-			r = wait_word(w, false, deadline, last);
+			r = wait_word(w, false, &deadline, cap, timeout_ns, last);
 			if (r == LEFT)
-				r = wait_word(w, true, deadline, last);
+				r = wait_word(w, true, &deadline, cap, timeout_ns, last);
 			/* before the next: a window gone has no next */
 			if (r != LEFT)
 				break;
