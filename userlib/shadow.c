@@ -1516,9 +1516,21 @@ static bool shadow_pass(void)
 			continue;
 		pthread_mutex_lock(&vq->lock);
 		if (qp_create(vq)) {
+			bool was_ready = vq->bak_ready;
+
 			qp_publish(vq, pq);
 			qp_peer(vq, pq);
 			qp_connect(vq);
+			/*
+			 * Its port went down before its twin was ready (many
+			 * QPs set up under load): it stayed, and an
+			 * application that only polls it now (its send queue
+			 * full, waiting on completions the dead port never
+			 * gives) would not ask again.  It moves now.
+			 */
+			if (!was_ready && vq->bak_ready && vq->down &&
+			    vq->state == SHIFTU_SEND_DEFAULT)
+				shiftu_failover(vq, "port or path down (its twin is ready now)");
 		}
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
 		    !twin_reset_later(vq, &pending)) {
