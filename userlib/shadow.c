@@ -5,10 +5,11 @@
  * The application's thread records what it created (a list entry, under
  * shadow_lock) and wakes the shadow thread.  The thread makes passes over
  * the records, doing every step whose inputs are there, until nothing is
- * pending; then it sleeps until woken, or for a second while something
+ * pending; then it sleeps until woken, or for 100 ms while something
  * waits on a peer.  It holds shadow_lock for a whole pass: the
- * application's records wait at most one pass (store calls time out after
- * a second).
+ * application's records wait at most one pass, which asks the store once,
+ * for every record at a time (pass_batch(); a store call times out after
+ * a second, and is tried once more).
  */
 #include <errno.h>
 #include <fcntl.h>
