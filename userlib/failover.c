@@ -953,7 +953,9 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		else if (!vq->told_waiting++)
-			shiftu_warn("qp %u on %s: %s, but its twin is not ready: staying",
+			/* a stall, as without the library, until the shadow
+			 * thread has the twin ready (it then moves the QP) */
+			shiftu_info("qp %u on %s: %s, but its twin is not ready yet: staying until it is",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		return FO_NONE;
 	}

@@ -18,7 +18,8 @@ struct shiftu_vqp;
 /*
  * Fail @vq over to its twin (@why names the cause in the log).  Does
  * nothing unless the QP is on its default port; leaves it there, to be
- * asked again at the next post, while the twin is not ready.  An error
+ * asked again at the next post, or by the shadow thread once the twin is
+ * ready, while the twin is not ready.  An error
  * completion that started it is put in its CQ's stash by the poller
  * first, where the failover counts it.  Returns true when something
  * moved.  Context: any thread but the shadow thread's.  Cold.

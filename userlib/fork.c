@@ -11,9 +11,10 @@
  *
  * Before the fork, the forking thread takes every lock in the order of
  * interpose.h, which every other thread follows too, so that it waits only
- * for holders that can finish: a shadow pass (bounded by its store calls,
- * about a second each at worst), a move (bounded by its quiesce, 5 s at
- * worst) and the short sections of the rest.  After it, the parent lets
+ * for holders that can finish: a shadow pass (bounded by its one batch of
+ * store requests, a few seconds at worst), a move (bounded by its quiesce,
+ * 5 s at worst, 35 s for a thread inside a verb that waits for a CPU) and
+ * the short sections of the rest.  After it, the parent lets
  * them go and goes on as before: its QPs, twins, threads and reports are
  * untouched.  The child lets them go too, and then forgets the parent's
  * state, which it must neither use nor undo: its devices and QPs are the

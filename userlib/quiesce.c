@@ -3,10 +3,14 @@
  * quiesce.c: the posting and polling threads' windows and the wait for
  * them (quiesce.h).
  */
+#include <fcntl.h>
+#include <inttypes.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,6 +100,7 @@ void shiftu_windows_fork_child(void)
 		w->next = NULL;
 	/* the other threads' tags went with them */
 	shiftu_poster_tags_fork_child(w->tag);
+	w->tid = (int)syscall(SYS_gettid);
 	stuck_w = NULL;
 	/* the polls are the parent's (statistics); the thread is in no poll */
 	polls_gone = 0;
@@ -125,6 +130,7 @@ void shiftu_window_register(void)
 		w->registered = 2;
 		return;
 	}
+	w->tid = (int)syscall(SYS_gettid);
 	pthread_mutex_lock(&windows_lock);
 	w->next = windows;
 	windows = w;
@@ -161,37 +167,123 @@ static bool registered(const struct shiftu_window *w)
 enum wait { LEFT, GONE, GAVE_UP };
 
 /*
+ * What the scheduler says of thread @tid: its state letter (R, S, D, t...)
+ * from /proc's stat, and from schedstat the time it ran and the time it
+ * waited for a CPU while runnable (CONFIG_SCHED_INFO).  false when /proc
+ * cannot tell.
+ */
+static bool thread_sched(int tid, char *state, uint64_t *run_ns, uint64_t *wait_ns)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": comm may hold anything but ends at the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return false;
+	*state = p[2];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return sscanf(buf, "%" SCNu64 " %" SCNu64, run_ns, wait_ns) == 2;
+}
+
+/*
+ * How long past its deadline a wait may go on for a thread that is
+ * runnable but has not had a CPU (below); then it gives up whatever the
+ * scheduler says.
+ */
+#define STARVED_CAP_NS	(30ULL * 1000 * 1000 * 1000)
+/* how often such a thread is looked at again */
+#define STARVED_LOOK_NS	(50ULL * 1000 * 1000)
+
+/*
  * Wait, the registry's lock dropped meanwhile, until @w's post (or @poll)
  * window, if it is open, has moved on: LEFT; GONE if its thread exited
- * meanwhile; GAVE_UP at @deadline (remembered if @last), or at once if
+ * meanwhile; GAVE_UP at *@deadline (remembered if @last), or at once if
  * a last wait gave up on it where it still is.  windows_lock.
+ *
+ * A last wait does not give up on a thread that the scheduler shows
+ * runnable (state R) and that has run for less than @timeout_ns since the
+ * wait began: it is waiting for a CPU, not stuck.  A poller preempted
+ * inside its window on a busy CPU (eight processes polling on one, say)
+ * leaves it as soon as it runs again, and a move that gave up on it would
+ * leave its QP unprotected for nothing.  The deadline then moves on by
+ * STARVED_LOOK_NS at a time, up to @cap.  A thread stopped (a debugger),
+ * asleep, or running inside a verb for @timeout_ns gets no more than the
+ * deadline, as before; so does every thread where /proc cannot tell.
  */
-static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t deadline,
-			   bool last)
+static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *deadline,
+			   uint64_t cap, uint64_t timeout_ns, bool last)
 {
-	uint64_t v = word(w, poll);
+	uint64_t v = word(w, poll), t0 = now_ns(), run0 = 0, q0 = 0, run = 0, q = 0, t;
+	/* only a window open now is looked at */
+	bool sched_ok = (v & 1) && thread_sched(w->tid, &(char){0}, &run0, &q0);
+	bool starved = false;
+	char st = '?';
 
 	while ((v & 1) && word(w, poll) == v) {
 		if (w == stuck_w && poll == stuck_poll && v == stuck_v)
 			return GAVE_UP;
-		if (now_ns() >= deadline) {
+		t = now_ns();
+		if (last && t >= *deadline && t < cap && sched_ok &&
+		    thread_sched(w->tid, &st, &run, &q) && st == 'R' &&
+		    run - run0 < timeout_ns) {
+			if (!starved)
+				shiftu_dbg("quiesce: thread %d is inside its %s window and waits for a CPU (ran %" PRIu64 " ms in %" PRIu64 " ms): waiting on",
+					   w->tid, poll ? "poll" : "post", (run - run0) / 1000000,
+					   (t - t0) / 1000000);
+			starved = true;
+			*deadline = t + STARVED_LOOK_NS < cap ? t + STARVED_LOOK_NS : cap;
+		}
+		if (t >= *deadline) {
 			if (last)
 				stuck_w = w, stuck_poll = poll, stuck_v = v;
+			if (sched_ok && thread_sched(w->tid, &st, &run, &q))
+				shiftu_dbg("quiesce: thread %d still inside its %s window after %" PRIu64 " ms: state %c, ran %" PRIu64 " ms and waited for a CPU %" PRIu64 " ms meanwhile",
+					   w->tid, poll ? "poll" : "post", (t - t0) / 1000000, st,
+					   (run - run0) / 1000000, (q - q0) / 1000000);
 			return GAVE_UP;
 		}
 		pthread_mutex_unlock(&windows_lock);
-		sched_yield();
+		/*
+		 * Spin only briefly: on a busy CPU the thread we wait for
+		 * needs it more than we do.
+		 */
+		if (t - t0 < 2000000ULL)
+			sched_yield();
+		else
+			usleep(1000);
 		pthread_mutex_lock(&windows_lock);
 		if (!registered(w))
 			return GONE;
 	}
+	if (starved)
+		shiftu_dbg("quiesce: thread %d left its %s window after %" PRIu64 " ms",
+			   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000);
 	return LEFT;
 }
 
 bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 {
 	struct shiftu_window *w;
-	uint64_t deadline;
+	uint64_t deadline, cap;
 	enum wait r;
 
 	pthread_once(&once, init);
@@ -214,13 +306,14 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 	 */
 	pthread_mutex_lock(&windows_lock);
 	deadline = now_ns() + timeout_ns;
+	cap = deadline + STARVED_CAP_NS;
 	do {
 		for (w = windows, r = LEFT; w; w = w->next) {
 			if (w == &shiftu_window)
 				continue;
-			r = wait_word(w, false, deadline, last);
+			r = wait_word(w, false, &deadline, cap, timeout_ns, last);
 			if (r == LEFT)
-				r = wait_word(w, true, deadline, last);
+				r = wait_word(w, true, &deadline, cap, timeout_ns, last);
 			/* before the next: a window gone has no next */
 			if (r != LEFT)
 				break;

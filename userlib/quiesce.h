@@ -68,6 +68,8 @@ struct shiftu_window {
 	 */
 	struct ibv_cq *cq;
 	struct ibv_wc *wc;
+	/* the thread's id, for a look at its scheduling (quiesce.c); cold */
+	int tid;
 };
 
 /*

@@ -5,10 +5,11 @@
  * The application's thread records what it created (a list entry, under
  * shadow_lock) and wakes the shadow thread.  The thread makes passes over
  * the records, doing every step whose inputs are there, until nothing is
- * pending; then it sleeps until woken, or for a second while something
+ * pending; then it sleeps until woken, or for 100 ms while something
  * waits on a peer.  It holds shadow_lock for a whole pass: the
- * application's records wait at most one pass (store calls time out after
- * a second).
+ * application's records wait at most one pass, which asks the store once,
+ * for every record at a time (pass_batch(); a store call times out after
+ * a second, and is tried once more).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -427,6 +428,7 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 	case IBV_QPS_RTS:
 		st->rts = *attr;
 		st->rts_mask = mask;
+		shiftu_dbg("qp %u: RTS", vq->reg.app_qp->qp_num);
 		break;
 	default:
 		break;
@@ -671,13 +673,14 @@ static bool kv_ready(void)
 	return !ret;
 }
 
-static void mr_step(struct shiftu_mr *m)
+/*
+ * Register @m's twin; true when its key is then still to publish (the
+ * caller batches that, shadow_pass()).  Context: mr_lock.
+ */
+static bool mr_step(struct shiftu_mr *m)
 {
-	char key[64], val[32];
-	int ret;
-
 	if (m->failed || !m->pd || !m->pd->bak)
-		return;
+		return false;
 	if (!m->bak) {
 		errno = EOPNOTSUPP;
 		if (m->dmabuf_fd >= 0 && shiftu_real.reg_dmabuf_mr)
@@ -692,17 +695,10 @@ static void mr_step(struct shiftu_mr *m)
 				    m->app->lkey, m->pd->sctx->bak_name,
 				    strerror(errno));
 			m->failed = true;
-			return;
+			return false;
 		}
 	}
-	if (!m->published && kv_ready()) {
-		snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u",
-			 m->pd->sctx->node_guid, m->app->rkey);
-		snprintf(val, sizeof(val), "%u", m->bak->rkey);
-		ret = shiftu_kv_put(kv, key, val);
-		if (!ret)
-			m->published = true;
-	}
+	return !m->published;
 }
 
 static void cq_step(struct shiftu_cq *c)
@@ -760,51 +756,137 @@ static bool qp_create(struct shiftu_vqp *vq)
 	return true;
 }
 
-/* Publish the twin under our default GID and QPN, once the RTR step told
- * us the GID index.  Context: shadow thread, vq->lock held. */
-static void qp_publish(struct shiftu_vqp *vq)
+/*
+ * What one pass of the shadow thread asks the store, in one batch
+ * (shiftu_kv_batch()): on a busy host each round trip costs the most, and
+ * a pass that asked for each QP in turn took a round trip per QP, per step,
+ * per pass (seconds, for tens of QPs on a guest's one CPU, before their
+ * twins were ready).  The requests are made under the records' locks,
+ * sent with none of them but shadow_lock held, and their answers applied
+ * under them again.
+ */
+struct pass_req {
+	struct shiftu_kv_req kv;
+	char key[96];
+	char val[160];
+	/* an MR's: its record, checked to be the same one afterwards */
+	struct shiftu_mr *mr;
+	struct ibv_mr *mr_app, *mr_bak;
+};
+
+/* A QP's requests in the pass: indices into the batch, -1 for none. */
+struct pass_qp {
+	int pub, peer, fbreq;
+};
+
+static struct pass_req *reqs;		/* shadow thread only */
+static unsigned int n_reqs, cap_reqs;
+static struct pass_qp *pqs;		/* one per vqps[] entry */
+static unsigned int cap_pqs;
+
+/* A new request of the pass, or -1 (no memory: asked in a later pass). */
+static int req_add(enum shiftu_kv_op op, size_t len)
+{
+	struct pass_req *r;
+
+	if (n_reqs == cap_reqs) {
+		unsigned int cap = cap_reqs ? 2 * cap_reqs : 64;
+
+		r = realloc(reqs, cap * sizeof(*r));
+		if (!r)
+			return -1;
+		reqs = r;
+		cap_reqs = cap;
+	}
+	r = &reqs[n_reqs];
+	memset(r, 0, sizeof(*r));
+	/* the key and value pointers are set when the batch goes
+	 * (pass_batch()): a later request may move the array */
+	r->kv.op = op;
+	r->kv.len = len;
+	return (int)n_reqs++;
+}
+
+/* The answer to request @i of the pass: its -errno, or -EAGAIN if none. */
+static int req_ret(int i)
+{
+	return i < 0 ? -EAGAIN : reqs[i].kv.ret;
+}
+
+/*
+ * Publish the twin under our default GID and QPN, once the RTR step told
+ * us the GID index: the request (*@pq).  Context: shadow thread,
+ * vq->lock held.
+ */
+static void qp_publish_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 {
 	struct shiftu_ctx *s = vq->sctx;
 	union ibv_gid sgid, bgid;
-	char key[96], val[160], g1[33], g2[33];
+	char g1[33], g2[33];
 	uint8_t idx = vq->steps.rtr.ah_attr.grh.sgid_index;
+	int i;
 
 	if (vq->published || !vq->steps.rtr_mask || !vq->port_num)
 		return;
 	if (shiftu_real.query_gid(vq->reg.app_qp->context, vq->port_num, idx, &sgid) ||
 	    shiftu_real.query_gid(s->bak_ctx, s->bak_port, idx, &bgid))
 		return;
-	if (!kv_ready())
+	i = req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
 		return;
+	/* the twin's connection needs the index even if the record has to
+	 * be published again (twin_connect()) */
 	memcpy(vq->sgid, sgid.raw, 16);
 	vq->bak_sgid_index = idx;
 	gid_hex(sgid.raw, g1);
 	gid_hex(bgid.raw, g2);
-	snprintf(key, sizeof(key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
 	/* our default rq_psn lets the peer tell this record from a stale one
 	 * left by an earlier process with the same GID and QPN */
-	snprintf(val, sizeof(val), "%s %u %u %016" PRIx64 " %u", g2, vq->bak_qp->qp_num,
-		 vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn);
-	if (!shiftu_kv_put(kv, key, val)) {
-		vq->published = 1;
-		shiftu_dbg("qp %u: published %s = %s", vq->reg.app_qp->qp_num, key, val);
-	}
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s %u %u %016" PRIx64 " %u", g2,
+		 vq->bak_qp->qp_num, vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn);
+	pq->pub = i;
 }
 
-/* Read the peer's twin, published under the peer's default GID and QPN. */
-static void qp_peer(struct shiftu_vqp *vq)
+/* Its answer.  Context: vq->lock held. */
+static void qp_publish(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	char key[96], val[160], g[33], gs[40];
-	unsigned int qpn, psn, rq_psn;
-	uint64_t guid;
+	if (vq->published || req_ret(pq->pub))
+		return;
+	vq->published = 1;
+	shiftu_dbg("qp %u: published %s = %s", vq->reg.app_qp->qp_num, reqs[pq->pub].key,
+		   reqs[pq->pub].val);
+}
 
-	if (vq->peer_known || !vq->has_dgid || !(vq->steps.rtr_mask & IBV_QP_DEST_QPN) ||
-	    !kv_ready())
+/* Read the peer's twin, published under the peer's default GID and QPN:
+ * the request. */
+static void qp_peer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	if (vq->peer_known || !vq->has_dgid || !(vq->steps.rtr_mask & IBV_QP_DEST_QPN))
+		return;
+	i = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+	if (i < 0)
 		return;
 	gid_hex(vq->dgid, g);
-	snprintf(key, sizeof(key), "qp:%s:%u", g, vq->steps.rtr.dest_qp_num);
-	if (shiftu_kv_get(kv, key, val, sizeof(val)))
-		return;		/* not yet: the next pass asks again */
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "qp:%s:%u", g, vq->steps.rtr.dest_qp_num);
+	pq->peer = i;
+}
+
+/* Its answer: none yet (the next pass asks again), or the peer's twin. */
+static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	unsigned int qpn, psn, rq_psn;
+	const char *key, *val;
+	char gs[40];
+	uint64_t guid;
+
+	if (vq->peer_known || req_ret(pq->peer))
+		return;
+	key = reqs[pq->peer].key;
+	val = reqs[pq->peer].val;
 	if (sscanf(val, "%39s %u %u %" SCNx64 " %u", gs, &qpn, &psn, &guid, &rq_psn) != 5 ||
 	    gid_parse(gs, vq->peer.gid.raw)) {
 		shiftu_warn("qp %u: bad peer record %s = %s", vq->reg.app_qp->qp_num,
@@ -1239,7 +1321,27 @@ static bool fb_leader(const struct shiftu_vqp *vq)
  * The peer's side: a request to reset our QP for a new PSN.  Granted when
  * our QP carries no sends of its own (a passive side, or one on its twin).
  */
-static void failback_answer(struct shiftu_vqp *vq)
+static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	if (!vq->bak_rtr || mono_ns() < vq->fb_poll_ns || vq->published != 1)
+		return;
+	i = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+	if (i < 0)
+		return;
+	/* soon after a failback granted or done, the peer may ask us to join */
+	vq->fb_poll_ns = mono_ns() + (mono_ns() < vq->fb_wait_ns ||
+				      mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
+				      50000000ULL : 500000000ULL);
+	gid_hex(vq->sgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
+	pq->fbreq = i;
+}
+
+/* The answer to failback_answer_req(), if it asked in this pass. */
+static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
 	char key[96], val[96], g[33];
 	unsigned int seq, psn, tq, tp, tw, mode;
@@ -1247,17 +1349,9 @@ static void failback_answer(struct shiftu_vqp *vq)
 	bool busy;
 	uint32_t ours;
 
-	if (mono_ns() < vq->fb_poll_ns || !vq->published || vq->published == 2 ||
-	    !kv_ready())
+	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
 		return;
-	/* soon after a failback granted or done, the peer may ask us to join */
-	vq->fb_poll_ns = mono_ns() + (mono_ns() < vq->fb_wait_ns ||
-				      mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
-				      50000000ULL : 500000000ULL);
-	gid_hex(vq->sgid, g);
-	snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
-	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
-	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &tw) != 5 ||
+	if (sscanf(reqs[pq->fbreq].val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &tw) != 5 ||
 	    seq == vq->fb_answered || !vq->bak_qp || tq != vq->bak_qp->qp_num ||
 	    tp != vq->bak_psn)
 		return;		/* none, answered, or meant for an earlier process */
@@ -1317,6 +1411,56 @@ static void failback_answer(struct shiftu_vqp *vq)
 	shiftu_kv_put(kv, key, val);
 }
 
+/*
+ * The pass's store requests, in one batch; the MRs' answers applied (the
+ * QPs' are, record by record, in shadow_pass()).  Context: shadow_lock,
+ * no other lock: the application's verbs that wait for mr_lock or a QP's
+ * lock do not wait for the store.
+ */
+static void pass_batch(void)
+{
+	struct shiftu_mr *m;
+	unsigned int i;
+
+	if (!n_reqs)
+		return;
+	if (!kv_ready()) {
+		for (i = 0; i < n_reqs; i++)
+			reqs[i].kv.ret = -ENOTCONN;
+		return;
+	}
+	{
+		struct shiftu_kv_req *kr = malloc(n_reqs * sizeof(*kr));
+
+		if (!kr) {
+			for (i = 0; i < n_reqs; i++)
+				reqs[i].kv.ret = -ENOMEM;
+			return;
+		}
+		for (i = 0; i < n_reqs; i++) {
+			kr[i] = reqs[i].kv;
+			kr[i].key = reqs[i].key;
+			kr[i].val = reqs[i].val;
+		}
+		shiftu_kv_batch(kv, kr, n_reqs);
+		for (i = 0; i < n_reqs; i++)
+			reqs[i].kv.ret = kr[i].ret;
+		free(kr);
+	}
+	/* an MR deregistered or registered again meanwhile is not the one
+	 * published: its record went, or its twin did */
+	pthread_mutex_lock(&mr_lock);
+	for (i = 0; i < n_reqs; i++) {
+		if (!reqs[i].mr || reqs[i].kv.ret)
+			continue;
+		for (m = mrs; m && m != reqs[i].mr; m = m->next)
+			;
+		if (m && m->app == reqs[i].mr_app && m->bak == reqs[i].mr_bak)
+			m->published = true;
+	}
+	pthread_mutex_unlock(&mr_lock);
+}
+
 /* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
@@ -1325,8 +1469,18 @@ static bool shadow_pass(void)
 	struct shiftu_pd *p;
 	struct shiftu_mr *m;
 	struct shiftu_cq *c;
+	struct pass_qp *pq;
 	unsigned int i;
+	int r;
 
+	n_reqs = 0;
+	if (cap_pqs < n_vqps) {
+		pq = realloc(pqs, n_vqps * sizeof(*pq));
+		if (!pq)
+			return true;	/* the next pass tries again */
+		pqs = pq;
+		cap_pqs = n_vqps;
+	}
 	/* the list only grows, and a node is whole before it is linked */
 	for (s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE); s; s = s->next)
 		if (s->shadowed && !ctx_backup(s) && s->bak_name[0] != '-')
@@ -1338,31 +1492,68 @@ static bool shadow_pass(void)
 				shiftu_warn("pd on %s: cannot allocate its twin: %s",
 					    p->sctx->dev_name, strerror(errno));
 		}
-	/* mr_lock is held across store calls here: a key lookup on a twin
-	 * may wait for one (1 s at most) */
 	pthread_mutex_lock(&mr_lock);
 	for (m = mrs; m; m = m->next) {
 		if (!m->pd)
 			m->pd = pd_find(m->app->pd);
-		mr_step(m);
-		if (m->pd && m->pd->bak && !m->published && !m->failed)
-			pending = true;
+		if (!mr_step(m))
+			continue;
+		pending = true;
+		r = req_add(SHIFTU_KV_PUT, 0);
+		if (r < 0)
+			continue;
+		snprintf(reqs[r].key, sizeof(reqs[r].key), "mr:%016" PRIx64 ":%u",
+			 m->pd->sctx->node_guid, m->app->rkey);
+		snprintf(reqs[r].val, sizeof(reqs[r].val), "%u", m->bak->rkey);
+		reqs[r].mr = m;
+		reqs[r].mr_app = m->app;
+		reqs[r].mr_bak = m->bak;
 	}
 	pthread_mutex_unlock(&mr_lock);
 	pthread_mutex_lock(&cq_lock);
 	for (c = cqs; c; c = c->next)
 		cq_step(c);
 	pthread_mutex_unlock(&cq_lock);
+	/* what every QP asks the store (vqps cannot change: shadow_lock) */
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
 
+		pq = &pqs[i];
+		pq->pub = pq->peer = pq->fbreq = -1;
 		if (!vq->sctx->bak_ctx || vq->published == 2)
 			continue;
 		pthread_mutex_lock(&vq->lock);
 		if (qp_create(vq)) {
-			qp_publish(vq);
-			qp_peer(vq);
+			qp_publish_req(vq, pq);
+			qp_peer_req(vq, pq);
+			failback_answer_req(vq, pq);
+		}
+		pthread_mutex_unlock(&vq->lock);
+	}
+	pass_batch();
+	for (i = 0; i < n_vqps; i++) {
+		struct shiftu_vqp *vq = vqps[i];
+
+		pq = &pqs[i];
+		if (!vq->sctx->bak_ctx || vq->published == 2)
+			continue;
+		pthread_mutex_lock(&vq->lock);
+		if (qp_create(vq)) {
+			bool was_ready = vq->bak_ready;
+
+			qp_publish(vq, pq);
+			qp_peer(vq, pq);
 			qp_connect(vq);
+			/*
+			 * Its port went down before its twin was ready (many
+			 * QPs set up under load): it stayed, and an
+			 * application that only polls it now (its send queue
+			 * full, waiting on completions the dead port never
+			 * gives) would not ask again.  It moves now.
+			 */
+			if (!was_ready && vq->bak_ready && vq->down &&
+			    vq->state == SHIFTU_SEND_DEFAULT)
+				shiftu_failover(vq, "port or path down (its twin is ready now)");
 		}
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
 		    !twin_reset_later(vq, &pending)) {
@@ -1394,7 +1585,7 @@ static bool shadow_pass(void)
 			failback_step(vq);
 		report_step(vq);
 		if (vq->bak_rtr) {
-			failback_answer(vq);
+			failback_answer(vq, pq);
 			pending = true;		/* keep listening for requests */
 		}
 		/* a two-sided failback's message may come to a CQ the
@@ -1417,13 +1608,17 @@ static void *shadow_thread(void *arg)
 	unsigned int seen;
 	struct timespec t;
 	bool pending;
+	uint64_t t0;
 
 	(void)arg;
 	srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
 	pthread_mutex_lock(&shadow_lock);
 	for (;;) {
 		seen = shadow_gen;
+		t0 = mono_ns();
 		pending = shadow_pass();
+		if (mono_ns() - t0 > 200000000ULL)
+			shiftu_dbg("shadow pass: %llu ms", (unsigned long long)((mono_ns() - t0) / 1000000));
 		if (seen != shadow_gen ||
 		    __atomic_exchange_n(&shadow_poked, 0, __ATOMIC_ACQUIRE))
 			continue;

@@ -14,11 +14,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 /* types and constants only: the functions come from dlsym() (redis_lib) */
@@ -41,12 +43,21 @@ _Static_assert(FILE_NAME_LEN <= NAME_MAX + 1,
 struct shiftu_kv {
 	enum shiftu_store_kind kind;
 	bool failing;			/* REDIS: in a run of failures (logged) */
+	uint64_t silent_ns;		/* REDIS: failing since, 0 when it answers */
 	int dirfd;			/* LOCAL */
 	redisContext *ctx;		/* REDIS: NULL while disconnected */
 	char host[256];			/* REDIS: name or address; UNIX: path */
 	uint16_t port;			/* REDIS: 0 for a Unix socket */
 	char desc[PATH_MAX + 16];
 };
+
+static uint64_t kv_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
 
 /* ---- keys and values ---- */
 
@@ -278,6 +289,9 @@ static struct {
 	int (*set_timeout)(redisContext *c, const struct timeval tv);
 	void *(*command_argv)(redisContext *c, int argc, const char **argv,
 			      const size_t *argvlen);
+	int (*append_argv)(redisContext *c, int argc, const char **argv,
+			   const size_t *argvlen);
+	int (*get_reply)(redisContext *c, void **reply);
 	void (*free_reply)(void *reply);
 	void (*free_ctx)(redisContext *c);
 } redis_lib;				/* written once, in redis_lib_once */
@@ -301,10 +315,13 @@ static void redis_lib_load(void)
 	redis_lib.connect_unix = dlsym(h, "redisConnectUnixWithTimeout");
 	redis_lib.set_timeout = dlsym(h, "redisSetTimeout");
 	redis_lib.command_argv = dlsym(h, "redisCommandArgv");
+	redis_lib.append_argv = dlsym(h, "redisAppendCommandArgv");
+	redis_lib.get_reply = dlsym(h, "redisGetReply");
 	redis_lib.free_reply = dlsym(h, "freeReplyObject");
 	redis_lib.free_ctx = dlsym(h, "redisFree");
 	if (!redis_lib.connect_tcp || !redis_lib.connect_unix ||
 	    !redis_lib.set_timeout || !redis_lib.command_argv ||
+	    !redis_lib.append_argv || !redis_lib.get_reply ||
 	    !redis_lib.free_reply || !redis_lib.free_ctx) {
 		shiftu_warn("store: hiredis lacks a function this library needs");
 		dlclose(h);
@@ -414,10 +431,29 @@ static int ctx_errno(const redisContext *c, int saved_errno)
 	}
 }
 
-/* Log a failure: warn at the first of a run, debug for the rest. */
+/*
+ * Log a failure: warn at the first of a run, debug for the rest.  A
+ * timeout is a server slow to answer, not one gone, until it has not
+ * answered for SHIFTU_KV_SLOW_MS: on a host whose CPUs the application's
+ * pollers keep busy, Redis may take a second or two to answer.  The
+ * caller's step is tried again at the next pass either way; such a call
+ * says so at info, and only a server silent for SHIFTU_KV_SLOW_MS, or one
+ * that refuses or drops the connection, warns.
+ */
 static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
 			 const char *detail)
 {
+	uint64_t now = kv_now_ns();
+
+	if (!kv->silent_ns)
+		kv->silent_ns = now;
+	if (err == -ETIMEDOUT && !kv->failing &&
+	    now - kv->silent_ns < SHIFTU_KV_SLOW_MS * 1000000ULL) {
+		shiftu_info("store %s: %s: %s (slow: no answer for %llu ms)", kv->desc,
+			    what, strerror(-err),
+			    (unsigned long long)((now - kv->silent_ns) / 1000000));
+		return;
+	}
 	if (!kv->failing)
 		shiftu_warn("store %s: %s: %s", kv->desc, what,
 			    detail ? detail : strerror(-err));
@@ -425,6 +461,20 @@ static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
 		shiftu_dbg("store %s: %s: %s", kv->desc, what,
 			   detail ? detail : strerror(-err));
 	kv->failing = true;
+}
+
+/*
+ * A command failed on a connection that is then replaced and the command
+ * sent again: not a failure of the call yet.  A server slow to answer (a
+ * busy host: its answer came after SHIFTU_KV_TIMEOUT_MS) usually answers
+ * on the new connection; only a call that fails as a whole warns.
+ */
+static void redis_retrying(struct shiftu_kv *kv, const char *what, int err)
+{
+	if (!kv->silent_ns)
+		kv->silent_ns = kv_now_ns();
+	shiftu_info("store %s: %s: %s: trying again on a new connection", kv->desc, what,
+		    strerror(-err));
 }
 
 static void redis_drop(struct shiftu_kv *kv)
@@ -472,6 +522,7 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 {
 	struct sigpipe_guard g;
 	bool retried = false;
+	uint64_t t0 = kv_now_ns();
 	int err;
 	void *r;
 
@@ -489,10 +540,12 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 		if (r)
 			break;
 		err = ctx_errno(kv->ctx, errno);
-		redis_failed(kv, argv[0], err, NULL);
 		redis_drop(kv);
-		if (retried)
+		if (retried) {
+			redis_failed(kv, argv[0], err, NULL);
 			goto out;
+		}
+		redis_retrying(kv, argv[0], err);
 		retried = true;
 	}
 	if (reply_type(r) == REDIS_REPLY_ERROR) {
@@ -510,9 +563,14 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 	if (kv->failing)
 		shiftu_info("store %s: working again", kv->desc);
 	kv->failing = false;
+	kv->silent_ns = 0;
 	*reply = r;
 	err = 0;
 out:
+	if (kv_now_ns() - t0 > 50000000ULL)
+		shiftu_dbg("store %s: %s %s took %llu ms: %s", kv->desc, argv[0],
+			   argc > 1 ? argv[1] : "", (unsigned long long)((kv_now_ns() - t0) / 1000000),
+			   err ? strerror(-err) : "ok");
 	sigpipe_restore(&g);
 	return err;
 }
@@ -600,6 +658,111 @@ static int redis_del(struct shiftu_kv *kv, const char *key)
 	return err;
 }
 
+/* A GET's reply into its request (redis_get()'s rules). */
+static int get_reply_val(const void *r, char *val, size_t len)
+{
+	const char *s;
+	size_t n;
+
+	if (reply_type(r) == REDIS_REPLY_NIL)
+		return -ENOENT;
+	if (reply_type(r) != REDIS_REPLY_STRING)
+		return -EBADMSG;
+	s = reply_str(r, &n);
+	return memchr(s, '\0', n) ? -EBADMSG : copy_out(s, n, val, len);
+}
+
+/*
+ * Send the batch and read its replies on the connection as it is.
+ * Returns 0 or the transport's -errno (the connection is then unusable).
+ */
+static int redis_pipeline(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n)
+{
+	char sk[STORED_KEY_LEN];
+	const char *argv[3];
+	unsigned int i;
+	size_t len;
+	void *r;
+
+	for (i = 0; i < n; i++) {
+		stored_key(reqs[i].key, sk);
+		argv[0] = reqs[i].op == SHIFTU_KV_PUT ? "SET" : "GET";
+		argv[1] = sk;
+		argv[2] = reqs[i].val;
+		/* copies the arguments into the output buffer */
+		if (redis_lib.append_argv(kv->ctx, reqs[i].op == SHIFTU_KV_PUT ? 3 : 2,
+					  argv, NULL) != REDIS_OK)
+			return ctx_errno(kv->ctx, errno);
+	}
+	for (i = 0; i < n; i++) {
+		errno = 0;
+		/* the first call writes the whole buffer out */
+		if (redis_lib.get_reply(kv->ctx, &r) != REDIS_OK || !r)
+			return ctx_errno(kv->ctx, errno);
+		if (reply_type(r) == REDIS_REPLY_ERROR) {
+			const char *msg = reply_str(r, &len);
+
+			reqs[i].ret = !strncmp(msg, "NOAUTH", 6) || !strncmp(msg, "NOPERM", 6) ?
+				      -EACCES : -EIO;
+			redis_failed(kv, reqs[i].op == SHIFTU_KV_PUT ? "SET" : "GET",
+				     reqs[i].ret, msg);
+		} else if (reqs[i].op == SHIFTU_KV_GET) {
+			reqs[i].ret = get_reply_val(r, reqs[i].val, reqs[i].len);
+		} else {
+			reqs[i].ret = 0;
+		}
+		redis_lib.free_reply(r);
+	}
+	return 0;
+}
+
+static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n)
+{
+	struct sigpipe_guard g;
+	bool retried = false, refused = false;
+	uint64_t t0 = kv_now_ns();
+	unsigned int i;
+	int err;
+
+	sigpipe_block(&g);
+	for (;;) {
+		if (!kv->ctx) {
+			shiftu_dbg("store %s: reconnecting", kv->desc);
+			err = redis_connect(kv);
+			if (err)
+				goto out;
+			retried = true;	/* a fresh connection is not retried */
+		}
+		errno = 0;
+		err = redis_pipeline(kv, reqs, n);
+		if (!err)
+			break;
+		redis_drop(kv);
+		if (retried) {
+			redis_failed(kv, "pipeline", err, NULL);
+			goto out;
+		}
+		redis_retrying(kv, "pipeline", err);
+		retried = true;
+	}
+	for (i = 0; i < n; i++)
+		refused |= reqs[i].ret == -EACCES || reqs[i].ret == -EIO;
+	if (kv->failing && !refused)
+		shiftu_info("store %s: working again", kv->desc);
+	kv->failing = refused;
+	kv->silent_ns = 0;
+out:
+	if (err)
+		for (i = 0; i < n; i++)
+			reqs[i].ret = err;
+	if (kv_now_ns() - t0 > 50000000ULL)
+		shiftu_dbg("store %s: %u requests in one batch took %llu ms: %s", kv->desc, n,
+			   (unsigned long long)((kv_now_ns() - t0) / 1000000),
+			   err ? strerror(-err) : "ok");
+	sigpipe_restore(&g);
+	return err;
+}
+
 /* ---- the interface ---- */
 
 int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
@@ -659,6 +822,50 @@ int shiftu_kv_del(struct shiftu_kv *kv, const char *key)
 		return -EINVAL;
 	return kv->kind == SHIFTU_STORE_LOCAL ? local_del(kv, key)
 					      : redis_del(kv, key);
+}
+
+int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n)
+{
+	unsigned int i, ok = 0;
+
+	for (i = 0; i < n; i++) {
+		reqs[i].ret = -EINVAL;
+		if (!valid_key(reqs[i].key) || !reqs[i].val ||
+		    (reqs[i].op == SHIFTU_KV_PUT &&
+		     !valid_val(reqs[i].val, strnlen(reqs[i].val, SHIFTU_KV_VAL_MAX + 1))))
+			continue;
+		reqs[i].ret = 0;
+		ok++;
+	}
+	if (!ok)
+		return 0;
+	if (kv->kind != SHIFTU_STORE_LOCAL) {
+		/* the invalid ones are not sent: moved out of the way */
+		if (ok < n) {
+			struct shiftu_kv_req *v = malloc(ok * sizeof(*v));
+			unsigned int j;
+			int err;
+
+			if (!v)
+				return -ENOMEM;
+			for (i = 0, j = 0; i < n; i++)
+				if (!reqs[i].ret)
+					v[j++] = reqs[i];
+			err = redis_batch(kv, v, ok);
+			for (i = 0, j = 0; i < n; i++)
+				if (!reqs[i].ret)
+					reqs[i].ret = v[j++].ret;
+			free(v);
+			return err;
+		}
+		return redis_batch(kv, reqs, n);
+	}
+	for (i = 0; i < n; i++)
+		if (!reqs[i].ret)
+			reqs[i].ret = reqs[i].op == SHIFTU_KV_PUT ?
+				      local_put(kv, reqs[i].key, reqs[i].val) :
+				      local_get(kv, reqs[i].key, reqs[i].val, reqs[i].len);
+	return 0;
 }
 
 void shiftu_kv_close(struct shiftu_kv *kv)

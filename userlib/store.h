@@ -52,6 +52,8 @@
 #define SHIFTU_KV_KEY_MAX	80
 #define SHIFTU_KV_VAL_MAX	1023
 #define SHIFTU_KV_TIMEOUT_MS	1000
+/* a server that times out is slow, not gone, until silent this long (store.c) */
+#define SHIFTU_KV_SLOW_MS	10000
 
 /* One connection (REDIS) or one open directory (LOCAL). */
 struct shiftu_kv;
@@ -93,6 +95,32 @@ int shiftu_kv_get(struct shiftu_kv *kv, const char *key, char *val, size_t len);
  * -EINVAL: bad key; transport errors as shiftu_kv_put().
  */
 int shiftu_kv_del(struct shiftu_kv *kv, const char *key);
+
+/*
+ * One request of a batch (shiftu_kv_batch()): a GET of @key into @val
+ * (@len bytes), or a PUT of @val (@len unused).  @ret gets what the single
+ * call would have returned.
+ */
+enum shiftu_kv_op { SHIFTU_KV_GET, SHIFTU_KV_PUT };
+
+struct shiftu_kv_req {
+	enum shiftu_kv_op op;
+	const char *key;
+	char *val;
+	size_t len;
+	int ret;
+};
+
+/*
+ * Run @n requests in order, in one round trip to a REDIS store (pipelined:
+ * a pass of the shadow thread asks for many QPs at once, and each round
+ * trip costs the most on a busy host).  A connection that fails under the
+ * batch is replaced once and the whole batch sent again (GET and SET may
+ * be repeated).  Returns 0 when every request has its answer in its @ret;
+ * else the transport's -errno, which every @ret also holds.  Bounded as
+ * the single calls: SHIFTU_KV_TIMEOUT_MS per read of the answers.
+ */
+int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n);
 
 /* Close the connection or directory and free @kv (NULL is allowed). */
 void shiftu_kv_close(struct shiftu_kv *kv);

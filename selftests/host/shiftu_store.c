@@ -2,8 +2,8 @@
 /*
  * shiftu_store: libshiftu's key-value store (userlib/store.h) keeps, finds
  * and forgets values in a local directory and in a real redis-server that
- * the test starts, survives a server restart, and fails fast, never hangs,
- * when the server is gone or stuck.
+ * the test starts, alone or in batches, survives a server restart, and
+ * fails fast, never hangs, when the server is gone or stuck.
  *
  * Each TEST runs in its own process (kselftest_harness forks).  The Redis
  * tests SKIP, with the reason, when redis-server is not installed.
@@ -56,6 +56,53 @@ static void rm_tree(const char *dir)
 {
 	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS))
 		fprintf(stderr, "# cannot remove %s\n", dir);
+}
+
+/*
+ * A batch of @n PUTs of "k<i>" = "v<i>", one invalid key among them, then
+ * a batch of GETs of the same keys and of one never set: each request gets
+ * what the single call would have given.  Shared by LOCAL and REDIS.
+ */
+static void batch_check(struct __test_metadata *_metadata, struct shiftu_kv *kv)
+{
+	enum { N = 100 };
+	static char keys[N + 1][16], vals[N + 1][16], got[N + 1][16];
+	struct shiftu_kv_req r[N + 1];
+	int i;
+
+	for (i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		snprintf(vals[i], sizeof(vals[i]), "v%d", i);
+		r[i] = (struct shiftu_kv_req){ .op = SHIFTU_KV_PUT, .key = keys[i],
+					       .val = vals[i] };
+	}
+	r[N / 2].key = "bad key";
+	ASSERT_EQ(0, shiftu_kv_batch(kv, r, N));
+	for (i = 0; i < N; i++)
+		EXPECT_EQ(i == N / 2 ? -EINVAL : 0, r[i].ret);
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k99", got[0], sizeof(got[0])));
+	EXPECT_STREQ("v99", got[0]);
+
+	for (i = 0; i <= N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		got[i][0] = '\0';
+		r[i] = (struct shiftu_kv_req){ .op = SHIFTU_KV_GET, .key = keys[i],
+					       .val = got[i], .len = sizeof(got[i]) };
+	}
+	r[7].len = 2;		/* "v7" needs 3 */
+	ASSERT_EQ(0, shiftu_kv_batch(kv, r, N + 1));
+	for (i = 0; i <= N; i++) {
+		if (i == N / 2 || i == N) {
+			EXPECT_EQ(-ENOENT, r[i].ret);
+		} else if (i == 7) {
+			EXPECT_EQ(-ENOBUFS, r[i].ret);
+		} else {
+			EXPECT_EQ(0, r[i].ret);
+			EXPECT_STREQ(vals[i], got[i]);
+		}
+	}
+	/* nothing to send is no error */
+	EXPECT_EQ(0, shiftu_kv_batch(kv, r, 0));
 }
 
 /* ---- LOCAL ---- */
@@ -112,6 +159,12 @@ TEST_F(local, put_get_del)
 	EXPECT_EQ(-ENOENT, shiftu_kv_get(self->kv, "qp:fe80::1:17", val, sizeof(val)));
 	EXPECT_EQ(-ENOENT, shiftu_kv_del(self->kv, "qp:fe80::1:17"));
 	EXPECT_EQ(0, access(self->cfg.dir, F_OK));
+}
+
+/* A batch: each request answered as alone (store.h). */
+TEST_F(local, batch)
+{
+	batch_check(_metadata, self->kv);
 }
 
 /* Keys that escape to odd names stay apart; no temporary file is left. */
@@ -532,6 +585,44 @@ TEST_F(redis, restart)
 	shiftu_kv_close(kv);
 }
 
+/*
+ * A batch is one pipeline: each request answered as alone; after a
+ * restart the batch reconnects and is sent again; a stopped server costs
+ * the single calls' bound, not more, and every request says why.
+ */
+TEST_F(redis, batch)
+{
+	struct shiftu_kv_req r[2];
+	struct shiftu_kv *kv;
+	char val[64];
+	double t;
+
+	NEED_REDIS();
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	batch_check(_metadata, kv);
+
+	redis_stop(self);
+	self->pid = redis_start(_metadata, self);
+	r[0] = (struct shiftu_kv_req){ .op = SHIFTU_KV_PUT, .key = "a", .val = "1" };
+	r[1] = (struct shiftu_kv_req){ .op = SHIFTU_KV_GET, .key = "a", .val = val,
+				       .len = sizeof(val) };
+	ASSERT_EQ(0, shiftu_kv_batch(kv, r, 2));
+	EXPECT_EQ(0, r[0].ret);
+	EXPECT_EQ(0, r[1].ret);
+	EXPECT_STREQ("1", val);
+
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	t = now();
+	EXPECT_EQ(-ETIMEDOUT, shiftu_kv_batch(kv, r, 2));
+	EXPECT_EQ(-ETIMEDOUT, r[0].ret);
+	EXPECT_EQ(-ETIMEDOUT, r[1].ret);
+	EXPECT_GT(3.5, now() - t);
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	EXPECT_EQ(0, shiftu_kv_batch(kv, r, 2));
+	EXPECT_EQ(0, r[1].ret);
+	shiftu_kv_close(kv);
+}
+
 /* A server that accepts but never answers costs seconds, not forever. */
 TEST_F(redis, stuck)
 {
@@ -558,6 +649,61 @@ TEST_F(redis, stuck)
 }
 
 /* A handle whose server goes away logs one warning, not one per call. */
+/*
+ * A server that answers a command late (after the timeout, as a starved
+ * host does) but in time for the call's second try: the call works, with
+ * an info line and no warning.  One that does not answer this call at
+ * all is slow, not gone, until it has been silent for SHIFTU_KV_SLOW_MS:
+ * the call fails, without a warning either.
+ */
+TEST_F(redis, slow_no_warning)
+{
+	char log[PATH_MAX], buf[8192], val[8];
+	struct shiftu_kv *kv;
+	ssize_t n;
+	pid_t waker;
+	int fd;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	waker = fork();
+	ASSERT_LE(0, waker);
+	if (!waker) {
+		usleep(1300 * 1000);
+		kill(self->pid, SIGCONT);
+		_exit(0);
+	}
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("v", val);
+	waitpid(waker, NULL, 0);
+
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	EXPECT_EQ(-ETIMEDOUT, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+
+	fd = open(log, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ASSERT_LE(0, n);
+	buf[n] = '\0';
+	EXPECT_NE(NULL, strstr(buf, "trying again on a new connection")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_NE(NULL, strstr(buf, "(slow: no answer for")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(NULL, strstr(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+	shiftu_kv_close(kv);
+}
+
 TEST_F(redis, one_warning)
 {
 	char log[PATH_MAX], buf[4096], val[8];

@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: eight processes started together, each with its own QP and
+# libshiftu on both hosts, all connect and all ride one pull of host 1's
+# rail 0 (5 s to 10 s), five rounds in a row: every ib_write_bw pair exits
+# 0 with its result line, its QP failed over and back, its library logged
+# no warning (none left its QP unprotected: eight pollers on one guest CPU
+# keep each other waiting inside their verbs, which a move must wait out,
+# not take for a stuck thread), and rail 1 carried the traffic during the
+# outage.  The control round, the same eight without the library, shows
+# them all connecting and rail 1 carrying nothing.
+#
+#     host 1: 8 x ib_write_bw client ─ rxe0 ══ rail 0 (down 5-10 s) ══ rxe0 ─ 8 x server: host 2
+#             8 twins ─ rxe1 ── rail 1 ─────────────────────────────── rxe1 ─ 8 twins
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+lu_ride_setup ib_write_bw
+ROUNDS=5
+N=8
+SECS=17
+LU_PULL_ON=1 LU_PULL_BY=link
+
+# round TAG PRE: N pairs, preloaded or not (PRE, lu_env), through one pull;
+# their files are TAG_1 ... TAG_N, the pull's TAG_1.
+round()
+{
+	local r=$1 pre=$2 i tag ports=() pids=() srvs=() rc all=''
+
+	for ((i = 1; i <= N; i++)); do
+		tag=${r}_$i
+		lu_keep "$tag" many_procs
+		rm -f "$FT_TMP/$tag".*
+		# the servers together, not each waiting for the last to listen
+		lu_srv_spawn "$tag" "$pre" 90 "ib_write_bw -d rxe0 -x $LU_RGIDX -p $LU_PORT -F -s 65536 -D $SECS"
+		ports+=("$LU_PORT")
+		srvs+=("$LU_SRV_STARTED")
+		all+=" $LU_PORT"
+		LU_PORT=$((LU_PORT + 1))
+	done
+	lu_peer_run "(for i in \$(seq 400); do n=0; for p in$all; do ss -ltn | grep -q \":\$p \" && n=\$((n + 1)); done; [ \$n = $N ] && exit 0; sleep 0.05; done; exit 1)" ||
+		fail "$r: the $N ib_write_bw servers on host 2 did not all listen"
+	for ((i = 1; i <= N; i++)); do
+		tag=${r}_$i
+		# shellcheck disable=SC2046 # lu_env's words are separate arguments
+		timeout 60 $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ib_write_bw -d rxe0 -x "$LU_GIDX" \
+			-p "${ports[$((i - 1))]}" -F -s 65536 -D "$SECS" "$LU_TCP" > "$FT_TMP/$tag.cli.out" 2>&1 &
+		pids+=($!)
+	done
+	lu_pull "${r}_1"
+	for ((i = 1; i <= N; i++)); do
+		tag=${r}_$i rc=0
+		wait "${pids[$((i - 1))]}" || rc=$?
+		echo "$rc" > "$FT_TMP/$tag.cli.rc"
+		LU_SRV_PID=${srvs[$((i - 1))]}
+		if lu_srv_collect "$tag" "$pre"; then
+			LU_SRV_PID=
+		else
+			lu_kill_server
+		fi
+	done
+}
+
+# every pair connected (a result line) and exited 0
+connected()
+{
+	local i tag
+
+	for ((i = 1; i <= N; i++)); do
+		tag=${1}_$i
+		lu_exited_ok "$tag"
+		[ -n "$(awk '$1 == 65536 && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
+			lu_fail "$tag" "no result line from the client"
+	done
+}
+
+# the control: without the library all eight connect (each client prints
+# its peer's address once the out-of-band exchange is done), and nothing
+# moves to rail 1: they stall through the outage
+round plain 0
+read -r s0 s1 < "$FT_TMP/plain_1.outage"
+log "plain: host 1's packets during the outage: rail 0 $s0, rail 1 $s1"
+for ((i = 1; i <= N; i++)); do
+	grep -q 'remote address:' "$FT_TMP/plain_$i.cli.out" ||
+		lu_fail "plain_$i" "the client did not connect without the library"
+	log "plain_$i: exit $(cat "$FT_TMP/plain_$i.cli.rc") and $(cat "$FT_TMP/plain_$i.srv.rc")"
+done
+[ "$s1" -lt 100 ] || fail "plain: rail 1 carried $s1 packets without the library"
+log "plain: $N of $N pairs connected without the library, rail 1 idle during the outage"
+
+for ((r = 1; r <= ROUNDS; r++)); do
+	round "p$r" 1
+	read -r s0 s1 < "$FT_TMP/p${r}_1.outage"
+	log "round $r: host 1's packets during the outage: rail 0 $s0, rail 1 $s1"
+	connected "p$r"
+	for ((i = 1; i <= N; i++)); do
+		lu_check_log "p${r}_$i" cli "qps=1" "failovers=1" "failbacks=1"
+		lu_check_log "p${r}_$i" srv "qps=1"
+	done
+	[ "$s1" -gt 100 ] || fail "round $r: rail 1 carried only $s1 packets during the outage"
+	log "round $r: $N of $N pairs connected, rode the pull, failed over and back, exited 0"
+done
