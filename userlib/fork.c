@@ -54,6 +54,7 @@ const struct shiftu_lock_ref shiftu_lock_order[] = {
 	{ "nl_lock", &nl_lock },
 	{ "vqp_lock", &vqp_lock },
 	{ "ctx_lock", &ctx_lock },
+	{ "srq_lock", &srq_lock },
 	{ "reg_lock", &reg_lock },
 	{ "health_lock", &health_lock },
 	{ "windows_lock", &windows_lock },

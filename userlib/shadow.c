@@ -31,6 +31,7 @@
 #include "log.h"
 #include "report.h"
 #include "shadow.h"
+#include "srq.h"
 #include "store.h"
 #include "thread.h"
 #include "util.h"
@@ -738,11 +739,25 @@ static bool qp_create(struct shiftu_vqp *vq)
 	vq->rcq = cq_rec(vq->init_attr.recv_cq);
 	if (!p || !p->bak || !vq->scq || !vq->scq->bak || !vq->rcq || !vq->rcq->bak)
 		return false;
-	if (a.qp_type != IBV_QPT_RC || a.srq) {
-		shiftu_info("qp %u: %s: unprotected", vq->reg.app_qp->qp_num,
-			    a.srq ? "uses an SRQ" : "not an RC QP");
+	if (a.qp_type != IBV_QPT_RC || (a.srq && !vq->app_srq)) {
+		/* a QP on a shared SRQ said why when it was created (srq.c) */
+		if (!a.srq)
+			shiftu_info("qp %u: not an RC QP: unprotected", vq->reg.app_qp->qp_num);
 		vq->published = 2;	/* nothing more to do */
 		return false;
+	}
+	if (a.srq) {
+		/* the twin's receives come from the SRQ's twin */
+		struct shiftu_pd *sp = pd_find(a.srq->pd);
+
+		a.srq = shiftu_srq_twin(vq, sp ? sp->bak : NULL);
+		if (!a.srq && sp && sp->bak) {
+			shiftu_unprotect(vq, "its SRQ has no twin");
+			vq->published = 2;
+			return false;
+		}
+		if (!a.srq)
+			return false;	/* the SRQ's PD has no twin yet: next pass */
 	}
 	a.qp_context = NULL;
 	a.cap.max_recv_wr++;		/* the control receive (handshake.h) */
@@ -954,6 +969,8 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 		vq->twin_stale = 0;
 		return -ret;
 	}
+	/* a reset empties a receive queue; an SRQ's twin is emptied likewise */
+	shiftu_srq_twin_reset(vq);
 	vq->reconnects++;
 	twin_connect(vq);
 	vq->twin_stale = 0;
@@ -1011,6 +1028,14 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return ret;
+	/*
+	 * The reset dropped the receive queue's control receive, but not an
+	 * SRQ's: while the application's receives are on the twin, the SRQ
+	 * holds only control receives of earlier attempts, and the QP, reset,
+	 * consumes nothing (srq.c).
+	 */
+	if (vq->app_srq && vq->rx_moved)
+		shiftu_srq_rewind(vq, false);
 	a = st->init;
 	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
 	if (ret)
