@@ -777,6 +777,16 @@ SHIFTU_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	return srq;
 }
 
+/* A resize maps the SRQ's ring anew: its QP is left unprotected first. */
+SHIFTU_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	if (!shiftu_real_verbs())
+		return ENOSYS;
+	if (mask & IBV_SRQ_MAX_WR)
+		shiftu_srq_resize(srq);
+	return shiftu_real.modify_srq(srq, attr, mask);
+}
+
 SHIFTU_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	int ret;

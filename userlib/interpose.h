@@ -88,6 +88,7 @@ struct shiftu_real {
 	int (*destroy_cq)(struct ibv_cq *cq);
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 	int (*destroy_srq)(struct ibv_srq *srq);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
 	struct ibv_device **(*get_device_list)(int *num);
 	void (*free_device_list)(struct ibv_device **list);
 	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index,

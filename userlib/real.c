@@ -63,6 +63,7 @@ static const struct real_sym {
 	SYM(destroy_cq, "ibv_destroy_cq", "IBVERBS_1.1"),
 	SYM(create_srq, "ibv_create_srq", "IBVERBS_1.1"),
 	SYM(destroy_srq, "ibv_destroy_srq", "IBVERBS_1.1"),
+	SYM(modify_srq, "ibv_modify_srq", "IBVERBS_1.1"),
 	SYM(get_device_list, "ibv_get_device_list", "IBVERBS_1.1"),
 	SYM(free_device_list, "ibv_free_device_list", "IBVERBS_1.1"),
 	SYM(query_gid, "ibv_query_gid", "IBVERBS_1.1"),

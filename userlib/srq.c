@@ -126,6 +126,22 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		   ring ? ", its ring found" : ", no ring the library can empty");
 }
 
+void shiftu_srq_resize(struct ibv_srq *srq)
+{
+	struct shiftu_srq *r = shiftu_srq_find(srq);
+	struct shiftu_vqp *vq;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&srq_lock);
+	vq = __atomic_load_n(&r->vq, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->vq, NULL, __ATOMIC_RELAXED);
+	r->ring = NULL;
+	pthread_mutex_unlock(&srq_lock);
+	if (vq)
+		shiftu_unprotect(vq, "its SRQ is resized");
+}
+
 void shiftu_srq_detach(struct ibv_srq *srq)
 {
 	struct shiftu_srq *r = shiftu_srq_find(srq);

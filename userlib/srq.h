@@ -74,6 +74,13 @@ void shiftu_srq_caps_tell(struct ibv_srq_init_attr *attr, bool grown);
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		       const struct ibv_srq_init_attr *attr, bool room);
 
+/*
+ * @srq is about to be resized, which maps its ring anew: the library no
+ * longer reads it, and its QP is left unprotected (shiftu_unprotect()).
+ * Context: ibv_modify_srq(), before the real one.
+ */
+void shiftu_srq_resize(struct ibv_srq *srq);
+
 /* Forget @srq, and destroy its twin.  Context: the destroy verb, before the real one. */
 void shiftu_srq_detach(struct ibv_srq *srq);
 
