@@ -5,7 +5,7 @@
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
- *            [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [-v]
+ *            [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [--srq] [-v]
  *            [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
@@ -65,6 +65,8 @@
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
+ * With --srq (either side) the QP's receives come from an SRQ of its own,
+ * posted with ibv_post_srq_recv.
  *
  * A spare QP (--spare-qp SECONDS, a run parameter; a server given it only
  * refuses a client without one): each side makes a second RC QP on the
@@ -179,6 +181,7 @@ struct opts {
 	uint32_t spare_secs;	/* --spare-qp, 0 without */
 	uint8_t retry_cnt, timeout;
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
+	bool srq;		/* --srq: the QP's receives come from an SRQ of its own */
 	unsigned int set;
 };
 
@@ -248,6 +251,7 @@ struct sg {
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;	/* one CQ with --one-cq */
 	struct ibv_comp_channel *ch;	/* --solicited, the server: the receive CQ's */
+	struct ibv_srq *srq;		/* --srq */
 	uint64_t rx_took;		/* receive completions taken */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;		/* --wr-api */
@@ -365,7 +369,8 @@ static void usage(const char *fmt, ...)
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
-	      "                [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [-v]\n"
+	      "                [--one-cq] [--spare-qp SECONDS] [--solicited] [--signal-all] [--srq]\n"
+	      "                [-v]\n"
 	      "                [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
@@ -399,6 +404,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "spare-qp", required_argument, NULL, 'S' },
 		{ "solicited", no_argument, NULL, 'L' },
 		{ "signal-all", no_argument, NULL, 'A' },
+		{ "srq", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -486,6 +492,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'A':
 			o->signal_all = true;
+			break;
+		case 'Q':
+			o->srq = true;
 			break;
 		case 'L':
 			o->solicited = true;
@@ -937,9 +946,21 @@ static int create_resources(struct sg *g, bool server)
 	qia.cap.max_recv_sge = 1;
 	/* the server's credits are 8-byte inline WRITEs: no source buffer to keep */
 	qia.cap.max_inline_data = server ? sizeof(uint64_t) : 0;
+	if (g->o->srq) {
+		/* the receives go to an SRQ of the QP's own (ibv_post_srq_recv) */
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = rq, .max_sge = 1 } };
+
+		g->srq = ibv_create_srq(g->pd, &sa);
+		if (!g->srq) {
+			ret = errno ? -errno : -ENOMEM;
+			msg(g, "Unable to create the SRQ: %s", strerror(-ret));
+			goto err_aux_mr;
+		}
+		qia.srq = g->srq;
+	}
 	if (g->o->wr_api) {
 		struct ibv_qp_init_attr_ex qx = {
-			.send_cq = qia.send_cq, .recv_cq = qia.recv_cq,
+			.send_cq = qia.send_cq, .recv_cq = qia.recv_cq, .srq = qia.srq,
 			.cap = qia.cap, .qp_type = qia.qp_type,
 			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			.pd = g->pd,
@@ -962,7 +983,7 @@ static int create_resources(struct sg *g, bool server)
 	if (!g->qp) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the QP: %s", strerror(-ret));
-		goto err_aux_mr;
+		goto err_srq;
 	}
 	ret = qp_init(g, g->qp, "the QP");
 	if (ret)
@@ -979,6 +1000,10 @@ static int create_resources(struct sg *g, bool server)
 err_qp:
 	ibv_destroy_qp(g->qp);
 	g->qp = NULL;
+err_srq:
+	if (g->srq)
+		ibv_destroy_srq(g->srq);
+	g->srq = NULL;
 err_aux_mr:
 	ibv_dereg_mr(g->aux_mr);
 	g->aux_mr = NULL;
@@ -1017,6 +1042,8 @@ static void teardown(struct sg *g)
 		msg(g, "Unable to destroy the spare QP");
 	if (g->qp && ibv_destroy_qp(g->qp))
 		msg(g, "Unable to destroy the QP");
+	if (g->srq && ibv_destroy_srq(g->srq))
+		msg(g, "Unable to destroy the SRQ");
 	if (g->aux_mr)
 		ibv_dereg_mr(g->aux_mr);
 	if (g->mr)
@@ -1625,7 +1652,7 @@ static int post_recv(struct sg *g, uint32_t s)
 
 	/* a WRITE_WITH_IMM's data goes by RDMA: its receive needs no buffer */
 	wr.num_sge = g->run.mode == MODE_SEND ? 1 : 0;
-	ret = ibv_post_recv(g->qp, &wr, &bad);
+	ret = g->srq ? ibv_post_srq_recv(g->srq, &wr, &bad) : ibv_post_recv(g->qp, &wr, &bad);
 	if (ret) {
 		msg(g, "Unable to post a receive: %s", strerror(ret));
 		g->st.errors++;
