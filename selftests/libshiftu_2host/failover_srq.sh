@@ -24,6 +24,15 @@
 # SRQs gave such a QP no twin: it stalled through the outage like the
 # control, and this test fails on it.
 #
+# Then shiftgen -m send --srq (its receives posted with ibv_post_srq_recv
+# to an SRQ of the QP's own, every message's sequence number and checksum
+# checked by the server) through the same pull, with the library: both
+# sides fail over and back (the server's SRQ moves to its twin and back:
+# the twin SRQ emptied before the twin is renewed, the receives posted to
+# the SRQ behind the failback's control receive), rail 1 carries the
+# traffic during the outage and rail 0 after, and the server counts no
+# message lost, duplicated, reordered or corrupt.
+#
 # Last, ibv_srq_pingpong -q 4 unpulled, preloaded: an SRQ shared by several
 # QPs is not protected yet; the library says so once per QP and the run is
 # what it is without the library.
@@ -31,7 +40,8 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-lu_ride_setup ibv_srq_pingpong
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_ride_setup ibv_srq_pingpong "$GEN"
 
 # pp_pair TAG PRE ARGS...: ibv_srq_pingpong's server on host 2 (-g its GID
 # index) and its client on host 1, over rail 0, TCP over mgmt on a port of
@@ -93,6 +103,24 @@ for pre in 0 1; do
 	lu_check_log "$t" cli "qps=1" "failovers>=1"
 	lu_check_log "$t" srv "qps=1" "failovers>=1"
 done
+
+# gen: checked SEND traffic into SRQs through the pull, failing over and back
+t=gen
+lu_keep "$t" srq
+LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull lu_pair "$t" 1 "$GEN" -m send --srq -D 17
+lu_rode "$t"
+lu_gen_clean "$t"
+for side in cli srv; do
+	grep -q 'failed back from rxe1' "$FT_TMP/$t.$side.shiftu" ||
+		lu_fail "$t" "$side: the QP did not fail back"
+done
+grep -q 'receives of srq [0-9]* moved to its twin' "$FT_TMP/$t.srv.shiftu" ||
+	lu_fail "$t" "the server's SRQ did not move to its twin"
+grep -q 'receives of srq [0-9]* moved back from its twin' "$FT_TMP/$t.srv.shiftu" ||
+	lu_fail "$t" "the server's SRQ did not move back"
+lu_check_log "$t" srv "failovers=1" "failbacks=1"
+log "$t: server: $(grep -o 'receives of srq.*' "$FT_TMP/$t.srv.shiftu" | tr '\n' ';')"
+log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
 
 # shared: an SRQ of four QPs, unpulled: unprotected, said once per QP
 t=shared
