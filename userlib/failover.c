@@ -918,7 +918,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct drained_wc *flushed = NULL;
 	uint64_t t0 = now_ns(), start, end, i, n_r, replayed = 0;
-	uint64_t consumed, srq_from = 0;
+	uint64_t consumed, srq_from = 0;	/* the first receive not posted */
 	uint32_t srq_taken = 0;
 	int n = 0, nr, n_s, ret;
 	bool srq_counted = false, srq_emptied = false;
@@ -1097,6 +1097,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	if (from_twin && srq_counted) {
 		shiftu_srq_rewind(vq, true);
 		srq_emptied = true;
+		srq_from = vq->rq.head - n_r;
 	}
 	if (from_twin) {
 		/* drained: the shadow thread must not connect it as it is */
@@ -1121,6 +1122,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		shiftu_srq_rewind(vq, false);
 		srq_emptied = true;
 	}
+	srq_from = vq->rq.head - n_r;
 	/* the receives first: the peer may send as soon as it hears from us */
 	vq->on_twin = to_twin;
 	unposted = false;
@@ -1188,7 +1190,7 @@ dead:
 	 * went: the rest complete flushed, as a receive queue's would.
 	 */
 	if (srq_emptied)
-		flush_recvs(vq, srq_from ? srq_from : vq->rq.head - n_r);
+		flush_recvs(vq, srq_from);
 	/* before the receives moved, the held sends were posted nowhere */
 	go_dead(vq, flushed, n, unposted ? posted_end(vq) : vq->sq.head);
 	shiftu_unlock_cqs(c, rc);
