@@ -365,10 +365,14 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
 		   vq->wb ? " (extended send API)" : "");
-	if (vq->rings)
-		shiftu_shadow_qp(vq, attr);
-	else
+	if (vq->rings) {
+		/* as recorded: a QP on an SRQ has the SRQ's receive caps */
+		struct ibv_qp_init_attr a = vq->init_attr;
+
+		shiftu_shadow_qp(vq, &a);
+	} else {
 		shiftu_info("qp %u on %s: %s: unprotected", qp->qp_num, s->dev_name, why);
+	}
 }
 
 static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
