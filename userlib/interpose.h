@@ -295,18 +295,6 @@ struct shiftu_vqp {
 			 struct ibv_recv_wr **bad_wr);
 	struct shiftu_wrbatch *wb;	/* the extended send API's batch (wrapi.c) */
 	/*
-	 * A QP on an SRQ that the library protects (srq.h): its receives are
-	 * the SRQ's, posted with ibv_post_srq_recv(), which finds the QP by
-	 * @app_srq (the post path's compare; NULL for any other QP) and
-	 * calls the provider's @post_srq_recv; @post_recv above posts to the
-	 * QP's SRQ too, for the cold paths.  @srq: the SRQ's record, for any
-	 * QP on an SRQ the library recorded.
-	 */
-	struct ibv_srq *app_srq;
-	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			     struct ibv_recv_wr **bad_wr);
-	struct shiftu_srq *srq;
-	/*
 	 * A failover that found a batch of the extended send API open on the
 	 * default QP in the provider's builders (wrapi.c) leaves its reason
 	 * here, and the slow flag set, for the batch's poster to fail over
@@ -340,6 +328,19 @@ struct shiftu_vqp {
 	 * (numbers have 24 bits): the receive cache's key, next to the count.
 	 */
 	uint32_t rc_qpn;
+	/*
+	 * A QP on an SRQ that the library protects (srq.h): its receives are
+	 * the SRQ's, posted with ibv_post_srq_recv(), which finds the QP by
+	 * @app_srq (the post path's compare; NULL for any other QP) and
+	 * calls the provider's @post_srq_recv; @post_recv posts to the QP's
+	 * SRQ too, for the cold paths.  After the members the other verbs'
+	 * common paths use, which keep their places.  @srq: the SRQ's
+	 * record, for any QP on an SRQ the library recorded.
+	 */
+	struct ibv_srq *app_srq;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
+	struct shiftu_srq *srq;
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the
