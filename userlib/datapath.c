@@ -23,6 +23,7 @@
 #include "posters.h"
 #include "quiesce.h"
 #include "wrapi.h"
+#include "srq.h"
 #include "util.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
@@ -548,6 +549,64 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	if (unlikely(vq->reg.app_qp != qp))
 		return post_recv_find(qp, wr, bad_wr);
 	return post_recv_common(vq, qp, wr, bad_wr);
+}
+
+/*
+ * ibv_post_srq_recv() to the SRQ of a QP the library protects (srq.h): the
+ * QP's receives, counted as post_recv_common() counts them, and posted to
+ * the SRQ by the provider.  The slow path (post_recv_other()) is the QP's:
+ * while the QP is on its twin, they go to the SRQ's twin.
+ */
+static __attribute__((always_inline)) inline int post_srq_recv_common(struct shiftu_vqp *vq,
+								      struct ibv_srq *srq,
+								      struct ibv_recv_wr *wr,
+								      struct ibv_recv_wr **bad_wr)
+{
+	int ret;
+
+	shiftu_window_open();
+	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
+		return post_recv_other(vq->reg.app_qp, wr, bad_wr, vq);
+	vq->rq.head++;
+	ret = vq->post_srq_recv(srq, wr, bad_wr);
+	if (unlikely(ret))
+		shiftu_window.vq->rq.head--;
+	shiftu_window_close();
+	return ret;
+}
+
+/*
+ * @srq is not the thread's QP's: its record's QP becomes the thread's, or,
+ * for an SRQ the library does not protect, the provider's post.
+ */
+static __attribute__((noinline)) int post_srq_recv_find(struct ibv_srq *srq,
+							 struct ibv_recv_wr *wr,
+							 struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_srq *r = shiftu_srq_find(srq);
+	struct shiftu_vqp *vq = r ? __atomic_load_n(&r->vq, __ATOMIC_RELAXED) : NULL;
+	struct shiftu_ctx *s;
+
+	if (likely(vq) && likely(__atomic_load_n(&vq->app_srq, __ATOMIC_RELAXED) == srq)) {
+		shiftu_vqp_anchor(vq);
+		return post_srq_recv_common(vq, srq, wr, bad_wr);
+	}
+	s = r ? r->sctx : shiftu_ctx_find(srq->context);
+	if (!s || !s->post_srq_recv) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return s->post_srq_recv(srq, wr, bad_wr);
+}
+
+int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_vqp *vq = shiftu_window.vq;
+
+	if (unlikely(vq->app_srq != srq))
+		return post_srq_recv_find(srq, wr, bad_wr);
+	return post_srq_recv_common(vq, srq, wr, bad_wr);
 }
 
 _Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&

@@ -43,6 +43,7 @@
 #include "quiesce.h"
 #include "serial.h"
 #include "shadow.h"
+#include "srq.h"
 #include "util.h"
 #include "wrapi.h"
 
@@ -151,7 +152,7 @@ static int post_twin_recv(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 			return EINVAL;
 	}
 	w.sg_list = sge;
-	ret = vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad);
+	ret = shiftu_twin_post_recv(vq, &w, &bad);
 	if (!ret)
 		vq->twin_recvs++;
 	return ret;
@@ -490,7 +491,8 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 {
 	struct drain_state d = {
 		.flushed = flushed, .max = max,
-		.rmark = !vq->init_attr.cap.max_recv_wr,
+		/* an SRQ's receives are not flushed: no marker behind them */
+		.rmark = !vq->init_attr.cap.max_recv_wr || vq->init_attr.srq,
 	};
 	int ret;
 
@@ -763,6 +765,26 @@ static void flush_held(struct shiftu_vqp *vq, uint64_t from)
 }
 
 /*
+ * The recorded receives from @from on complete flushed, as a receive
+ * queue's would on a QP in error (an SRQ emptied by a move that could not
+ * post them where the work went).  Context: both CQs' locks held.
+ */
+static void flush_recvs(struct shiftu_vqp *vq, uint64_t from)
+{
+	struct ibv_wc wc;
+	uint64_t i;
+
+	for (i = from; i < vq->rq.head; i++) {
+		memset(&wc, 0, sizeof(wc));
+		wc.wr_id = shiftu_rwqe_at(&vq->rq, i)->wr_id;
+		wc.status = IBV_WC_WR_FLUSH_ERR;
+		wc.opcode = IBV_WC_RECV;
+		wc.qp_num = vq->reg.app_qp->qp_num;
+		shiftu_stash_push(vq->rcq, &wc);
+	}
+}
+
+/*
  * Give up on @vq: the application gets the errors, the @n the NIC flushed
  * and then the sends from @held on it held back.  A QP whose work is not
  * on its twin gives up the twin's place on its CQs and their slow polls,
@@ -910,8 +932,10 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct drained_wc *flushed = NULL;
 	uint64_t t0 = now_ns(), start, end, i, n_r, replayed = 0;
-	uint64_t consumed;
+	uint64_t consumed, srq_from = 0;	/* the first receive not posted */
+	uint32_t srq_taken = 0;
 	int n = 0, nr, n_s, ret;
+	bool srq_counted = false, srq_emptied = false;
 	bool atomic = false, held = false, from_twin, to_twin = kind != MOVE_BACK;
 	bool stuck = false, unposted = true;
 	enum fo_result r;
@@ -1024,7 +1048,21 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 */
 	consumed = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
 	n_r = nr >= 0 ? (uint64_t)nr : vq->rq.head - consumed;
-	if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
+	if (vq->init_attr.srq) {
+		/*
+		 * The SRQ's receives are not flushed but for one the NIC had
+		 * taken: posted less counted complete are outstanding, the
+		 * SRQ's ring tells which were taken (srq.c).
+		 */
+		ret = shiftu_srq_outstanding(vq, from_twin, &flushed[0].wc, sizeof(*flushed), n,
+					     nr, &n_r, &srq_taken);
+		if (ret) {
+			shiftu_warn("qp %u on %s: its SRQ's receives do not add up: unprotected",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+			goto dead;
+		}
+		srq_counted = true;
+	} else if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
 		       SHIFTU_WC_LOOK_ERRORS) {
 		__atomic_store_n(&vq->consumed, vq->rq.head - n_r, __ATOMIC_RELAXED);
 	} else if (nr >= 0 && !from_twin && shiftu_seq64_lt(consumed, vq->rq.head - n_r)) {
@@ -1034,7 +1072,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		shiftu_dbg("qp %u: %" PRIu64 " receive completions not counted yet",
 			   vq->reg.app_qp->qp_num, owed);
 	}
-	n_s = n - (int)n_r;
+	/* an SRQ's: the flushed were sends but for the receive the NIC took */
+	n_s = n - (int)(srq_counted ? srq_taken : n_r);
 	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
 	    (uint64_t)n_s > end) {
 		shiftu_warn("qp %u on %s: %d flushed, %" PRIu64 " receives outstanding: the count does not add up: unprotected",
@@ -1069,6 +1108,16 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 * whatever becomes of this move; a test may put that off to the
 	 * shadow thread (SHIFTU_TEST_TWIN_RESET_MS).
 	 */
+	/*
+	 * The twin's SRQ is emptied before the twin is renewed (which puts
+	 * a control receive in it): its receives, recorded as they were
+	 * posted there, go where the work goes, or complete flushed.
+	 */
+	if (from_twin && srq_counted) {
+		shiftu_srq_rewind(vq, true);
+		srq_emptied = true;
+		srq_from = vq->rq.head - n_r;
+	}
 	if (from_twin) {
 		/* drained: the shadow thread must not connect it as it is */
 		vq->twin_stale = 1;
@@ -1083,6 +1132,16 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			}
 		}
 	}
+	/*
+	 * The default QP's SRQ is emptied now that nothing can keep its
+	 * receives from the other side: they are all read (the provider's
+	 * ring, or the copies), and nothing consumes from it any more.
+	 */
+	if (!from_twin && srq_counted) {
+		shiftu_srq_rewind(vq, false);
+		srq_emptied = true;
+	}
+	srq_from = vq->rq.head - n_r;
 	/* the receives first: the peer may send as soon as it hears from us */
 	vq->on_twin = to_twin;
 	unposted = false;
@@ -1091,9 +1150,16 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		if (ret) {
 			shiftu_warn("qp %u on %s: cannot repost a receive: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+			srq_from = i;
 			goto dead;
 		}
 	}
+	srq_emptied = false;		/* all of them posted */
+	if (srq_counted)
+		shiftu_info("qp %u on %s: %" PRIu64 " receives of srq %u moved %s (%u taken by the NIC and flushed)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n_r,
+			    vq->init_attr.srq->handle,
+			    to_twin ? "to its twin" : "back from its twin", srq_taken);
 	vq->rx_moved = to_twin;
 	shiftu_qp_set_recv_state(&vq->reg, to_twin ? SHIFTU_RECV_FALLBACK : SHIFTU_RECV_DEFAULT);
 	if (!vq->hs_sent && !asking) {
@@ -1138,11 +1204,35 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	return r;
 
 dead:
+	/*
+	 * An SRQ emptied and its receives not all posted where the work
+	 * went: the rest complete flushed, as a receive queue's would.
+	 */
+	if (srq_emptied)
+		flush_recvs(vq, srq_from);
 	/* before the receives moved, the held sends were posted nowhere */
 	go_dead(vq, flushed, n, unposted ? posted_end(vq) : vq->sq.head);
 	shiftu_unlock_cqs(c, rc);
 	free(flushed);
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
+}
+
+void shiftu_unprotect(struct shiftu_vqp *vq, const char *why)
+{
+	pthread_mutex_lock(&vq->fo_lock);
+	/* its SRQ's receives are posted as the application posts them */
+	__atomic_store_n(&vq->app_srq, NULL, __ATOMIC_RELAXED);
+	if (vq->state == SHIFTU_SEND_DEFAULT) {
+		vq->state = SHIFTU_SEND_DEAD;
+		shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
+		__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+		shiftu_info("qp %u on %s: %s: unprotected", vq->reg.app_qp->qp_num,
+			    vq->sctx->dev_name, why);
+	} else if (vq->state != SHIFTU_SEND_DEAD) {
+		shiftu_warn("qp %u on %s: %s while its work is on its twin: it stays there",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
 }
 
 /*

@@ -103,6 +103,13 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
 
+/*
+ * @vq cannot be protected any more (@why, said once): it runs as it would
+ * without the library.  Only a QP on its default QP is left so (one on its
+ * twin stays there, with a warning).  Context: no library lock held.
+ */
+void shiftu_unprotect(struct shiftu_vqp *vq, const char *why);
+
 /* The peer's count did not come in time: give up on @vq (shadow thread). */
 void shiftu_hs_timeout(struct shiftu_vqp *vq);
 

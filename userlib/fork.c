@@ -56,6 +56,7 @@ const struct shiftu_lock_ref shiftu_lock_order[] = {
 	{ "vqp_lock", &vqp_lock },
 	{ "ctx_lock", &ctx_lock },
 	{ "cqx_lock", &cqx_lock },
+	{ "srq_lock", &srq_lock },
 	{ "reg_lock", &reg_lock },
 	{ "health_lock", &health_lock },
 	{ "windows_lock", &windows_lock },

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "serial.h"
 #include "shadow.h"
+#include "srq.h"
 #include "thread.h"
 #include "util.h"
 
@@ -48,9 +49,9 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 	if (!twin)
 		w.wr_id = SHIFTU_CTRL_DEF_ID(++vq->ctrl_gen);
 
-	/* the provider's own: the application's context's ops are ours */
-	return twin ? vq->bak_qp->context->ops.post_recv(vq->bak_qp, &w, &bad) :
-		      vq->post_recv(vq->reg.app_qp, &w, &bad);
+	/* the provider's own (the application's context's ops are ours), to
+	 * the QP's SRQ if it has one */
+	return twin ? shiftu_twin_post_recv(vq, &w, &bad) : vq->post_recv(vq->reg.app_qp, &w, &bad);
 }
 
 int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)

@@ -32,6 +32,7 @@
 #include "quiesce.h"
 #include "serial.h"
 #include "shadow.h"
+#include "srq.h"
 #include "util.h"
 #include "wrapi.h"
 
@@ -166,6 +167,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	s->post_recv = ctx->ops.post_recv;
 	s->poll_cq = ctx->ops.poll_cq;
 	s->req_notify_cq = ctx->ops.req_notify_cq;
+	s->post_srq_recv = ctx->ops.post_srq_recv;
 	s->create_qp_ex = vctx ? vctx->create_qp_ex : NULL;
 	s->create_cq_ex = vcq ? vcq->create_cq_ex : NULL;
 	for (i = 0; i < SHIFTU_ARRAY_SIZE(s->rcache); i++)
@@ -181,6 +183,8 @@ static void ctx_attach(struct ibv_context *ctx)
 	ctx->ops.poll_cq = shiftu_poll_cq;
 	if (ctx->ops.req_notify_cq)
 		ctx->ops.req_notify_cq = shiftu_req_notify_cq;
+	if (ctx->ops.post_srq_recv)
+		ctx->ops.post_srq_recv = shiftu_post_srq_recv;
 	if (vctx)
 		vctx->create_qp_ex = create_qp_ex;
 	if (vcq)
@@ -204,6 +208,7 @@ static void ctx_detach(struct ibv_context *ctx)
 		ctx->ops.post_recv = s->post_recv;
 		ctx->ops.poll_cq = s->poll_cq;
 		ctx->ops.req_notify_cq = s->req_notify_cq;
+		ctx->ops.post_srq_recv = s->post_srq_recv;
 		if (vctx && s->create_qp_ex)
 			vctx->create_qp_ex = s->create_qp_ex;
 		if (vctx && s->create_cq_ex)
@@ -254,14 +259,16 @@ static int ring_init(struct shiftu_vqp *vq)
 /*
  * A failover posts a marker behind the outstanding work on each queue
  * (failover.c): an RC QP gets one entry more on each than the application
- * asks for.  What the application reads back is what it asked for.
+ * asks for (on its send queue only when its receives come from an SRQ,
+ * which has its own entry: srq.c).  What the application reads back is
+ * what it asked for.
  */
 static void caps_ask(struct ibv_qp_init_attr *attr, bool *grown)
 {
-	*grown = attr->qp_type == IBV_QPT_RC && !attr->srq;
+	*grown = attr->qp_type == IBV_QPT_RC;
 	if (*grown) {
 		attr->cap.max_send_wr++;
-		attr->cap.max_recv_wr++;
+		attr->cap.max_recv_wr += !attr->srq;
 	}
 }
 
@@ -269,7 +276,7 @@ static void caps_tell(struct ibv_qp_init_attr *attr, bool grown)
 {
 	if (grown) {
 		attr->cap.max_send_wr--;
-		attr->cap.max_recv_wr--;
+		attr->cap.max_recv_wr -= !attr->srq;
 	}
 }
 
@@ -303,15 +310,22 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->poster = vq->poster_r = SHIFTU_POSTER_NONE;
 	/* 0, but where a test build says (serial.h) */
 	vq->sent2 = vq->consumed = vq->rq.head = shiftu_count_start();
-	/* RC only, and with replayable operations: others are not recorded */
-	if (attr->qp_type != IBV_QPT_RC || attr->srq)
-		why = "not an RC QP without SRQ";
+	/*
+	 * RC only, with replayable operations, and on an SRQ only when the
+	 * SRQ can move with it (srq.h): others are not recorded.
+	 */
+	if (attr->qp_type != IBV_QPT_RC)
+		why = "not an RC QP";
 	else if (send_ops && (!qpx || !shiftu_wr_ops_covered(send_ops)))
 		why = "its extended send operations are not all replayable";
 	else if (!shiftu_cq_find(attr->send_cq) || !shiftu_cq_find(attr->recv_cq))
 		why = "a CQ of its is not served by the library";
+	else if (attr->srq && (why = shiftu_srq_qp_attach(vq, attr->srq)))
+		;
 	else if (ring_init(vq))
 		why = "out of memory";
+	if (why && vq->srq)
+		shiftu_srq_qp_unlink(vq);
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
 	vq->reg.app_qp = qp;
 	vq->rc_qpn = qp->qp_num;
@@ -323,11 +337,21 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->sctx = s;
 	vq->post_send = s->post_send;
 	vq->post_recv = s->post_recv;
+	if (vq->rings && attr->srq) {
+		/* its receives are its SRQ's: posted there, read from its ring */
+		vq->post_recv = shiftu_srq_qp_post_recv;
+		vq->post_srq_recv = s->post_srq_recv;
+		if (vq->rings == SHIFTU_RINGS_PROVIDER)
+			vq->prq = vq->srq->ring;
+		shiftu_srq_adopt(vq);
+		__atomic_store_n(&vq->app_srq, attr->srq, __ATOMIC_RELAXED);
+	}
 	if (shiftu_qp_register(&vq->reg)) {
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
 		free(vq->sq.slots);
 		free(vq->rq.slots);
+		shiftu_srq_qp_detach(vq);
 		vqp_node_put(n);
 		return;
 	}
@@ -342,11 +366,12 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	 * pollers, which read this after the provider's poll gave them the
 	 * completion, count it.
 	 */
-	if (vq->rings && attr->send_cq == attr->recv_cq &&
+	if (vq->rings && (attr->send_cq == attr->recv_cq || vq->app_srq) &&
 	    __atomic_exchange_n(&shiftu_wc_look, SHIFTU_WC_LOOK_RECVS, __ATOMIC_RELAXED) !=
 	    SHIFTU_WC_LOOK_RECVS)
-		shiftu_dbg("qp %u on %s: one CQ for both queues: receive completions are counted as they are polled",
-			   qp->qp_num, s->dev_name);
+		shiftu_dbg("qp %u on %s: %s: receive completions are counted as they are polled",
+			   qp->qp_num, s->dev_name,
+			   vq->app_srq ? "its receives come from an SRQ" : "one CQ for both queues");
 	pthread_mutex_lock(&vqp_lock);
 	n->next = vqp_list;
 	if (vqp_list)
@@ -355,10 +380,14 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	pthread_mutex_unlock(&vqp_lock);
 	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
 		   vq->wb ? " (extended send API)" : "");
-	if (vq->rings)
-		shiftu_shadow_qp(vq, attr);
-	else
+	if (vq->rings) {
+		/* as recorded: a QP on an SRQ has the SRQ's receive caps */
+		struct ibv_qp_init_attr a = vq->init_attr;
+
+		shiftu_shadow_qp(vq, &a);
+	} else {
 		shiftu_info("qp %u on %s: %s: unprotected", qp->qp_num, s->dev_name, why);
+	}
 }
 
 static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
@@ -486,6 +515,7 @@ static void qp_detach(struct ibv_qp *qp)
 	shiftu_qp_unregister(&vq->reg);
 	shiftu_failover_qp_gone(vq);
 	shiftu_shadow_qp_gone(vq);
+	shiftu_srq_qp_detach(vq);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
 	__atomic_store_n(&vq->rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
@@ -794,6 +824,60 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 	if (cq)
 		shiftu_shadow_cq(cq);
 	return cq;
+}
+
+/*
+ * An SRQ gets one entry more than the application asks for: the control
+ * receive a two-sided failback puts at its head (srq.h).  Where the device
+ * refuses that, the SRQ is made as asked, and its QP is not protected.
+ */
+SHIFTU_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+					     struct ibv_srq_init_attr *attr)
+{
+	struct shiftu_ctx *s;
+	struct ibv_srq *srq;
+	bool grown;
+
+	if (!shiftu_real_verbs())
+		return NULL;
+	s = shiftu_ctx_find(pd->context);
+	if (!s)
+		return shiftu_real.create_srq(pd, attr);
+	shiftu_srq_caps_ask(attr, &grown);
+	srq = shiftu_real.create_srq(pd, attr);
+	if (!srq) {
+		shiftu_srq_caps_tell(attr, grown);
+		grown = false;
+		srq = shiftu_real.create_srq(pd, attr);
+		if (!srq)
+			return NULL;
+	}
+	shiftu_srq_attach(s, srq, attr, grown);
+	shiftu_srq_caps_tell(attr, grown);
+	return srq;
+}
+
+/* A resize maps the SRQ's ring anew: its QP is left unprotected first. */
+SHIFTU_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	if (!shiftu_real_verbs())
+		return ENOSYS;
+	if (mask & IBV_SRQ_MAX_WR)
+		shiftu_srq_resize(srq);
+	return shiftu_real.modify_srq(srq, attr, mask);
+}
+
+SHIFTU_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	int ret;
+
+	if (!shiftu_real_verbs())
+		return ENOSYS;
+	ret = shiftu_real.destroy_srq(srq);
+	/* its record, and its twin, once the verbs have let it go */
+	if (!ret)
+		shiftu_srq_detach(srq);
+	return ret;
 }
 
 SHIFTU_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)

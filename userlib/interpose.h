@@ -36,7 +36,8 @@
  *         cq_lock		the CQ records' list (shadow.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
  *           leaves: mr_lock, kv_fast_lock (shadow.c), nl_lock (report.c),
- *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), reg_lock (qp.c), health_lock
+ *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), srq_lock (srq.c),
+ *           reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
  *           cb_lock (event.c), config_lock (config.c): none is held while
  *           another lock of the library is taken (cq_lock's holder starts
@@ -94,6 +95,9 @@ struct shiftu_real {
 	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
 				    struct ibv_comp_channel *channel, int comp_vector);
 	int (*destroy_cq)(struct ibv_cq *cq);
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+	int (*destroy_srq)(struct ibv_srq *srq);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
 	struct ibv_device **(*get_device_list)(int *num);
 	void (*free_device_list)(struct ibv_device **list);
 	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index,
@@ -133,6 +137,8 @@ struct shiftu_ctx {
 			 struct ibv_recv_wr **bad_wr);
 	int (*poll_cq)(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ctx,
 				       struct ibv_qp_init_attr_ex *attr);
 	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *ctx,
@@ -365,6 +371,19 @@ struct shiftu_vqp {
 	 * (numbers have 24 bits): the receive cache's key, next to the count.
 	 */
 	uint32_t rc_qpn;
+	/*
+	 * A QP on an SRQ that the library protects (srq.h): its receives are
+	 * the SRQ's, posted with ibv_post_srq_recv(), which finds the QP by
+	 * @app_srq (the post path's compare; NULL for any other QP) and
+	 * calls the provider's @post_srq_recv; @post_recv posts to the QP's
+	 * SRQ too, for the cold paths.  After the members the other verbs'
+	 * common paths use, which keep their places.  @srq: the SRQ's
+	 * record, for any QP on an SRQ the library recorded.
+	 */
+	struct ibv_srq *app_srq;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
+	struct shiftu_srq *srq;
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the
@@ -632,6 +651,8 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr);
 
 /* @vq becomes the thread's QP, its window registered first (datapath.c). */
 void shiftu_vqp_anchor(struct shiftu_vqp *vq);

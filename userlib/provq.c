@@ -101,16 +101,20 @@ static bool ring_fits(const struct rxe_queue_buf *q, uint32_t size,
 	       sizeof(*q) + ((size_t)(mask + 1) << lg) <= size;
 }
 
-int shiftu_provq_find(struct shiftu_vqp *vq)
+/*
+ * Up to @max rings of the provider's object at @base, whose public part
+ * (struct ibv_qp, struct ibv_srq) is @pub bytes long: each a struct mminfo
+ * followed by the address of a mapping of /dev/infiniband/uverbs* with
+ * that offset and length, in the provider's order.  Returns how many, or
+ * -ENOENT.
+ */
+static int scan_rings(const char *base, size_t pub, const struct rxe_queue_buf **found,
+		      uint32_t *sizes, int max)
 {
-	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
-	const char *p, *end, *base = (const char *)vq->reg.app_qp;
-	const struct rxe_queue_buf *found[2];
-	uint32_t sizes[2];
+	const char *p, *end;
 	const struct map *heap;
 	struct map *maps;
-	int n, nf = 0, ret = -ENOENT;
-	bool rq = !vq->init_attr.srq;
+	int n, nf = 0;
 
 	maps = read_maps(&n);
 	if (!maps)
@@ -121,8 +125,8 @@ int shiftu_provq_find(struct shiftu_vqp *vq)
 	end = base + SCAN_BYTES;
 	if ((uintptr_t)end > heap->end)
 		end = (const char *)heap->end;
-	p = base + ((sizeof(struct ibv_qp) + 7) & ~7UL);
-	for (; p + sizeof(struct mminfo) + sizeof(void *) <= end && nf < 2; p += 8) {
+	p = base + ((pub + 7) & ~7UL);
+	for (; p + sizeof(struct mminfo) + sizeof(void *) <= end && nf < max; p += 8) {
 		const struct map *m;
 		struct mminfo mi;
 		uintptr_t a;
@@ -138,22 +142,48 @@ int shiftu_provq_find(struct shiftu_vqp *vq)
 		sizes[nf] = mi.size;
 		found[nf++] = (const struct rxe_queue_buf *)a;
 	}
+out:
+	free(maps);
+	return nf;
+}
+
+int shiftu_provq_find(struct shiftu_vqp *vq)
+{
+	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
+	const struct rxe_queue_buf *found[2];
+	uint32_t sizes[2];
+	bool rq = !vq->init_attr.srq;
+	int nf;
+
+	nf = scan_rings((const char *)vq->reg.app_qp, sizeof(struct ibv_qp), found, sizes, 2);
 	if (nf != 1 + rq)
-		goto out;
+		return -ENOENT;
 	if (!ring_fits(found[rq], sizes[rq], sizeof(struct rxe_send_wqe) +
 		       (cap->max_send_sge * sizeof(struct rxe_sge) > cap->max_inline_data ?
 			cap->max_send_sge * sizeof(struct rxe_sge) : cap->max_inline_data),
 		       cap->max_send_wr))
-		goto out;
+		return -ENOENT;
 	if (rq && !ring_fits(found[0], sizes[0], sizeof(struct rxe_recv_wqe) +
 			     cap->max_recv_sge * sizeof(struct rxe_sge), cap->max_recv_wr))
-		goto out;
+		return -ENOENT;
 	vq->psq = found[rq];
 	vq->prq = rq ? found[0] : NULL;
-	ret = 0;
-out:
-	free(maps);
-	return ret;
+	return 0;
+}
+
+int shiftu_provq_find_srq(struct ibv_srq *srq, const struct ibv_srq_attr *attr,
+			  struct rxe_queue_buf **ring)
+{
+	const struct rxe_queue_buf *found[1];
+	uint32_t sizes[1];
+
+	if (scan_rings((const char *)srq, sizeof(struct ibv_srq), found, sizes, 1) != 1 ||
+	    !ring_fits(found[0], sizes[0], sizeof(struct rxe_recv_wqe) +
+		       attr->max_sge * sizeof(struct rxe_sge), attr->max_wr))
+		return -ENOENT;
+	/* the library empties it (srq.c): not const */
+	*ring = (struct rxe_queue_buf *)found[0];
+	return 0;
 }
 
 static const void *slot(const struct rxe_queue_buf *q, uint32_t i)

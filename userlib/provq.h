@@ -6,7 +6,10 @@
 #ifndef _SHIFTU_PROVQ_H
 #define _SHIFTU_PROVQ_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <infiniband/verbs.h>
 
 #include <rdma/rdma_user_rxe.h>
 
@@ -20,6 +23,14 @@ struct shiftu_vqp;
  * /proc/self/maps.  Context: the thread that created the QP.
  */
 int shiftu_provq_find(struct shiftu_vqp *vq);
+
+/*
+ * Find the ring of SRQ @srq, created with @attr (as granted), in the
+ * provider's memory as shiftu_provq_find() does a QP's.  Returns 0 with
+ * *@ring set, or -ENOENT.  Cold.
+ */
+int shiftu_provq_find_srq(struct ibv_srq *srq, const struct ibv_srq_attr *attr,
+			  struct rxe_queue_buf **ring);
 
 /*
  * Note where the application's requests end in the provider's rings: the

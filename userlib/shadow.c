@@ -32,6 +32,7 @@
 #include "log.h"
 #include "report.h"
 #include "shadow.h"
+#include "srq.h"
 #include "store.h"
 #include "thread.h"
 #include "util.h"
@@ -734,11 +735,25 @@ static bool qp_create(struct shiftu_vqp *vq)
 	vq->rcq = cq_rec(vq->init_attr.recv_cq);
 	if (!p || !p->bak || !vq->scq || !vq->scq->bak || !vq->rcq || !vq->rcq->bak)
 		return false;
-	if (a.qp_type != IBV_QPT_RC || a.srq) {
-		shiftu_info("qp %u: %s: unprotected", vq->reg.app_qp->qp_num,
-			    a.srq ? "uses an SRQ" : "not an RC QP");
+	if (a.qp_type != IBV_QPT_RC || (a.srq && !vq->app_srq)) {
+		/* a QP on a shared SRQ said why when it was created (srq.c) */
+		if (!a.srq)
+			shiftu_info("qp %u: not an RC QP: unprotected", vq->reg.app_qp->qp_num);
 		vq->published = 2;	/* nothing more to do */
 		return false;
+	}
+	if (a.srq) {
+		/* the twin's receives come from the SRQ's twin */
+		struct shiftu_pd *sp = pd_find(a.srq->pd);
+
+		a.srq = shiftu_srq_twin(vq, sp ? sp->bak : NULL);
+		if (!a.srq && sp && sp->bak) {
+			shiftu_unprotect(vq, "its SRQ has no twin");
+			vq->published = 2;
+			return false;
+		}
+		if (!a.srq)
+			return false;	/* the SRQ's PD has no twin yet: next pass */
 	}
 	a.qp_context = NULL;
 	a.cap.max_recv_wr++;		/* the control receive (handshake.h) */
@@ -1036,6 +1051,8 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 		vq->twin_stale = 0;
 		return -ret;
 	}
+	/* a reset empties a receive queue; an SRQ's twin is emptied likewise */
+	shiftu_srq_twin_reset(vq);
 	vq->reconnects++;
 	twin_connect(vq);
 	vq->twin_stale = 0;
@@ -1094,6 +1111,14 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return ret;
+	/*
+	 * The reset dropped the receive queue's control receive, but not an
+	 * SRQ's: while the application's receives are on the twin, the SRQ
+	 * holds only control receives of earlier attempts, and the QP, reset,
+	 * consumes nothing (srq.c).
+	 */
+	if (vq->app_srq && vq->rx_moved)
+		shiftu_srq_rewind(vq, false);
 	a = st->init;
 	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
 	if (ret)
@@ -1178,9 +1203,11 @@ static void report_step(struct shiftu_vqp *vq)
 
 /*
  * The last word of a failback's request (fbreq): the asking side's
- * receives are on its twin (the failback is two-sided), and it will probe
- * with an empty SEND (shiftu_probe_by_send()), for which the peer posts a
- * second control receive if the failback is two-sided.
+ * receives are on its twin (the failback is two-sided), and it would probe
+ * with an empty SEND (shiftu_probe_by_send()).  The last word of the
+ * answer (fbrep): the failback is two-sided (FB_TWIN_RECVS), and the peer
+ * posted a second control receive for that SEND (FB_PROBE_SEND; not on an
+ * SRQ, which has room for one control receive only, srq.h).
  */
 #define FB_TWIN_RECVS	1U
 #define FB_PROBE_SEND	2U
@@ -1210,6 +1237,7 @@ static void failback_step(struct shiftu_vqp *vq)
 	char key[96], val[96], g[33];
 	unsigned int seq, psn, tq, tp, mode;
 	char word[16];
+	bool by_send;
 
 	if (mono_ns() < vq->fb_wait_ns || !kv_ready())
 		return;
@@ -1260,8 +1288,9 @@ static void failback_step(struct shiftu_vqp *vq)
 		   vq->reg.app_qp->qp_num);
 	/* one-sided (mode 0): the peer posts no control receive, nor takes
 	 * part; a QP whose peer grants no remote access cannot go back so */
-	if (qp_reconnect(vq, psn, vq->fb_psn, mode ? 1 : 0) ||
-	    !shiftu_probe(vq, !mode, mode && vq->fb_by_send)) {
+	by_send = (mode & FB_PROBE_SEND) && vq->fb_by_send;
+	mode &= FB_TWIN_RECVS;
+	if (qp_reconnect(vq, psn, vq->fb_psn, mode) || !shiftu_probe(vq, !mode, by_send)) {
 		shiftu_dbg("qp %u: probe of %s failed: trying again later",
 			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 		return fb_backoff(vq, FB_MAX_MS);
@@ -1271,7 +1300,7 @@ static void failback_step(struct shiftu_vqp *vq)
 	if (mode) {
 		shiftu_info("qp %u on %s: probe good%s: going back with the peer",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-			    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "");
+			    by_send ? " (an empty SEND: the peer grants no remote access)" : "");
 		if (shiftu_config()->failback_delay_ms) {
 			shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
@@ -1344,7 +1373,7 @@ static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
 	char key[96], val[96], g[33];
-	unsigned int seq, psn, tq, tp, tw, mode;
+	unsigned int seq, psn, tq, tp, tw, mode, ctrl;
 	char word[16];
 	bool busy;
 	uint32_t ours;
@@ -1386,11 +1415,12 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * Busy asks it again within FB_BUSY_MS.
 	 */
 	busy |= port_down(vq);
-	if (busy || qp_reconnect(vq, psn, ours, !mode ? 0 : tw & FB_PROBE_SEND ? 2 : 1)) {
+	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
+	if (busy || qp_reconnect(vq, psn, ours, ctrl)) {
 		snprintf(val, sizeof(val), "%u busy %u %u 0", seq, vq->peer.qpn, vq->peer.psn);
 	} else {
 		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
-			 vq->peer.psn, mode);
+			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));
 		if (mode) {
 			/* our own request, if any, is dropped: the peer leads */
 			vq->fb_stage = 0;

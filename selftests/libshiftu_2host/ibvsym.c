@@ -43,6 +43,8 @@ static const struct {
 	SYM(create_qp, "IBVERBS_1.1"),
 	SYM(modify_qp, "IBVERBS_1.1"),
 	SYM(destroy_qp, "IBVERBS_1.1"),
+	SYM(create_srq, "IBVERBS_1.1"),
+	SYM(destroy_srq, "IBVERBS_1.1"),
 	SYM(qp_to_qp_ex, "IBVERBS_1.6"),
 	SYM(wc_status_str, "IBVERBS_1.1"),
 	SYM(port_state_str, "IBVERBS_1.1"),

@@ -38,6 +38,8 @@ struct ibvsym {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 	int (*destroy_qp)(struct ibv_qp *qp);
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+	int (*destroy_srq)(struct ibv_srq *srq);
 	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
 	const char *(*wc_status_str)(enum ibv_wc_status status);
 	const char *(*port_state_str)(enum ibv_port_state state);
@@ -70,6 +72,8 @@ extern struct ibvsym ibvsym;
 #define ibv_create_qp (*ibvsym.create_qp)
 #define ibv_modify_qp (*ibvsym.modify_qp)
 #define ibv_destroy_qp (*ibvsym.destroy_qp)
+#define ibv_create_srq (*ibvsym.create_srq)
+#define ibv_destroy_srq (*ibvsym.destroy_srq)
 #define ibv_qp_to_qp_ex (*ibvsym.qp_to_qp_ex)
 #define ibv_wc_status_str (*ibvsym.wc_status_str)
 #define ibv_port_state_str (*ibvsym.port_state_str)

@@ -6,7 +6,7 @@
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
  *            [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]
- *            [--signal-all] [-v] [SERVER_ADDR]
+ *            [--signal-all] [--srq] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  The client's run parameters (mode, sizes, depth,
@@ -73,6 +73,9 @@
  * ibv_cq_ex_to_cq (--cq-ex=ibv).  Either way every completion's QP number
  * must be the side's QP's (or its spare's), and a received SEND's length
  * what was sent (else corrupt).
+ *
+ * With --srq (either side) the QP's receives come from an SRQ of its own,
+ * posted with ibv_post_srq_recv.
  *
  * A spare QP (--spare-qp SECONDS, a run parameter; a server given it only
  * refuses a client without one): each side makes a second RC QP on the
@@ -189,6 +192,7 @@ struct opts {
 	uint8_t retry_cnt, timeout;
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
 	enum { CQX_NONE, CQX_POLL, CQX_IBV } cq_ex;
+	bool srq;		/* --srq: the QP's receives come from an SRQ of its own */
 	unsigned int set;
 };
 
@@ -259,6 +263,7 @@ struct sg {
 	struct ibv_cq *scq, *rcq;	/* one CQ with --one-cq */
 	struct ibv_cq_ex *scqx, *rcqx;	/* --cq-ex: the same CQs */
 	struct ibv_comp_channel *ch;	/* --solicited, the server: the receive CQ's */
+	struct ibv_srq *srq;		/* --srq */
 	uint64_t rx_took;		/* receive completions taken */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;		/* --wr-api */
@@ -377,7 +382,7 @@ static void usage(const char *fmt, ...)
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
 	      "                [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]\n"
-	      "                [--signal-all] [-v] [SERVER_ADDR]\n"
+	      "                [--signal-all] [--srq] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
@@ -411,6 +416,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "spare-qp", required_argument, NULL, 'S' },
 		{ "solicited", no_argument, NULL, 'L' },
 		{ "signal-all", no_argument, NULL, 'A' },
+		{ "srq", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -506,6 +512,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'A':
 			o->signal_all = true;
+			break;
+		case 'Q':
+			o->srq = true;
 			break;
 		case 'L':
 			o->solicited = true;
@@ -973,9 +982,21 @@ static int create_resources(struct sg *g, bool server)
 	qia.cap.max_recv_sge = 1;
 	/* the server's credits are 8-byte inline WRITEs: no source buffer to keep */
 	qia.cap.max_inline_data = server ? sizeof(uint64_t) : 0;
+	if (g->o->srq) {
+		/* the receives go to an SRQ of the QP's own (ibv_post_srq_recv) */
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = rq, .max_sge = 1 } };
+
+		g->srq = ibv_create_srq(g->pd, &sa);
+		if (!g->srq) {
+			ret = errno ? -errno : -ENOMEM;
+			msg(g, "Unable to create the SRQ: %s", strerror(-ret));
+			goto err_aux_mr;
+		}
+		qia.srq = g->srq;
+	}
 	if (g->o->wr_api) {
 		struct ibv_qp_init_attr_ex qx = {
-			.send_cq = qia.send_cq, .recv_cq = qia.recv_cq,
+			.send_cq = qia.send_cq, .recv_cq = qia.recv_cq, .srq = qia.srq,
 			.cap = qia.cap, .qp_type = qia.qp_type,
 			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			.pd = g->pd,
@@ -998,7 +1019,7 @@ static int create_resources(struct sg *g, bool server)
 	if (!g->qp) {
 		ret = errno ? -errno : -ENOMEM;
 		msg(g, "Unable to create the QP: %s", strerror(-ret));
-		goto err_aux_mr;
+		goto err_srq;
 	}
 	ret = qp_init(g, g->qp, "the QP");
 	if (ret)
@@ -1015,6 +1036,10 @@ static int create_resources(struct sg *g, bool server)
 err_qp:
 	ibv_destroy_qp(g->qp);
 	g->qp = NULL;
+err_srq:
+	if (g->srq)
+		ibv_destroy_srq(g->srq);
+	g->srq = NULL;
 err_aux_mr:
 	ibv_dereg_mr(g->aux_mr);
 	g->aux_mr = NULL;
@@ -1053,6 +1078,8 @@ static void teardown(struct sg *g)
 		msg(g, "Unable to destroy the spare QP");
 	if (g->qp && ibv_destroy_qp(g->qp))
 		msg(g, "Unable to destroy the QP");
+	if (g->srq && ibv_destroy_srq(g->srq))
+		msg(g, "Unable to destroy the SRQ");
 	if (g->aux_mr)
 		ibv_dereg_mr(g->aux_mr);
 	if (g->mr)
@@ -1753,7 +1780,7 @@ static int post_recv(struct sg *g, uint32_t s)
 
 	/* a WRITE_WITH_IMM's data goes by RDMA: its receive needs no buffer */
 	wr.num_sge = g->run.mode == MODE_SEND ? 1 : 0;
-	ret = ibv_post_recv(g->qp, &wr, &bad);
+	ret = g->srq ? ibv_post_srq_recv(g->srq, &wr, &bad) : ibv_post_recv(g->qp, &wr, &bad);
 	if (ret) {
 		msg(g, "Unable to post a receive: %s", strerror(ret));
 		g->st.errors++;

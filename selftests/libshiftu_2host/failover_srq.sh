@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: a QP on an SRQ rides a pull of rail 0 under libshiftu: its SRQ's outstanding receives move to the twin SRQ, none lost or consumed twice.
+#
+#     host 1 (client)                                   host 2 (server, started first)
+#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 10 s ══ eth0 10.0.0.2 ─ rxe0
+#     rxe1 ─ eth1 10.0.1.1 ─── rail 1 (the twins) ───────── eth1 10.0.1.2 ─ rxe1
+#            eth2 10.0.2.1 ─── mgmt: the programs' TCP ──── eth2 10.0.2.2
+#     redis-server (store)      lu_peer_run's shell
+#
+# rdma-core's ibv_srq_pingpong -q 1: one RC QP whose receives come from an
+# SRQ, one CQ for sends and receives, every wr_id and status checked (it
+# exits 1 on an error completion or a wr_id it did not post), and with -c
+# every received buffer.  A message lost would stall the ping-pong (both
+# ends wait for it until killed); one consumed twice would leave a receive
+# count that does not match the iterations.  Without the library (the
+# control) the run rides the pull by itself: its retry count, 7, never runs
+# out on Soft-RoCE, it stalls and goes on.  With the library on both ends
+# the client's QP fails over to rxe1 (its SRQ's outstanding receives, read
+# from Soft-RoCE's ring, go to the twin SRQ, and the SRQ is emptied), the
+# server's follows on hearing it, and host 1's packets go over rail 1
+# during the outage.  (The QP does not fail back: it grants no remote
+# access, and a failback's probe is an empty WRITE.)  The library before
+# SRQs gave such a QP no twin: it stalled through the outage like the
+# control, and this test fails on it.
+#
+# Then shiftgen -m send --srq (its receives posted with ibv_post_srq_recv
+# to an SRQ of the QP's own, every message's sequence number and checksum
+# checked by the server) through the same pull, with the library: both
+# sides fail over and back (the server's SRQ moves to its twin and back:
+# the twin SRQ emptied before the twin is renewed, the receives posted to
+# the SRQ behind the failback's control receive), rail 1 carries the
+# traffic during the outage and rail 0 after, and the server counts no
+# message lost, duplicated, reordered or corrupt.
+#
+# Last, ibv_srq_pingpong -q 4 unpulled, preloaded: an SRQ shared by several
+# QPs is not protected yet; the library says so once per QP and the run is
+# what it is without the library.
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
+lu_ride_setup ibv_srq_pingpong "$GEN"
+
+# pp_pair TAG PRE ARGS...: ibv_srq_pingpong's server on host 2 (-g its GID
+# index) and its client on host 1, over rail 0, TCP over mgmt on a port of
+# their own, both preloaded (PRE=1) or neither, LU_DURING run meanwhile as
+# lu_pair does; the same files in $FT_TMP as lu_pair.
+pp_pair()
+{
+	local tag=$1 pre=$2 port=$LU_PORT
+	shift 2
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$FT_TMP/$tag".*
+	LU_GIDX_OPT=-g lu_srv_start "$tag" "$pre" 120 ibv_srq_pingpong "$port" "$@"
+	LU_CLI_SECS=100 lu_cli "$tag" "$pre" ibv_srq_pingpong -d rxe0 -g "$LU_GIDX" -p "$port" \
+		"$@" "$LU_TCP"
+}
+
+# pp_line TAG: the client's "N iters in T seconds" line.
+pp_line()
+{
+	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
+}
+
+# The lab's pace, unpulled and without the library, sizes the pulled runs
+# to about 14 s: lu_pull takes rail 0 down 5 s in and counts packets until
+# about 13 s in.
+lu_keep pace srq
+pp_pair pace 0 -q 1 -c -n 300
+lu_exited_ok pace
+usec=$(sed -n 's/^.* = \([0-9.]*\) usec\/iter.*$/\1/p' "$FT_TMP/pace.cli.out")
+usec=${usec%%.*}
+if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
+	lu_fail pace "no usec/iter in the client's output"
+fi
+ITERS=$((14000000 / usec))
+[ "$ITERS" -ge 2000 ] || ITERS=2000
+log "pace: $(pp_line pace): $ITERS iterations for the pulled runs"
+
+for pre in 0 1; do
+	t=srq.$pre
+	lu_keep "$t" srq
+	LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+		pp_pair "$t" "$pre" -q 1 -c -n "$ITERS"
+	read -r s0 s1 < "$FT_TMP/$t.outage"
+	read -r off on < "$FT_TMP/$t.times"
+	log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(pp_line "$t")"
+	lu_exited_ok "$t"
+	grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
+	[ "$pre" = 1 ] || continue
+	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
+		lu_fail "$t" "the client's QP did not fail over"
+	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.srv.shiftu" ||
+		lu_fail "$t" "the server's QP did not follow"
+	grep -q 'receives of srq [0-9]* moved to its twin' "$FT_TMP/$t.cli.shiftu" ||
+		lu_fail "$t" "the client's SRQ did not move"
+	log "$t: client: $(grep -o 'receives of srq.*' "$FT_TMP/$t.cli.shiftu" | head -n 1)"
+	log "$t: server: $(grep -o 'receives of srq.*' "$FT_TMP/$t.srv.shiftu" | head -n 1)"
+	[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
+	lu_check_log "$t" cli "qps=1" "failovers>=1"
+	lu_check_log "$t" srv "qps=1" "failovers>=1"
+done
+
+# gen: checked SEND traffic into SRQs through the pull, failing over and back
+t=gen
+lu_keep "$t" srq
+LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull lu_pair "$t" 1 "$GEN" -m send --srq -D 17
+lu_rode "$t"
+lu_gen_clean "$t"
+for side in cli srv; do
+	grep -q 'failed back from rxe1' "$FT_TMP/$t.$side.shiftu" ||
+		lu_fail "$t" "$side: the QP did not fail back"
+done
+grep -q 'receives of srq [0-9]* moved to its twin' "$FT_TMP/$t.srv.shiftu" ||
+	lu_fail "$t" "the server's SRQ did not move to its twin"
+grep -q 'receives of srq [0-9]* moved back from its twin' "$FT_TMP/$t.srv.shiftu" ||
+	lu_fail "$t" "the server's SRQ did not move back"
+lu_check_log "$t" srv "failovers=1" "failbacks=1"
+log "$t: server: $(grep -o 'receives of srq.*' "$FT_TMP/$t.srv.shiftu" | tr '\n' ';')"
+log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
+
+# shared: an SRQ of four QPs, unpulled: unprotected, said once per QP
+t=shared
+lu_keep "$t" srq
+pp_pair "$t" 1 -q 4 -c -n 300
+lu_exited_ok "$t"
+grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
+n=$(grep -c 'shares its SRQ with another QP: unprotected' "$FT_TMP/$t.cli.shiftu" || true)
+[ "$n" -ge 3 ] || lu_fail "$t" "$n QPs said their shared SRQ leaves them unprotected, expected 3 or 4"
+lu_check_log "$t" cli "qps=4" "failovers=0"
+lu_check_log "$t" srv "qps=4" "failovers=0"
+log "$t: client: $(pp_line "$t"); $n QPs unprotected"
