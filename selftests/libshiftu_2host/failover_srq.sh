@@ -43,51 +43,23 @@ set -e
 [ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
 lu_ride_setup ibv_srq_pingpong "$GEN"
 
-# pp_pair TAG PRE ARGS...: ibv_srq_pingpong's server on host 2 (-g its GID
-# index) and its client on host 1, over rail 0, TCP over mgmt on a port of
-# their own, both preloaded (PRE=1) or neither, LU_DURING run meanwhile as
-# lu_pair does; the same files in $FT_TMP as lu_pair.
-pp_pair()
-{
-	local tag=$1 pre=$2 port=$LU_PORT
-	shift 2
-	LU_PORT=$((LU_PORT + 1))
-
-	rm -f "$FT_TMP/$tag".*
-	LU_GIDX_OPT=-g lu_srv_start "$tag" "$pre" 120 ibv_srq_pingpong "$port" "$@"
-	LU_CLI_SECS=100 lu_cli "$tag" "$pre" ibv_srq_pingpong -d rxe0 -g "$LU_GIDX" -p "$port" \
-		"$@" "$LU_TCP"
-}
-
-# pp_line TAG: the client's "N iters in T seconds" line.
-pp_line()
-{
-	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
-}
-
 # The lab's pace, unpulled and without the library, sizes the pulled runs
 # to about 14 s: lu_pull takes rail 0 down 5 s in and counts packets until
 # about 13 s in.
 lu_keep pace srq
-pp_pair pace 0 -q 1 -c -n 300
+lu_pp_pair pace 0 ibv_srq_pingpong -q 1 -c -n 300
 lu_exited_ok pace
-usec=$(sed -n 's/^.* = \([0-9.]*\) usec\/iter.*$/\1/p' "$FT_TMP/pace.cli.out")
-usec=${usec%%.*}
-if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
-	lu_fail pace "no usec/iter in the client's output"
-fi
-ITERS=$((14000000 / usec))
-[ "$ITERS" -ge 2000 ] || ITERS=2000
-log "pace: $(pp_line pace): $ITERS iterations for the pulled runs"
+lu_pp_iters pace 14
+log "pace: $(lu_pp_line pace): $ITERS iterations for the pulled runs"
 
 for pre in 0 1; do
 	t=srq.$pre
 	lu_keep "$t" srq
 	LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
-		pp_pair "$t" "$pre" -q 1 -c -n "$ITERS"
+		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -q 1 -c -n "$ITERS"
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	read -r off on < "$FT_TMP/$t.times"
-	log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(pp_line "$t")"
+	log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(lu_pp_line "$t")"
 	lu_exited_ok "$t"
 	grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
 	[ "$pre" = 1 ] || continue
@@ -125,11 +97,11 @@ log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
 # shared: an SRQ of four QPs, unpulled: unprotected, said once per QP
 t=shared
 lu_keep "$t" srq
-pp_pair "$t" 1 -q 4 -c -n 300
+lu_pp_pair "$t" 1 ibv_srq_pingpong -q 4 -c -n 300
 lu_exited_ok "$t"
 grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
 n=$(grep -c 'shares its SRQ with another QP: unprotected' "$FT_TMP/$t.cli.shiftu" || true)
 [ "$n" -ge 3 ] || lu_fail "$t" "$n QPs said their shared SRQ leaves them unprotected, expected 3 or 4"
 lu_check_log "$t" cli "qps=4" "failovers=0"
 lu_check_log "$t" srv "qps=4" "failovers=0"
-log "$t: client: $(pp_line "$t"); $n QPs unprotected"
+log "$t: client: $(lu_pp_line "$t"); $n QPs unprotected"

@@ -314,6 +314,44 @@ lu_rode()
 	log "$tag: $(grep -o 'failed back from.*' "$FT_TMP/$tag.cli.shiftu")"
 }
 
+# lu_pp_pair TAG PRE PROG ARGS...: one of rdma-core's ibv_*_pingpong, its
+# server on host 2 (-g its GID index) and its client on host 1, over rail
+# 0, TCP over mgmt on a port of their own, both preloaded (PRE=1) or
+# neither, LU_DURING run meanwhile as lu_pair does; the same files in
+# $FT_TMP as lu_pair.
+lu_pp_pair()
+{
+	local tag=$1 pre=$2 prog=$3 port=$LU_PORT
+	shift 3
+	LU_PORT=$((LU_PORT + 1))
+
+	rm -f "$FT_TMP/$tag".*
+	LU_GIDX_OPT=-g lu_srv_start "$tag" "$pre" 120 "$prog" "$port" "$@"
+	LU_CLI_SECS=100 lu_cli "$tag" "$pre" "$prog" -d rxe0 -g "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
+}
+
+# lu_pp_line TAG: the pingpong client's "N iters in T seconds" line.
+lu_pp_line()
+{
+	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
+}
+
+# lu_pp_iters TAG SECS: sets ITERS to how many iterations (2000 at least)
+# last SECS at the pace of the pingpong pair TAG, which ran unpulled; fails
+# if TAG printed no pace.
+lu_pp_iters()
+{
+	local usec
+
+	usec=$(sed -n 's/^.* = \([0-9.]*\) usec\/iter.*$/\1/p' "$FT_TMP/$1.cli.out")
+	usec=${usec%%.*}
+	if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
+		lu_fail "$1" "no usec/iter in the client's output"
+	fi
+	ITERS=$(($2 * 1000000 / usec))
+	[ "$ITERS" -ge 2000 ] || ITERS=2000
+}
+
 # lu_keep TAG DIR: when the test ends, passed or not, the files of the pair
 # TAG (host 2's libshiftu log fetched if lu_pair did not get that far) are
 # kept in $FT_OUT/DIR (lab: the run's out/), for a look after the run.

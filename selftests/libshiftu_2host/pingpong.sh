@@ -33,44 +33,17 @@ set -e
 
 lu_ride_setup ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong
 
-# pp_pair TAG PRE PROG ARGS...: PROG's server on host 2 (-g its GID index)
-# and its client on host 1, over rail 0, TCP over mgmt on a port of their
-# own, both preloaded (PRE=1) or neither, LU_DURING run meanwhile as
-# lu_pair does; the same files in $FT_TMP as lu_pair.
-pp_pair()
-{
-	local tag=$1 pre=$2 prog=$3 port=$LU_PORT
-	shift 3
-	LU_PORT=$((LU_PORT + 1))
-
-	rm -f "$FT_TMP/$tag".*
-	LU_GIDX_OPT=-g lu_srv_start "$tag" "$pre" 120 "$prog" "$port" "$@"
-	LU_CLI_SECS=100 lu_cli "$tag" "$pre" "$prog" -d rxe0 -g "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
-}
-
-# pp_line TAG: the client's "N iters in T seconds" line.
-pp_line()
-{
-	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
-}
-
 # The lab's pace: a short unpulled run, without the library, sizes the
 # pulled runs to about 14 s at that pace (a pull and a failback need 12 s of
 # traffic; without the library they stall through the 5 s outage).  The
 # programs connect within a second: the pull comes 3 s in.
 lu_keep pace pingpong
 t0=$EPOCHREALTIME
-pp_pair pace 0 ibv_rc_pingpong -n 500
+lu_pp_pair pace 0 ibv_rc_pingpong -n 500
 ms=$(lu_ms "$t0")
 lu_exited_ok pace
-usec=$(sed -n 's/^.* = \([0-9.]*\) usec\/iter.*$/\1/p' "$FT_TMP/pace.cli.out")
-usec=${usec%%.*}
-if [ -z "$usec" ] || [ "$usec" -le 0 ]; then
-	lu_fail pace "no usec/iter in the client's output"
-fi
-ITERS=$((14000000 / usec))
-[ "$ITERS" -ge 2000 ] || ITERS=2000
-log "pace: 500 iterations in $ms ms ($usec usec/iter): $ITERS iterations for the pulled runs"
+lu_pp_iters pace 14
+log "pace: 500 iterations in $ms ms ($(lu_pp_line pace)): $ITERS iterations for the pulled runs"
 
 # rc_ride TAG ARGS...: ibv_rc_pingpong ARGS through host 1's rail 0 pulled
 # by QEMU (lu_pull), without the library and then with it.
@@ -83,11 +56,11 @@ rc_ride()
 		local t=$tag.$pre
 		lu_keep "$t" pingpong
 		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_AT=3 LU_DURING=lu_pull \
-			pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
+			lu_pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
 		read -r s0 s1 < "$FT_TMP/$t.outage"
 		read -r r0 r1 < "$FT_TMP/$t.after"
 		read -r off on < "$FT_TMP/$t.times"
-		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1; client: $(pp_line "$t")"
+		log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1; client: $(lu_pp_line "$t")"
 		lu_exited_ok "$t"
 		grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
 		[ "$pre" = 1 ] || continue
@@ -117,11 +90,11 @@ plain()
 
 	for pre in 0 1; do
 		lu_keep "$tag.$pre" pingpong
-		pp_pair "$tag.$pre" "$pre" "$prog" "$@"
+		lu_pp_pair "$tag.$pre" "$pre" "$prog" "$@"
 		lu_exited_ok "$tag.$pre"
 		grep -q 'iters in' "$FT_TMP/$tag.$pre.cli.out" ||
 			lu_fail "$tag.$pre" "no result line from the client"
-		log "$tag.$pre: client: $(pp_line "$tag.$pre")"
+		log "$tag.$pre: client: $(lu_pp_line "$tag.$pre")"
 		[ "$pre" = 1 ] || continue
 		lu_check_log "$tag.$pre" cli "contexts>=1" "failovers=0"
 		lu_check_log "$tag.$pre" srv "contexts>=1" "failovers=0"
