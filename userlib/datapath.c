@@ -565,7 +565,8 @@ static __attribute__((always_inline)) inline int post_srq_recv_common(struct shi
 	int ret;
 
 	shiftu_window_open();
-	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
+	/* the receive queue's gate: its poster counts rq.head (posters.h) */
+	if (unlikely(!shiftu_vqp_open_r(vq)) || unlikely(wr->next))
 		return post_recv_other(vq->reg.app_qp, wr, bad_wr, vq);
 	vq->rq.head++;
 	ret = vq->post_srq_recv(srq, wr, bad_wr);
