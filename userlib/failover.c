@@ -1225,7 +1225,7 @@ void shiftu_unprotect(struct shiftu_vqp *vq, const char *why)
 	if (vq->state == SHIFTU_SEND_DEFAULT) {
 		vq->state = SHIFTU_SEND_DEAD;
 		shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
-		__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+		shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
 		shiftu_info("qp %u on %s: %s: unprotected", vq->reg.app_qp->qp_num,
 			    vq->sctx->dev_name, why);
 	} else if (vq->state != SHIFTU_SEND_DEAD) {
@@ -1303,7 +1303,7 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 	/* no failback's message to wait for on the default QP */
 	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
-	__atomic_store_n(&vq->slow, 0, __ATOMIC_RELAXED);
+	shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	pthread_mutex_unlock(&vq->fo_lock);
 	shiftu_info("qp %u on %s: the application moved it to %s%s: its errors are its own, not protected any more",
