@@ -42,8 +42,10 @@ log "without libshiftu, packets sent during the outage: rail 0 $p0, rail 1 $p1 (
 
 # ride TAG CAUSE BACK: the run with the library on both ends, rail 0 of
 # host $LU_PULL_ON down by $LU_PULL_BY (lu_pull); the client's QP fails
-# over for CAUSE, an extended regex ("port down" when its own cable is out;
-# "path down" or "the peer failed over" when the server's is), and with
+# over for CAUSE, an extended regex ("port down" when its own cable is out,
+# or, with `ip link set down`, the error completion of a send that rxe
+# could not transmit, which may come before the port's event; "path down"
+# or "the peer failed over" when the server's is), and with
 # BACK=1 must be back on rail 0 after the repair.
 ride()
 {
@@ -85,4 +87,4 @@ ride server_pull "path down|the peer failed over" 1
 LU_PULL_BY=ip
 ride server_ip "path down|the peer failed over" 1
 LU_PULL_ON=1
-ride client_ip "port down" 1
+ride client_ip "port down|local QP operation error" 1

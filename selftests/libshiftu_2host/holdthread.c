@@ -9,8 +9,11 @@
  * interrupts it, and single-steps it until it executes code of the
  * library whose mapped path contains LIBRARY (/proc/TID/maps); prints
  * "held TID at ADDR" then, holds it SECONDS (fractions allowed) and lets
- * it go.  A thread that does not reach the library within 30 s is let go,
- * with exit status 1.
+ * it go.  A thread that does not get there within STEPS_MAX steps (it may
+ * be in a loop that calls the library only when something arrives, which
+ * stepping slows a thousandfold) runs free for a few milliseconds and is
+ * interrupted again, elsewhere.  A thread that does not reach the library
+ * within 30 s is let go, with exit status 1.
  *
  * failover_held.sh holds a program's main thread inside Soft-RoCE's
  * provider, which libshiftu calls only inside the thread's window
@@ -30,7 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REACH_S	30
+#define REACH_S		30
+#define STEPS_MAX	4000
+#define FREE_US		3000
 
 struct range {
 	uint64_t lo, hi;
@@ -99,6 +104,7 @@ int main(int argc, char **argv)
 	struct range text[8];
 	double hold, t0;
 	unsigned long steps = 0;
+	unsigned int runs = 0;
 	char *end;
 	pid_t tid;
 	int n, sig = 0, ret = 1;
@@ -135,15 +141,25 @@ int main(int argc, char **argv)
 		if (inside(text, n, regs.rip))
 			break;
 		if (now() - t0 > REACH_S) {
-			fprintf(stderr, "holdthread: thread %d did not reach %s in %d s (%lu steps)\n",
-				tid, argv[2], REACH_S, steps);
+			fprintf(stderr, "holdthread: thread %d did not reach %s in %d s (%lu steps, %u free runs)\n",
+				tid, argv[2], REACH_S, steps, runs);
 			goto out;
+		}
+		if (++steps % STEPS_MAX == 0) {
+			if (ptrace(PTRACE_CONT, tid, 0, sig))
+				goto gone;
+			sig = 0;
+			usleep(FREE_US + rand() % FREE_US);
+			if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) || !stopped(tid, &sig))
+				goto gone;
+			runs++;
+			continue;
 		}
 		if (ptrace(PTRACE_SINGLESTEP, tid, 0, sig) || !stopped(tid, &sig))
 			goto gone;
-		steps++;
 	}
-	printf("held %d at 0x%llx after %lu steps\n", tid, (unsigned long long)regs.rip, steps);
+	printf("held %d at 0x%llx after %lu steps, %u free runs\n", tid,
+	       (unsigned long long)regs.rip, steps, runs);
 	fflush(stdout);
 	t0 = now();
 	while (now() - t0 < hold)
