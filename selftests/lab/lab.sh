@@ -369,7 +369,13 @@ check_dmesg()
 			rc=1
 		elif grep -Eq "$BUG_PATTERN" "$file"; then
 			log "FAIL: host $id dmesg reports kernel problems ($file):"
-			grep -E "$BUG_PATTERN" "$file" | head -20 >&2
+			# each report whole, up to its trace's end: the trace
+			# names the object and the path that held it
+			awk -v pat="$BUG_PATTERN" '
+				$0 ~ pat { on = 1; n = 0 }
+				on && n++ < 40 { print }
+				on && /---\[ end trace|<\/TASK>/ { on = 0 }
+			' "$file" | head -120 >&2
 			rc=1
 		fi
 	done

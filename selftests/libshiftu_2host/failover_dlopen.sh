@@ -12,7 +12,7 @@
 #
 #     host 1 (shiftu-run shiftgen_dl client)         host 2 (shiftu-run shiftgen_dl server)
 #     dlopen("libibverbs.so") = shim: libshiftu, then libibverbs (dlvsym by handle)
-#     rxe0 ─ eth0 ══ rail 0 (down 5-10 s) ══════════ eth0 ─ rxe0
+#     rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══════════ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins) ─────────── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
@@ -45,7 +45,7 @@ dl_ride()
 	LU_PULL_ON=$2 LU_PULL_BY=$3
 
 	lu_keep "$tag" dlopen
-	LU_DURING=lu_pull lu_pair "$tag" run "$GENDL" -m write_imm -D 17
+	LU_DURING=lu_pull lu_pair "$tag" run "$GENDL" -m write_imm -D 13
 	lu_rode "$tag"
 	lu_gen_clean "$tag"
 	log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: unmodified perftest programs other than ib_write_bw ride through
-# the client's rail 0 going down from 5 s to 10 s, by a pulled cable
+# the client's rail 0 going down from 5 s to about 8 s, by a pulled cable
 # (QEMU's set_link) and by `ip link set eth0 down` in the guest, with
 # libshiftu preloaded on both hosts, each with its default flags:
 # ib_send_bw (two-sided: the server's receives move to its twin by the
@@ -15,7 +15,7 @@
 # failover_perftest_srv.sh; ib_write_bw: failover_write.sh.)
 #
 #     host 1 (client)                                  host 2 (server)
-#     PROG ─ rxe0 ─ eth0 ══ rail 0 (down 5-10 s) ══ eth0 ─ rxe0 ─ PROG
+#     PROG ─ rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══ eth0 ─ rxe0 ─ PROG
 #       └─ twin ─ rxe1 ─ eth1 ── rail 1 ──────────────────── eth1 ─ rxe1 ─ twin ┘
 #     redis-server 10.0.2.1 ─────── mgmt ───────── (host 2's library;
 #                                                    perftest's TCP)

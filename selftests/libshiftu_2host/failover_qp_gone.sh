@@ -11,7 +11,7 @@
 # CQs' twins is read through a NULL pointer on the next poll.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
-#     rxe0 ─ eth0 ══════ rail 0: pulled 5 s to 10 s ══ eth0 ─ rxe0
+#     rxe0 ─ eth0 ══════ rail 0: pulled 5 s to 8 s ══ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
@@ -22,7 +22,7 @@ lu_gen_ride_setup
 
 lu_keep gone gone
 LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-	lu_pair gone 1 "$GEN" -m write_imm --spare-qp 7 -D 16
+	lu_pair gone 1 "$GEN" -m write_imm --spare-qp 7 -D 13
 read -r off on < "$FT_TMP/gone.times"
 log "gone: host 1's rail 0 down from $off ms to $on ms after the client's start"
 lu_gen_clean gone

@@ -3,7 +3,7 @@
 # Proves: a QP on an SRQ rides a pull of rail 0 under libshiftu: its SRQ's outstanding receives move to the twin SRQ, none lost or consumed twice.
 #
 #     host 1 (client)                                   host 2 (server, started first)
-#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 10 s ══ eth0 10.0.0.2 ─ rxe0
+#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 8 s ══ eth0 10.0.0.2 ─ rxe0
 #     rxe1 ─ eth1 10.0.1.1 ─── rail 1 (the twins) ───────── eth1 10.0.1.2 ─ rxe1
 #            eth2 10.0.2.1 ─── mgmt: the programs' TCP ──── eth2 10.0.2.2
 #     redis-server (store)      lu_peer_run's shell
@@ -44,12 +44,12 @@ set -e
 lu_ride_setup ibv_srq_pingpong "$GEN"
 
 # The lab's pace, unpulled and without the library, sizes the pulled runs
-# to about 14 s: lu_pull takes rail 0 down 5 s in and counts packets until
-# about 13 s in.
+# to about 11 s: lu_pull takes rail 0 down 5 s in and counts packets until
+# about 10 s in.
 lu_keep pace srq
 lu_pp_pair pace 0 ibv_srq_pingpong -q 1 -c -n 300
 lu_exited_ok pace
-lu_pp_iters pace 14
+lu_pp_iters pace 11
 log "pace: $(lu_pp_line pace): $ITERS iterations for the pulled runs"
 
 for pre in 0 1; do
@@ -79,7 +79,7 @@ done
 # gen: checked SEND traffic into SRQs through the pull, failing over and back
 t=gen
 lu_keep "$t" srq
-LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull lu_pair "$t" 1 "$GEN" -m send --srq -D 17
+LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull lu_pair "$t" 1 "$GEN" -m send --srq -D 13
 lu_rode "$t"
 lu_gen_clean "$t"
 for side in cli srv; do

@@ -229,13 +229,12 @@ lu_ms()
 # lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
 # rail 0 of host LU_PULL_ON (1 or 2) goes down by LU_PULL_BY (link or ip,
 # lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
-# and comes back 5 s later.  Host 1's packets per rail are
-# counted for 2 s from 1 s into the outage (TAG.outage: rail 0's, rail
-# 1's) and again for 2 s from half a second after the client's library
-# failed back, 12 s at most after the repair (TAG.fbwait: how long it
-# took, in tenths of a second; LU_PULL_FB_TENTHS: another bound, 0 for a
-# QP that cannot fail back); with no library, 3 s after the repair
-# (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
+# and comes back 2.7 s later.  Host 1's packets per rail are counted for
+# 1.5 s from 0.7 s into the outage (TAG.outage: rail 0's, rail 1's) and
+# again for 1.5 s from 0.3 s after the client's library failed back, 12 s
+# at most after the repair (TAG.fbwait: how long it took, in tenths of a
+# second; LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail
+# back); with no library, 3 s after the repair (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
 # from the client's start.  No process is started but grep's and ip's:
 # the pollers leave the guests little CPU.
 LU_PULL_ON=1 LU_PULL_BY=link
@@ -246,12 +245,12 @@ lu_pull()
 	lab_nap "${LU_PULL_AT:-5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
 	off=$(lu_ms "$t0")
-	lab_nap 1
+	lab_nap 0.7
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
-	lab_nap 2
+	lab_nap 1.5
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
 	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
-	lab_nap 2
+	lab_nap 0.5
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" on
 	on=$(lu_ms "$t0")
 	echo "$off $on" > "$FT_TMP/$tag.times"
@@ -262,12 +261,12 @@ lu_pull()
 			t=$((t + 1))
 		done
 		echo "$t" > "$FT_TMP/$tag.fbwait"
-		lab_nap 0.5
+		lab_nap 0.3
 	else
 		lab_nap 3
 	fi
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
-	lab_nap 2
+	lab_nap 1.5
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
 	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.after"
 }
@@ -385,7 +384,7 @@ lu_rides()
 			if [ "$by" = ip ]; then
 				sfx=${2}_ip
 			fi
-			lu_ride "$on" "$by" "$prog" "$size" "$name$sfx" -D 17
+			lu_ride "$on" "$by" "$prog" "$size" "$name$sfx" -D 13
 		done
 	done
 }

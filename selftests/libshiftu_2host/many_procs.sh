@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: eight processes started together, each with its own QP and
 # libshiftu on both hosts, all connect and all ride one pull of host 1's
-# rail 0 (5 s to 10 s), five rounds in a row: every ib_write_bw pair exits
+# rail 0 (5 s to about 8 s), five rounds in a row: every ib_write_bw pair exits
 # 0 with its result line, its QP failed over and back, its library logged
 # no warning (none left its QP unprotected: eight pollers on one guest CPU
 # keep each other waiting inside their verbs, which a move must wait out,
@@ -10,7 +10,7 @@
 # outage.  The control round, the same eight without the library, shows
 # them all connecting and rail 1 carrying nothing.
 #
-#     host 1: 8 x ib_write_bw client ─ rxe0 ══ rail 0 (down 5-10 s) ══ rxe0 ─ 8 x server: host 2
+#     host 1: 8 x ib_write_bw client ─ rxe0 ══ rail 0 (down 5-8 s) ══ rxe0 ─ 8 x server: host 2
 #             8 twins ─ rxe1 ── rail 1 ─────────────────────────────── rxe1 ─ 8 twins
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh

@@ -42,7 +42,7 @@ t0=$EPOCHREALTIME
 lu_pp_pair pace 0 ibv_rc_pingpong -n 500
 ms=$(lu_ms "$t0")
 lu_exited_ok pace
-lu_pp_iters pace 14
+lu_pp_iters pace 10
 log "pace: 500 iterations in $ms ms ($(lu_pp_line pace)): $ITERS iterations for the pulled runs"
 
 # rc_ride TAG ARGS...: ibv_rc_pingpong ARGS through host 1's rail 0 pulled

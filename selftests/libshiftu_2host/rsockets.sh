@@ -4,12 +4,12 @@
 # immediate for the data and the credits, much as NCCL moves its own) work
 # the same under shiftu-run on both hosts: rstream with its data check
 # (-T v) exits 0 on both ends with and without the library, and under the
-# library it rides host 1's rail 0 pulled from 5 s to 10 s, its traffic on
+# library it rides host 1's rail 0 pulled from 5 s to about 8 s, its traffic on
 # rail 1 during the outage, every byte checked.  (Without the library
 # rstream cannot ride a pull at all: it waits forever.)
 #
 #     host 1 (rstream -s 10.0.0.2 -T v)               host 2 (rstream -b 10.0.0.2)
-#     rxe0 ─ eth0 ══ rail 0 (down 5-10 s) ══════════ eth0 ─ rxe0
+#     rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══════════ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins) ─────────── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
