@@ -42,7 +42,9 @@
 # passed on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order.
-# LAB_TIMEOUT (seconds per VM run, default 3300), LAB_ACCEL
+# LAB_TIMEOUT (seconds per VM run; default for `run` 1500 with one host,
+# 3600 with two, each at least 1.5 times what its make check run takes on
+# a 2-core machine; 3300 for the scenarios), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
@@ -55,6 +57,7 @@ SHIFT_TOP=$(cd "$LAB_DIR/../.." && pwd)
 BUILD=$SHIFT_TOP/build/lab
 KSFT_OUT=$SHIFT_TOP/build/kselftest
 KSFT_DIR=$KSFT_OUT/tools/testing/selftests
+LAB_TIMEOUT_GIVEN=${LAB_TIMEOUT:-}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3300}
 LAB_MEM=${LAB_MEM:-1024}
 # Modules the initramfs loads (with dependencies, in order) to reach 9p.
@@ -331,7 +334,12 @@ boot_lab()
 	stream_console 1
 	wait_lab "$nhosts"
 	wait "$STREAM_PID" 2>/dev/null || true
-	log "VMs ran for $((SECONDS - BOOT_START))s"
+	local secs=$((SECONDS - BOOT_START))
+
+	log "VMs ran for ${secs}s ($((secs * 100 / LAB_TIMEOUT)) % of LAB_TIMEOUT ${LAB_TIMEOUT}s)"
+	# a run past two thirds of its bound fails on a machine half as slow
+	[ $((secs * 3)) -le $((LAB_TIMEOUT * 2)) ] ||
+		log "WARNING: over two thirds of LAB_TIMEOUT: shorten the run or raise its bound"
 }
 
 prepare()
@@ -432,6 +440,10 @@ cmd_run()
 		shift 2
 	fi
 	[ $# -ge 1 ] || usage
+	if [ -z "$LAB_TIMEOUT_GIVEN" ]; then
+		LAB_TIMEOUT=1500
+		[ "$nhosts" = 1 ] || LAB_TIMEOUT=3600
+	fi
 	"$LAB_DIR/get-kselftest.sh" "$KSFT_OUT"
 	for dir in "$@"; do
 		[ -f "$dir/Makefile" ] || die "$dir: not a kselftest directory (no Makefile)"

@@ -24,7 +24,7 @@ lu_gen_ride_setup
 
 lu_keep solicited solicited
 LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-	lu_pair solicited 1 "$GEN" -m write_imm --solicited -D 11
+	lu_pair solicited 1 "$GEN" -m write_imm --solicited -D 14
 read -r off on < "$FT_TMP/solicited.times"
 log "solicited: host 1's rail 0 down from $off ms to $on ms after the client's start"
 lu_gen_clean solicited

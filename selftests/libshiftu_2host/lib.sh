@@ -54,6 +54,22 @@ lu_setup()
 	LU_GIDX=$(lab_gid_index rxe0) || fail "rxe0 has no RoCEv2 IPv4 GID"
 	LU_RGIDX=$(lu_peer_out "lab_gid_index rxe0") || LU_RGIDX=
 	[ -n "$LU_RGIDX" ] || fail "host 2's rxe0 has no RoCEv2 IPv4 GID"
+	lu_rails_answer
+}
+
+# lu_rails_answer: host 2 answers a ping on both rails, or the test fails
+# before it starts, saying so: a rail that an earlier test left dead (the
+# lab's virtio links have stalled under load) is not this test's failure.
+lu_rails_answer()
+{
+	local n
+
+	for n in 0 1; do
+		ping -q -c 1 -W 3 -I "eth$n" "10.0.$n.2" > /dev/null 2>&1 ||
+			ping -q -c 3 -W 3 -I "eth$n" "10.0.$n.2" > /dev/null 2>&1 && continue
+		lu_rails_state
+		fail "the lab's rail $n is dead before the test: host 2 (10.0.$n.2) answers no ping"
+	done
 }
 
 # lu_kill_server: end host 2's perftest server if one is still running
