@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 	struct range text[8];
 	double hold, t0;
 	unsigned long steps = 0;
-	unsigned int runs = 0;
+	unsigned int since = 0, runs = 0;
 	char *end;
 	pid_t tid;
 	int n, sig = 0, ret = 1;
@@ -145,7 +145,8 @@ int main(int argc, char **argv)
 				tid, argv[2], REACH_S, steps, runs);
 			goto out;
 		}
-		if (++steps % STEPS_MAX == 0) {
+		if (++since > STEPS_MAX) {
+			since = 0;
 			if (ptrace(PTRACE_CONT, tid, 0, sig))
 				goto gone;
 			sig = 0;
@@ -157,6 +158,7 @@ int main(int argc, char **argv)
 		}
 		if (ptrace(PTRACE_SINGLESTEP, tid, 0, sig) || !stopped(tid, &sig))
 			goto gone;
+		steps++;
 	}
 	printf("held %d at 0x%llx after %lu steps, %u free runs\n", tid,
 	       (unsigned long long)regs.rip, steps, runs);

@@ -250,9 +250,10 @@ lu_ms()
 # again for 1.5 s from 0.3 s after the client's library failed back, 12 s
 # at most after the repair (TAG.fbwait: how long it took, in tenths of a
 # second; LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail
-# back); with no library, 3 s after the repair (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
-# from the client's start.  No process is started but grep's and ip's:
-# the pollers leave the guests little CPU.
+# back); with no library, 3 s after the repair (TAG.after).  TAG.times:
+# when the pull and the repair took effect, in ms from the client's start.
+# No process is started but grep's and ip's: the pollers leave the guests
+# little CPU.
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {

@@ -1502,10 +1502,11 @@ static __attribute__((noinline)) int post_wr_api(struct ibv_qp_ex *x,
  * the next, 10 s at most) before ibv_wr_complete */
 static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
 {
-	uint64_t until = now_ns() + (hold_next ? 10 * NS : NS / 1000);
+	bool held = hold_next;
+	uint64_t until = now_ns() + (held ? 10 * NS : NS / 1000);
 	int ret;
 
-	if (hold_next)
+	if (held)
 		hold_next = 2;
 	ret = wr_build(g->qpx, wr);
 	if (!ret) {
@@ -1513,8 +1514,11 @@ static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
 			;
 		ret = ibv_wr_complete(g->qpx);
 	}
-	hold_next = 0;
-	hold_release = 0;
+	/* a SIGUSR2 that came during an ordinary batch holds the next one */
+	if (held) {
+		hold_next = 0;
+		hold_release = 0;
+	}
 	return ret;
 }
 
