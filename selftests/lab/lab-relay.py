@@ -7,8 +7,12 @@
       ttyS1 in the guest) and to one of its QMP monitors; for every line
       "lab-link NONCE IFNAME on|off" from the guest run QMP set_link on the
       netdev IFNAME and answer "lab-link NONCE ok" (after QEMU returned)
-      or "lab-link NONCE error MESSAGE". Other lines are ignored. Exits
-      when the VM goes away.
+      or "lab-link NONCE error MESSAGE"; for "lab-virtq NONCE IFNAME"
+      answer "lab-virtq NONCE ok TEXT" with the QEMU side of the virtio
+      NIC nicN behind IFNAME ethN (device status, and per queue the avail
+      index QEMU has seen and taken, the used index and requests in use),
+      for a stalled link's diagnosis. Other lines are ignored. Exits when
+      the VM goes away.
   lab-relay.py qmp QMP_SOCK set_link IFNAME on|off
       The same from the host (lab.sh link).
 """
@@ -65,6 +69,29 @@ class Qmp:
                 return False, reply["error"].get("desc", "QMP error")
             return True, reply.get("return")
 
+    def virtq(self, ifname):
+        """One line on the virtio NIC behind netdev IFNAME (ethN: nicN)."""
+        if not ifname.startswith("eth") or not ifname[3:].isdigit():
+            return False, "no such interface: %s" % ifname
+        path = "/machine/peripheral/nic%s/virtio-backend" % ifname[3:]
+        ok, st = self.execute("x-query-virtio-status", path=path)
+        if not ok:
+            return False, st
+        status = [s.split(":")[0].replace("VIRTIO_CONFIG_S_", "")
+                  for s in st["status"].get("statuses", [])]
+        words = ["status=%s" % ",".join(status),
+                 "broken=%s" % st.get("broken"),
+                 "vm-running=%s" % st.get("vm-running")]
+        for index, role in ((0, "rx"), (1, "tx")):
+            ok, q = self.execute("x-query-virtio-queue-status",
+                                 path=path, queue=index)
+            if not ok:
+                return False, q
+            words.append("%s: avail %d taken %d used %d signalled %d inuse %d"
+                         % (role, q["shadow-avail-idx"], q["last-avail-idx"],
+                            q["used-idx"], q["signalled-used"], q["inuse"]))
+        return True, " ".join(words)
+
     def set_link(self, name, state):
         if state not in ("on", "off"):
             return False, "state must be on or off"
@@ -76,12 +103,18 @@ def relay(ctl_path, qmp_path):
     ctl = connect_unix(ctl_path)
     for raw in ctl.makefile("rb"):
         words = raw.decode(errors="replace").split()
-        if len(words) != 4 or words[0] != "lab-link":
+        if len(words) == 4 and words[0] == "lab-link":
+            nonce, name, state = words[1:]
+            ok, result = qmp.set_link(name, state)
+            result = "" if ok else " " + result
+        elif len(words) == 3 and words[0] == "lab-virtq":
+            nonce, name = words[1:]
+            ok, result = qmp.virtq(name)
+            result = " " + result
+        else:
             continue
-        nonce, name, state = words[1:]
-        ok, result = qmp.set_link(name, state)
-        answer = "lab-link %s ok" % nonce if ok else \
-                 "lab-link %s error %s" % (nonce, result)
+        answer = "%s %s %s%s" % (words[0], nonce, "ok" if ok else "error",
+                                  result)
         ctl.sendall(answer.encode() + b"\n")
     return 0
 

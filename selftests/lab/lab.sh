@@ -38,8 +38,9 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS and BENCH_STEPS (bench.sh's steps, default all) are
-# passed on to the guest;
+# info), TORTURE_PULLS, BENCH_STEPS (bench.sh's steps, default all) and
+# LINKSTALL_PULLS and LINKSTALL_HOLD (the linkstall scenario's) are passed
+# on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order.
 # LAB_TIMEOUT (seconds per VM run; default for `run` 1500 with one host,
@@ -238,7 +239,7 @@ qemu_args()
 		lport=${PORTS[2 * n]} rport=${PORTS[2 * n + 1]}
 		[ "$id" = 2 ] && { lport=${PORTS[2 * n + 1]}; rport=${PORTS[2 * n]}; }
 		args+=(-netdev "dgram,id=eth$n,local.type=inet,local.host=127.0.0.1,local.port=$lport,remote.type=inet,remote.host=127.0.0.1,remote.port=$rport"
-			-device "virtio-net-pci,netdev=eth$n,mac=52:54:00:1a:0$id:0$n,speed=10000,duplex=full,romfile=")
+			-device "virtio-net-pci,id=nic$n,netdev=eth$n,mac=52:54:00:1a:0$id:0$n,speed=10000,duplex=full,romfile=")
 	done
 	printf '%s\n' "${args[@]}"
 }
@@ -469,7 +470,7 @@ scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS; do
+	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -573,11 +573,12 @@ lu_show()
 # client's files come last, its program's own output last of all, nearest
 # the verdict: a log cut to its tail (CI's) keeps the program's error.
 # lu_rails_state: once per test, both hosts' view of rail 0 and rail 1
-# (link state and counters, neighbours, the kernel's last lines), so that
-# a failure the lab's network caused tells itself from the library's.
+# (link state and counters, neighbours, qdisc, the virtio queues as the
+# driver and as QEMU count them, the kernel's last lines), so that a
+# failure the lab's network caused tells itself from the library's.
 lu_rails_state()
 {
-	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; done; dmesg | tail -n 5'
+	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; tc -s qdisc show dev $i | tr "\n" " "; echo; ethtool -S $i | grep -E "tx_queue_0_(packets|kicks|timeouts)|rx_queue_0_(packets|kicks)" | tr -s " \n" "  "; echo; echo "QEMU: $(lab_virtq $i 2>&1)"; done; grep virtio /proc/interrupts | tr -s " "; dmesg | tail -n 5'
 
 	[ -z "${LU_RAILS_SHOWN:-}" ] || return 0
 	LU_RAILS_SHOWN=1

@@ -9,6 +9,9 @@
 #                            without starting a process (~5 ms under TCG);
 #                            not for concurrent use by several processes
 #                            (the lab-link command serialises callers)
+#   lab_virtq IFNAME         QEMU's view of the virtio NIC behind IFNAME:
+#                            device status and each queue's indexes (for
+#                            a stalled link's diagnosis)
 #   lab_gid_index DEV        print the GID index of DEV's IPv4 RoCE v2 GID
 #   lab_nap SECONDS          sleep without starting a process (read -t on a
 #                            FIFO of the shell's own; one mkfifo the first
@@ -17,34 +20,52 @@
 LAB_CTL=/dev/ttyS1
 
 # Protocol with the host relay (lab-relay.py), one line each way:
-# "lab-link NONCE IFNAME on|off" and "lab-link NONCE ok" or
-# "lab-link NONCE error MESSAGE". The relay answers only after QEMU's
-# set_link returned. Lines for other nonces are skipped.
-lab_link()
+# "lab-link NONCE IFNAME on|off" or "lab-virtq NONCE IFNAME", answered by
+# "REQUEST NONCE ok[ TEXT]" or "REQUEST NONCE error MESSAGE". The relay
+# answers only after QEMU returned. Lines for other nonces are skipped.
+# lab_relay_ask REQUEST ARGS...: prints TEXT, returns 1 on an error.
+lab_relay_ask()
 {
-	local ifname=$1 state=$2 nonce=$$.$RANDOM.$RANDOM line fd
+	local req=$1 nonce=$$.$RANDOM.$RANDOM line fd
+	shift
 
-	case "$ifname:$state" in
-	eth[0-2]:on|eth[0-2]:off) ;;
-	*) echo "usage: lab-link eth0|eth1|eth2 off|on" >&2; return 2 ;;
-	esac
 	exec {fd}<>"$LAB_CTL"
-	printf 'lab-link %s %s %s\n' "$nonce" "$ifname" "$state" >&$fd
+	printf '%s %s %s\n' "$req" "$nonce" "$*" >&$fd
 	while IFS= read -r -t "${LAB_LINK_TIMEOUT:-10}" line <&$fd; do
 		line=${line%$'\r'}
 		case "$line" in
-		"lab-link $nonce ok")
+		"$req $nonce ok"*)
 			exec {fd}<&-
+			line=${line#"$req $nonce ok"}
+			[ -z "$line" ] || echo "${line# }"
 			return 0 ;;
-		"lab-link $nonce error "*)
-			echo "lab-link: ${line#lab-link $nonce error }" >&2
+		"$req $nonce error "*)
+			echo "$req: ${line#"$req $nonce error "}" >&2
 			exec {fd}<&-
 			return 1 ;;
 		esac
 	done
 	exec {fd}<&-
-	echo "lab-link: no answer from the host relay" >&2
+	echo "$req: no answer from the host relay" >&2
 	return 1
+}
+
+lab_link()
+{
+	case "$1:$2" in
+	eth[0-2]:on|eth[0-2]:off) ;;
+	*) echo "usage: lab-link eth0|eth1|eth2 off|on" >&2; return 2 ;;
+	esac
+	lab_relay_ask lab-link "$1" "$2"
+}
+
+lab_virtq()
+{
+	case "$1" in
+	eth[0-2]) ;;
+	*) echo "usage: lab_virtq eth0|eth1|eth2" >&2; return 2 ;;
+	esac
+	lab_relay_ask lab-virtq "$1"
 }
 
 lab_gid_index()

@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# linkstall: pull host 1's rail 0 with QEMU's set_link again and again under
+# Soft-RoCE traffic without the library, and stop at the first pull after
+# which rail 0 carries nothing (`lab.sh scenario linkstall two`).
+# LINKSTALL_PULLS (default 40) pulls; on a stall, the guest's view of eth0
+# is printed and the scenario holds LINKSTALL_HOLD seconds (default 0) so
+# QEMU can be asked from outside (lab.sh monitor 1).
+
+set -e
+. lab-lib.sh
+
+PULLS=${LINKSTALL_PULLS:-40}
+HOLD=${LINKSTALL_HOLD:-0}
+GIX=$(lab_gid_index rxe0)
+
+diag()
+{
+	echo "== $1"
+	ip -s link show eth0
+	ip neigh show dev eth0
+	tc -s qdisc show dev eth0
+	ethtool -S eth0 2>&1
+	grep . /sys/class/net/eth0/queues/tx-0/tx_timeout \
+		/sys/class/net/eth0/carrier /sys/class/net/eth0/operstate
+	grep virtio /proc/interrupts
+	lab_virtq eth0
+}
+
+for i in $(seq 1 "$PULLS"); do
+	lab-peer "pkill -x ibv_rc_pingpong; true"
+	lab-peer --bg "ibv_rc_pingpong -d rxe0 -g $GIX -n 1000000 -s 4096" >/dev/null
+	lab_nap 1
+	ibv_rc_pingpong -d rxe0 -g "$GIX" -n 1000000 -s 4096 10.0.0.2 \
+		>/tmp/linkstall.log 2>&1 &
+	client=$!
+	lab_nap "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+	read -r tx0 </sys/class/net/eth0/statistics/tx_packets
+	lab_link eth0 off
+	lab_nap 2.7
+	lab_link eth0 on
+	lab_nap 4
+	kill "$client" 2>/dev/null || true
+	wait "$client" 2>/dev/null || true
+	read -r tx1 </sys/class/net/eth0/statistics/tx_packets
+	if ping -c 3 -W 1 -I eth0 10.0.0.2 >/dev/null 2>&1; then
+		echo "pull $i: rail 0 alive (tx $tx0 -> $tx1; QEMU: $(lab_virtq eth0 2>&1))"
+		continue
+	fi
+	lab_nap 5
+	if ping -c 3 -W 1 -I eth0 10.0.0.2 >/dev/null 2>&1; then
+		echo "pull $i: rail 0 alive after 5 s more (tx $tx0 -> $tx1)"
+		continue
+	fi
+	echo "STALL after pull $i (tx $tx0 -> $tx1)"
+	diag "host 1 at the stall"
+	lab_nap 3
+	diag "host 1 3 s later"
+	lab-peer "$(declare -f diag); diag 'host 2 at the stall'"
+	[ "$HOLD" -gt 0 ] && { echo "holding $HOLD s"; lab_nap "$HOLD"; }
+	exit 1
+done
+echo "no stall in $PULLS pulls"
