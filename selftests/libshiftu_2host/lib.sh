@@ -51,10 +51,10 @@ lu_setup()
 	LU_RDIR=$(lu_peer_out "mktemp -d /tmp/libshiftu_2host.$FT_TEST.XXXXXX") || LU_RDIR=
 	[ -n "$LU_RDIR" ] || fail "no scratch directory on host 2"
 	ft_defer "lab-peer 'rm -rf $LU_RDIR'"
+	lu_rails_answer
 	LU_GIDX=$(lab_gid_index rxe0) || fail "rxe0 has no RoCEv2 IPv4 GID"
 	LU_RGIDX=$(lu_peer_out "lab_gid_index rxe0") || LU_RGIDX=
 	[ -n "$LU_RGIDX" ] || fail "host 2's rxe0 has no RoCEv2 IPv4 GID"
-	lu_rails_answer
 }
 
 # lu_rail_pings N: host 2 answers a ping on rail N (one try, then three)
@@ -67,8 +67,10 @@ lu_rail_pings()
 # lu_rails_answer: host 2 answers a ping on both rails before the test
 # starts.  A rail that an earlier test left dead (the lab's virtio links
 # have stalled after a pull: the guest's transmit counter stops) is said
-# so, with both hosts' view of it, and both ends of its cable are pulled
-# and put back once; a rail still dead then fails the test, named as the
+# so, with both hosts' view of it (lu_rails_state); both ends of its cable
+# are pulled and put back once, and if that is not enough both guests'
+# NICs of that rail are reset and its rxe device made again
+# (lab_rail_reset).  A rail still dead then fails the test, named as the
 # lab's, not as this test's failure.
 lu_rails_answer()
 {
@@ -83,12 +85,29 @@ lu_rails_answer()
 		lab_nap 1
 		lab_link "eth$n" on
 		lu_peer_run "lab_link eth$n on"
-		"$FTPAGE" wait "rxe$n" 1 state=ACTIVE -t 5000 > /dev/null || true
-		lu_peer_run "$FTPAGE wait rxe$n 1 state=ACTIVE -t 5000 > /dev/null" || true
+		lu_rail_active "$n"
+		if lu_rail_pings "$n"; then
+			log "the lab's rail $n answers again once both ends were pulled and put back"
+			continue
+		fi
+		log "the lab's rail $n is still dead: resetting both guests' NIC of rail $n and making rxe$n again"
+		lab_rail_reset "$n" ||
+			fail "the lab's rail $n is dead before the test, and host 1's NIC of it could not be reset"
+		lu_peer_run "lab_rail_reset $n" ||
+			fail "the lab's rail $n is dead before the test, and host 2's NIC of it could not be reset"
+		lu_rail_active "$n"
 		lu_rail_pings "$n" ||
-			fail "the lab's rail $n is dead before the test: host 2 (10.0.$n.2) answers no ping, even once both ends were pulled and put back"
-		log "the lab's rail $n answers again once both ends were pulled and put back"
+			fail "the lab's rail $n is dead before the test: host 2 (10.0.$n.2) answers no ping, even once both ends were pulled and put back and both NICs reset"
+		log "the lab's rail $n answers again once both guests' NICs of it were reset"
 	done
+}
+
+# lu_rail_active N: rxeN's port ACTIVE on both hosts (5 s at most each; a
+# port slow to come up is judged by the ping that follows)
+lu_rail_active()
+{
+	"$FTPAGE" wait "rxe$1" 1 state=ACTIVE -t 5000 > /dev/null || true
+	lu_peer_run "$FTPAGE wait rxe$1 1 state=ACTIVE -t 5000 > /dev/null" || true
 }
 
 # lu_kill_server: end host 2's perftest server if one is still running
@@ -578,7 +597,7 @@ lu_show()
 # failure the lab's network caused tells itself from the library's.
 lu_rails_state()
 {
-	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; tc -s qdisc show dev $i | tr "\n" " "; echo; ethtool -S $i | grep -E "tx_queue_0_(packets|kicks|timeouts)|rx_queue_0_(packets|kicks)" | tr -s " \n" "  "; echo; echo "QEMU: $(lab_virtq $i 2>&1)"; done; grep virtio /proc/interrupts | tr -s " "; dmesg | tail -n 5'
+	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; tc -s qdisc show dev $i | tr "\n" " "; echo; ethtool -S $i | grep -E "tx_queue_0_(packets|kicks|timeouts)|rx_queue_0_(packets|kicks)" | tr -s " \n" "  "; echo; echo "QEMU: $(lab_virtq $i 2>&1)"; done; grep -E "virtio[0-9]+-(input|output)" /proc/interrupts | tr -s " "; dmesg | tail -n 5'
 
 	[ -z "${LU_RAILS_SHOWN:-}" ] || return 0
 	LU_RAILS_SHOWN=1

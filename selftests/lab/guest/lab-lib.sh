@@ -12,6 +12,10 @@
 #   lab_virtq IFNAME         QEMU's view of the virtio NIC behind IFNAME:
 #                            device status and each queue's indexes (for
 #                            a stalled link's diagnosis)
+#   lab_rail_reset N         rebuild rail N of this guest from the device
+#                            up (a rail whose virtio link stalled): the NIC
+#                            reset by unbinding and binding its driver,
+#                            named ethN, addressed, up, rxeN added again
 #   lab_gid_index DEV        print the GID index of DEV's IPv4 RoCE v2 GID
 #   lab_nap SECONDS          sleep without starting a process (read -t on a
 #                            FIFO of the shell's own; one mkfifo the first
@@ -66,6 +70,40 @@ lab_virtq()
 	*) echo "usage: lab_virtq eth0|eth1|eth2" >&2; return 2 ;;
 	esac
 	lab_relay_ask lab-virtq "$1"
+}
+
+lab_rail_reset()
+{
+	local n=$1 virtio dev t=0
+	local drv=/sys/bus/virtio/drivers/virtio_net
+
+	case "$n" in
+	0|1) ;;
+	*) echo "usage: lab_rail_reset 0|1" >&2; return 2 ;;
+	esac
+	virtio=$(readlink "/sys/class/net/eth$n/device") || {
+		echo "lab_rail_reset: eth$n has no device" >&2; return 1; }
+	virtio=${virtio##*/}
+	rdma link delete "rxe$n" 2>/dev/null || true
+	echo "$virtio" > "$drv/unbind" || return 1
+	echo "$virtio" > "$drv/bind" || return 1
+	for dev in "/sys/bus/virtio/devices/$virtio/net/"*; do
+		dev=${dev##*/}
+	done
+	[ -e "/sys/class/net/$dev" ] || {
+		echo "lab_rail_reset: $virtio has no network device once bound again" >&2
+		return 1; }
+	[ "$dev" = "eth$n" ] || ip link set dev "$dev" name "eth$n" || return 1
+	ip addr add "10.0.$n.$LAB_HOST_ID/24" dev "eth$n" || return 1
+	ip link set dev "eth$n" up || return 1
+	rdma link add "rxe$n" type rxe netdev "eth$n" || return 1
+	until lab_gid_index "rxe$n" > /dev/null; do
+		[ "$t" -lt 100 ] || {
+			echo "lab_rail_reset: rxe$n has no IPv4 RoCEv2 GID after 10 s" >&2
+			return 1; }
+		lab_nap 0.1
+		t=$((t + 1))
+	done
 }
 
 lab_gid_index()
