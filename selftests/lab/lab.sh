@@ -39,7 +39,7 @@
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
 # info), TORTURE_PULLS, BENCH_STEPS (bench.sh's steps, default all) and
-# LINKSTALL_PULLS and LINKSTALL_HOLD (the linkstall scenario's) are passed
+# LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) are passed
 # on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order.
@@ -470,7 +470,7 @@ scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD; do
+	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -4,16 +4,47 @@
 # linkstall: pull host 1's rail 0 with QEMU's set_link again and again under
 # Soft-RoCE traffic without the library, and stop at the first pull after
 # which rail 0 carries nothing (`lab.sh scenario linkstall two`).
-# LINKSTALL_PULLS (default 40) pulls; on a stall, the guest's view of eth0
-# is printed and the scenario holds LINKSTALL_HOLD seconds (default 0) so
-# QEMU can be asked from outside (lab.sh monitor 1).
+# LINKSTALL_PULLS (default 40) pulls; the traffic is one ibv_rc_pingpong
+# pair, or with LINKSTALL_LOAD=N N ib_write_bw pairs of 64 KiB WRITEs (the
+# load under which many_procs.sh saw stalls).  On a stall, both guests'
+# and QEMU's view of eth0 are printed and the scenario holds
+# LINKSTALL_HOLD seconds (default 0) so QEMU can be asked from outside
+# (lab.sh monitor 1).
 
 set -e
 . lab-lib.sh
 
 PULLS=${LINKSTALL_PULLS:-40}
 HOLD=${LINKSTALL_HOLD:-0}
+LOAD=${LINKSTALL_LOAD:-0}
 GIX=$(lab_gid_index rxe0)
+
+# start_traffic: the pair(s) on rail 0, servers on host 2; sets CLIENTS
+start_traffic()
+{
+	local p
+
+	CLIENTS=()
+	if [ "$LOAD" -eq 0 ]; then
+		lab-peer "pkill -x ibv_rc_pingpong; true"
+		lab-peer --bg "ibv_rc_pingpong -d rxe0 -g $GIX -n 1000000 -s 4096" >/dev/null
+		lab_nap 1
+		ibv_rc_pingpong -d rxe0 -g "$GIX" -n 1000000 -s 4096 10.0.0.2 \
+			>/tmp/linkstall.log 2>&1 &
+		CLIENTS+=($!)
+		return
+	fi
+	lab-peer "pkill -x ib_write_bw; true"
+	for p in $(seq 18600 $((18600 + LOAD - 1))); do
+		lab-peer --bg "ib_write_bw -d rxe0 -x $GIX -p $p -F -s 65536 -D 12" >/dev/null
+	done
+	lab_nap 2
+	for p in $(seq 18600 $((18600 + LOAD - 1))); do
+		ib_write_bw -d rxe0 -x "$GIX" -p "$p" -F -s 65536 -D 12 10.0.2.2 \
+			>/tmp/linkstall.$p.log 2>&1 &
+		CLIENTS+=($!)
+	done
+}
 
 diag()
 {
@@ -29,20 +60,15 @@ diag()
 }
 
 for i in $(seq 1 "$PULLS"); do
-	lab-peer "pkill -x ibv_rc_pingpong; true"
-	lab-peer --bg "ibv_rc_pingpong -d rxe0 -g $GIX -n 1000000 -s 4096" >/dev/null
-	lab_nap 1
-	ibv_rc_pingpong -d rxe0 -g "$GIX" -n 1000000 -s 4096 10.0.0.2 \
-		>/tmp/linkstall.log 2>&1 &
-	client=$!
+	start_traffic
 	lab_nap "$((1 + RANDOM % 3)).$((RANDOM % 10))"
 	read -r tx0 </sys/class/net/eth0/statistics/tx_packets
 	lab_link eth0 off
 	lab_nap 2.7
 	lab_link eth0 on
 	lab_nap 4
-	kill "$client" 2>/dev/null || true
-	wait "$client" 2>/dev/null || true
+	kill "${CLIENTS[@]}" 2>/dev/null || true
+	wait "${CLIENTS[@]}" 2>/dev/null || true
 	read -r tx1 </sys/class/net/eth0/statistics/tx_packets
 	if ping -c 3 -W 1 -I eth0 10.0.0.2 >/dev/null 2>&1; then
 		echo "pull $i: rail 0 alive (tx $tx0 -> $tx1; QEMU: $(lab_virtq eth0 2>&1))"
@@ -57,7 +83,7 @@ for i in $(seq 1 "$PULLS"); do
 	diag "host 1 at the stall"
 	lab_nap 3
 	diag "host 1 3 s later"
-	lab-peer "$(declare -f diag); diag 'host 2 at the stall'"
+	lab-peer ". lab-lib.sh; $(declare -f diag); diag 'host 2 at the stall'"
 	[ "$HOLD" -gt 0 ] && { echo "holding $HOLD s"; lab_nap "$HOLD"; }
 	exit 1
 done
