@@ -34,13 +34,13 @@ start_traffic()
 		CLIENTS+=($!)
 		return
 	fi
-	lab-peer "pkill -x ib_write_bw; true"
+	lab-peer "pkill -x ib_write_bw; while pgrep -x ib_write_bw > /dev/null; do sleep 0.2; done"
 	for p in $(seq 18600 $((18600 + LOAD - 1))); do
-		lab-peer --bg "ib_write_bw -d rxe0 -x $GIX -p $p -F -s 65536 -D 12" >/dev/null
+		lab-peer --bg "timeout 40 ib_write_bw -d rxe0 -x $GIX -p $p -F -s 65536 -D 10" >/dev/null
 	done
 	lab_nap 2
 	for p in $(seq 18600 $((18600 + LOAD - 1))); do
-		ib_write_bw -d rxe0 -x "$GIX" -p "$p" -F -s 65536 -D 12 10.0.2.2 \
+		timeout 40 ib_write_bw -d rxe0 -x "$GIX" -p "$p" -F -s 65536 -D 10 10.0.2.2 \
 			>/tmp/linkstall.$p.log 2>&1 &
 		CLIENTS+=($!)
 	done
@@ -61,17 +61,38 @@ diag()
 
 for i in $(seq 1 "$PULLS"); do
 	start_traffic
-	lab_nap "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+	# the pull comes once rail 0 carries the traffic (a port found down
+	# at start-up fails perftest), then 0-2 s later
+	read -r tx0 </sys/class/net/eth0/statistics/tx_packets
+	for _ in $(seq 200); do
+		read -r tx1 </sys/class/net/eth0/statistics/tx_packets
+		[ $((tx1 - tx0)) -lt 1000 ] || break
+		lab_nap 0.1
+	done
+	lab_nap "$((RANDOM % 3)).$((RANDOM % 10))"
 	read -r tx0 </sys/class/net/eth0/statistics/tx_packets
 	lab_link eth0 off
 	lab_nap 2.7
 	lab_link eth0 on
 	lab_nap 4
-	kill "${CLIENTS[@]}" 2>/dev/null || true
-	wait "${CLIENTS[@]}" 2>/dev/null || true
+	# ibv_rc_pingpong runs until killed; the ib_write_bw clients end by
+	# themselves (-D 10), so that their servers do too
+	[ "$LOAD" -gt 0 ] || kill "${CLIENTS[@]}" 2>/dev/null || true
+	rcs=
+	for c in "${!CLIENTS[@]}"; do
+		if wait "${CLIENTS[c]}" 2>/dev/null; then
+			rcs+=0
+		else
+			rcs+=1
+			[ "$LOAD" -eq 0 ] || [ -n "${failed:-}" ] ||
+				failed=$(tail -n 2 "/tmp/linkstall.$((18600 + c)).log" | tr '\n' ' ')
+		fi
+	done
+	[ -z "${failed:-}" ] || echo "pull $i: a client failed: $failed"
+	failed=
 	read -r tx1 </sys/class/net/eth0/statistics/tx_packets
 	if ping -c 3 -W 1 -I eth0 10.0.0.2 >/dev/null 2>&1; then
-		echo "pull $i: rail 0 alive (tx $tx0 -> $tx1; QEMU: $(lab_virtq eth0 2>&1))"
+		echo "pull $i: rail 0 alive (tx $tx0 -> $tx1; client exits $rcs; QEMU: $(lab_virtq eth0 2>&1))"
 		continue
 	fi
 	lab_nap 5
