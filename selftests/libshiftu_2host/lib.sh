@@ -588,9 +588,6 @@ lu_show()
 	done
 }
 
-# lu_fail TAG MESSAGE: show what the pair TAG left, then fail.  The
-# client's files come last, its program's own output last of all, nearest
-# the verdict: a log cut to its tail (CI's) keeps the program's error.
 # lu_rails_state: once per test, both hosts' view of rail 0 and rail 1
 # (link state and counters, neighbours, qdisc, the virtio queues as the
 # driver and as QEMU count them, the kernel's last lines), so that a
@@ -606,6 +603,9 @@ lu_rails_state()
 		lu_peer_out "$cmd" 2>&1 | sed 's|^|# host 2 rails: |' || true
 }
 
+# lu_fail TAG MESSAGE: show what the pair TAG left, then fail.  The
+# client's files come last, its program's own output last of all, nearest
+# the verdict: a log cut to its tail (CI's) keeps the program's error.
 lu_fail()
 {
 	local f
