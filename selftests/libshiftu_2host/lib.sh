@@ -594,7 +594,7 @@ lu_show()
 # failure the lab's network caused tells itself from the library's.
 lu_rails_state()
 {
-	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; tc -s qdisc show dev $i | tr "\n" " "; echo; ethtool -S $i | grep -E "tx_queue_0_(packets|kicks|timeouts)|rx_queue_0_(packets|kicks)" | tr -s " \n" "  "; echo; echo "QEMU: $(lab_virtq $i 2>&1)"; done; grep -E "virtio[0-9]+-(input|output)" /proc/interrupts | tr -s " "; dmesg | tail -n 5'
+	local cmd='for i in eth0 eth1; do ip -s -o link show $i; ip neigh show dev $i; tc -s qdisc show dev $i | tr "\n" " "; echo; ethtool -S $i | grep -E "tx_queue_0_(packets|kicks|tx_timeouts)|rx_queue_0_(packets|kicks)" | tr -s " \n" "  "; echo; echo "QEMU: $(lab_virtq $i 2>&1)"; done; grep -E "virtio[0-9]+-(input|output)" /proc/interrupts | tr -s " "; dmesg | tail -n 5'
 
 	[ -z "${LU_RAILS_SHOWN:-}" ] || return 0
 	LU_RAILS_SHOWN=1
