@@ -46,8 +46,9 @@
 # LAB_TIMEOUT (seconds per VM run; default for `run` 1500 with one host,
 # 3600 with two, each at least 1.5 times what its make check run takes on
 # a 2-core machine; 3300 for the scenarios), LAB_NAPI_TX (0 or 1: the
-# guests' virtio_net.napi_tx; default the kernel's, 1; see
-# Documentation/lab.rst on the link that stops after a pull), LAB_ACCEL
+# guests' virtio_net.napi_tx; default 0, because with the kernel's 1 a
+# rail's transmit queue can stop for good after a pull: see
+# Documentation/lab.rst), LAB_ACCEL
 # (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
 # a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
@@ -63,14 +64,15 @@ KSFT_DIR=$KSFT_OUT/tools/testing/selftests
 LAB_TIMEOUT_GIVEN=${LAB_TIMEOUT:-}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3300}
 LAB_MEM=${LAB_MEM:-1024}
-case ${LAB_NAPI_TX:-} in
-""|0|1) ;;
+LAB_NAPI_TX=${LAB_NAPI_TX:-0}
+case $LAB_NAPI_TX in
+0|1) ;;
 *) echo "lab: LAB_NAPI_TX must be 0 or 1, not '$LAB_NAPI_TX'" >&2; exit 2 ;;
 esac
 # Modules the initramfs loads (with dependencies, in order) to reach 9p.
 INITRAMFS_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
 # What a kernel bug looks like in dmesg (same list as guest/dmesg-check).
-BUG_PATTERN='BUG:|WARNING:|Oops|refcount_t|leak|UBSAN|KASAN|general protection|Call Trace'
+BUG_PATTERN='BUG:|WARNING:|Oops|refcount_t|leak|UBSAN|KASAN|general protection|Call Trace|NETDEV WATCHDOG'
 
 declare -a CLEANUP_PIDS=()	# QEMU, relay and tail processes of this run
 
@@ -223,7 +225,7 @@ qemu_args()
 	args=(qemu-system-x86_64 -name "lab-host$id" -accel "$ACCEL"
 		-m "$LAB_MEM" -smp 1 -nodefaults -nographic -no-reboot
 		-kernel "/boot/vmlinuz-$KVER" -initrd "$INITRAMFS"
-		-append "console=ttyS0 panic=-1 quiet mitigations=off${LAB_NAPI_TX:+ virtio_net.napi_tx=$LAB_NAPI_TX} lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE"
+		-append "console=ttyS0 panic=-1 quiet mitigations=off virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=$dir/out,mount_tag=labout,security_model=none,multidevs=remap")
 	[ "$ACCEL" = kvm ] && args+=(-cpu host)
