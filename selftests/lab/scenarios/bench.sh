@@ -22,7 +22,9 @@
 # --use_old_post_send), of an ib_send_bw -b client (receives)
 # and of a shiftgen --wr-api client (the extended send API, which perftest
 # does not use on Soft-RoCE; also plain, for a batch's cost against the
-# provider's own builders), each at two iteration counts (instructions
+# provider's own builders) and of a shiftgen --cq-ex=poll client (an
+# extended CQ polled with ibv_start_poll, ibv_next_poll and ibv_end_poll,
+# as UCX polls), each at two iteration counts (instructions
 # per data verb: the slope), and strace -c
 # of plain and preloaded clients at two iteration counts (syscalls per
 # iteration); d. failover time by
@@ -163,6 +165,7 @@ step_bw()
 # be direct (wrapi.c; a direct batch runs the provider's own).
 CG_FNS_LIB=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete
 CG_FNS_LIB=$CG_FNS_LIB,wr_rdma_write,wr_rdma_write_imm,wr_send,wr_set_sge_list,wr_set_inline_data
+CG_FNS_LIB=$CG_FNS_LIB,cqx_start_poll,cqx_next_poll,cqx_end_poll
 CG_FNS=$CG_FNS_LIB
 # The client's arguments besides ARGS (@N@: the iterations): perftest's
 # by default, shiftgen's for the extended send API (perftest posts with
@@ -254,6 +257,9 @@ step_cg()
 	cg_run wrplain "$CG_N" "$SHIFTGEN"
 	cg_run wrplain $((2 * CG_N)) "$SHIFTGEN"
 	CG_PRE=1 CG_OBJ=libshiftu CG_FNS=$CG_FNS_LIB
+	# an extended CQ's poll: the send CQ's completions, one WRITE each
+	CG_ARGS=(-m write -c 1 -s 4096 -n @N@ --cq-ex=poll --signal-all)
+	cg_mode cqex "$SHIFTGEN"
 	CG_ARGS=(-s 4096 -n @N@ -F)
 	local p1 p2 q1 q2 pc1 pc2 qc1 qc2
 	read -r p1 pc1 < <(cg_batch "$OUT/cg.wr.$CG_N.out")
@@ -570,14 +576,17 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran)"
-	for mode in old ex recv wr; do
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, the provider's poll under each of the library's start_poll and next_poll not counted)"
+	for mode in old ex recv wr cqex; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
 			 wr_rdma_write_imm wr_send wr_set_sge_list wr_set_inline_data \
-			 shiftu_wr_complete shiftu_poll_cq; do
+			 shiftu_wr_complete shiftu_poll_cq cqx_start_poll cqx_next_poll cqx_end_poll; do
 			v=$(get "cg.$mode.$f")
 			case $mode:$f in
-			old:shiftu_post_send|wr:shiftu_wr_start|wr:shiftu_wr_complete|recv:shiftu_post_recv|*:shiftu_poll_cq) ;;
+			old:shiftu_post_send|wr:shiftu_wr_start|wr:shiftu_wr_complete|recv:shiftu_post_recv) ;;
+			cqex:cqx_start_poll|cqex:cqx_next_poll|cqex:cqx_end_poll) ;;
+			cqex:shiftu_poll_cq) continue ;;
+			*:shiftu_poll_cq) ;;
 			*) [ -n "$v$(get "cg.$mode.$f.why")" ] || continue ;;
 			esac
 			line "instructions per ${f#shiftu_} ($mode API)" "$v" instr/call "<= 25" \
