@@ -932,6 +932,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct drained_wc *flushed = NULL;
 	uint64_t t0 = now_ns(), start, end, i, n_r, replayed = 0;
+	uint64_t t_q = 0, t_d = 0;		/* quiesced, drained: for the log */
 	uint64_t consumed, srq_from = 0;	/* the first receive not posted */
 	uint32_t srq_taken = 0;
 	int n = 0, nr, n_s, ret;
@@ -1027,9 +1028,11 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	shiftu_lock_cqs(c, rc);
 	if (stuck)
 		goto dead;
+	t_q = now_ns();
 	end = posted_end(vq);
 	ret = drain(vq, from_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
 		    &stuck, msgs, n_msgs);
+	t_d = now_ns();
 	if (ret < 0) {
 		if (!stuck)
 			shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
@@ -1194,12 +1197,12 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			r = FO_NONE;
 	}
 	shiftu_unlock_cqs(c, rc);
-	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms",
+	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms (%.3f ms to quiesce, %.3f ms to drain)",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, done[kind],
 		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
 		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
 		    asking ? "sends held until the peer joins" : "sends held for the peer's count",
-		    (now_ns() - t0) / 1e6);
+		    (now_ns() - t0) / 1e6, (t_q - t0) / 1e6, (t_d - t_q) / 1e6);
 	free(flushed);
 	return r;
 
