@@ -58,7 +58,7 @@ ft_dmesg_scan()
 	[ -n "$FT_DMESG_MARK" ] || return 0
 	local bad
 	bad=$(dmesg 2> /dev/null | tail -n +"$((FT_DMESG_MARK + 1))" |
-	      grep -E 'BUG:|WARNING:|Oops|refcount_t|leak|KASAN|UBSAN|general protection|list_(add|del) corruption' || true)
+	      grep -E 'BUG:|WARNING:|Oops|refcount_t|leak|KASAN|UBSAN|general protection|list_(add|del) corruption|NETDEV WATCHDOG' || true)
 	[ -z "$bad" ] && return 0
 	printf '# dmesg: %s\n' "${bad//$'\n'/$'\n'# dmesg: }"
 	return 1
