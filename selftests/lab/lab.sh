@@ -42,7 +42,8 @@
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) are passed
 # on to the guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
-# that order.
+# that order, which may be of a DIR's TEST_PROGS_NAMED (tests that run only
+# when named).
 # LAB_TIMEOUT (seconds per VM run; default for `run` 1500 with one host,
 # 3600 with two, each at least 1.5 times what its make check run takes on
 # a 2-core machine; 3300 for the scenarios), LAB_NAPI_TX (0 or 1: the
