@@ -6,10 +6,14 @@
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
  *            [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]
- *            [--signal-all] [--srq] [-v] [SERVER_ADDR]
+ *            [--signal-all] [--srq] [-P CONNS] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
- * client and ends with it.  The client's run parameters (mode, sizes, depth,
+ * client and ends with it.  With -P CONNS (both sides, the same number),
+ * the run is CONNS such connections at once, each with its own QP, CQs,
+ * buffers and TCP channel, each in a thread of its own, all on one device
+ * context, as the channels of an NCCL communicator are: the server takes
+ * CONNS clients on TCPPORT.  The client's run parameters (mode, sizes, depth,
  * --expect-errors, --spare-qp, --solicited, watchdog) are authoritative; a
  * server given one of them explicitly refuses a client that disagrees.
  * Plain libibverbs only, so that libshiftu can be preloaded under it as
@@ -109,7 +113,10 @@
  * had run out (a test that is done with it need not wait).
  *
  * Output: with -v, a progress line per 1000 messages; at the end one flushed
- * summary line per side, key=value pairs read by name:
+ * summary line per side, key=value pairs read by name (with -P, each
+ * connection's own lines start "shiftgen[I]:" and the summary line below,
+ * which adds conns=CONNS, has the sums of its counts, the longest elapsed
+ * time and result=ok only if every connection's is):
  *   shiftgen: role=client mode=M sent=N completions=N bytes=N errors=N
  *             corrupt=N elapsed=S peer=ok|fail|none result=ok|fail
  *   shiftgen: role=server mode=M msgs=N bytes=N lost=N dup=N reorder=N
@@ -143,6 +150,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -157,6 +166,7 @@
 #define MAX_DEPTH	4096
 #define MAX_CHUNKS	65535
 #define MAX_BUF		(1ull << 30)
+#define MAX_CONNS	256
 
 #define ERR_PRINT_MAX	20
 #define SEEN_BITS	4096		/* window of the dup/reorder detector */
@@ -193,6 +203,7 @@ struct opts {
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
 	enum { CQX_NONE, CQX_POLL, CQX_IBV } cq_ex;
 	bool srq;		/* --srq: the QP's receives come from an SRQ of its own */
+	unsigned int conns;	/* -P */
 	unsigned int set;
 };
 
@@ -253,7 +264,9 @@ struct sg {
 	const struct opts *o;
 	struct run run;
 	const char *role;
+	int idx;			/* -P: this connection's number, else -1 */
 	bool is_server;
+	bool ctx_shared;		/* -P: ctx is main()'s, not closed here */
 	int sock;
 	uint64_t deadline;		/* CLOCK_MONOTONIC ns */
 	bool timed_out;
@@ -288,6 +301,9 @@ struct sg {
 	uint64_t next;			/* the next expected sequence number */
 	uint64_t credited;		/* the credit last written to the client */
 	uint8_t seen[SEEN_BITS / 8];	/* server: sequence numbers seen, by k % SEEN_BITS */
+	/* the summary's verdict, for -P's */
+	bool passed;
+	const char *peer;
 };
 
 /* wr_id: what a WR was, for the error report */
@@ -310,7 +326,10 @@ static void msg(struct sg *g, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "shiftgen: role=%s: ", g->role);
+	if (g->idx >= 0)
+		fprintf(stderr, "shiftgen[%d]: role=%s: ", g->idx, g->role);
+	else
+		fprintf(stderr, "shiftgen: role=%s: ", g->role);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -382,10 +401,10 @@ static void usage(const char *fmt, ...)
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
 	      "                [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]\n"
-	      "                [--signal-all] [--srq] [-v] [SERVER_ADDR]\n"
+	      "                [--signal-all] [--srq] [-P CONNS] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
-	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s\n", stderr);
+	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s, -P 1\n", stderr);
 	exit(2);
 }
 
@@ -426,9 +445,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){
 		.port = "18515", .ib_port = 1, .mode = MODE_WRITE_IMM,
 		.chunk = 4096, .chunks = 4, .depth = 16, .msgs = 1000,
-		.retry_cnt = 7, .timeout = 14,
+		.retry_cnt = 7, .timeout = 14, .conns = 1,
 	};
-	while ((c = getopt_long(argc, argv, "d:i:x:p:m:s:c:q:n:D:r:t:W:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:i:x:p:m:s:c:q:n:D:r:t:W:P:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			o->dev = optarg;
@@ -481,6 +500,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'W':
 			o->watchdog = num("-W", optarg, 1, 86400 + 30);
+			break;
+		case 'P':
+			o->conns = num("-P", optarg, 1, MAX_CONNS);
 			break;
 		case 'v':
 			o->verbose = true;
@@ -539,6 +561,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage("--expect-errors is for -m atomic only");
 	if (o->poll_in_batch && !o->wr_api)
 		usage("--poll-in-batch is for --wr-api only");
+	/* SIGUSR2 holds one batch open: of which connection would be a guess */
+	if (o->poll_in_batch && o->conns > 1)
+		usage("--poll-in-batch is for one connection only, not -P %u", o->conns);
 	if (o->solicited && o->mode != MODE_WRITE_IMM && o->mode != MODE_SEND)
 		usage("--solicited is for -m write_imm and send only");
 	if (o->mode != MODE_SEND && o->mode != MODE_ATOMIC &&
@@ -685,12 +710,13 @@ static int tcp_connect(struct sg *g)
 	return 0;
 }
 
-static int tcp_accept(struct sg *g)
+/* a socket listening on the run's TCP port for @backlog clients, or -errno */
+static int tcp_listen(struct sg *g, int backlog)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE };
 	struct addrinfo *res, *ai;
-	int lfd = -1, fd, ret, one = 1;
+	int lfd = -1, ret, one = 1;
 
 	ret = getaddrinfo(NULL, g->o->port, &hints, &res);
 	if (ret) {
@@ -705,7 +731,7 @@ static int tcp_accept(struct sg *g)
 			continue;
 		}
 		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (!bind(lfd, ai->ai_addr, ai->ai_addrlen) && !listen(lfd, 1))
+		if (!bind(lfd, ai->ai_addr, ai->ai_addrlen) && !listen(lfd, backlog))
 			break;
 		ret = -errno;
 		close(lfd);
@@ -716,23 +742,29 @@ static int tcp_accept(struct sg *g)
 		msg(g, "Unable to listen on port %s: %s", g->o->port, strerror(-ret));
 		return ret;
 	}
+	return lfd;
+}
+
+/* the next client on @lfd, within the watchdog, as g->sock: 0 or -errno */
+static int tcp_take(struct sg *g, int lfd)
+{
+	int fd, ret, one = 1;
+
 	ret = wait_fd(g, lfd, POLLIN);
 	if (ret) {
 		msg(g, "Unable to accept a client on port %s: %s", g->o->port,
 		    ret == -ETIMEDOUT ? "watchdog expired" : strerror(-ret));
-		goto out;
+		return ret;
 	}
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0) {
 		ret = -errno;
 		msg(g, "Unable to accept a client on port %s: %s", g->o->port, strerror(errno));
-		goto out;
+		return ret;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	g->sock = fd;
-out:
-	close(lfd);
-	return ret;
+	return 0;
 }
 
 /* ---- verbs resources ---- */
@@ -1097,7 +1129,7 @@ static void teardown(struct sg *g)
 		ibv_destroy_comp_channel(g->ch);
 	if (g->pd)
 		ibv_dealloc_pd(g->pd);
-	if (g->ctx)
+	if (g->ctx && !g->ctx_shared)
 		ibv_close_device(g->ctx);
 	if (g->sock >= 0)
 		close(g->sock);
@@ -1392,6 +1424,24 @@ static int poll_send(struct sg *g)
 }
 
 /*
+ * -P: the connections' threads share the CPUs with each other and with the
+ * NIC's own work (Soft-RoCE's runs in softirqs and kernel threads, which
+ * spinning threads would starve): one with nothing to do yields, and
+ * after @idle empty rounds in a row sleeps 5 ms a round.
+ */
+static void conn_idle(const struct sg *g, unsigned int idle)
+{
+	static const struct timespec nap = { .tv_nsec = 5000000 };
+
+	if (g->idx < 0)
+		return;
+	if (idle < 64)
+		sched_yield();
+	else
+		nanosleep(&nap, NULL);
+}
+
+/*
  * Between polls with nothing to do: every 256th idle round, the watchdog and
  * the peer (ABORT, or the connection gone).  -ETIMEDOUT, -ECONNRESET or 0.
  */
@@ -1400,6 +1450,7 @@ static int idle_check(struct sg *g, unsigned int *idle, struct wire *w, bool *go
 	int ret;
 
 	*got = false;
+	conn_idle(g, *idle);
 	if ((++*idle & 255) != 0)
 		return 0;
 	if (now_ns() >= g->deadline) {
@@ -1571,7 +1622,7 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 static void drain(struct sg *g)
 {
 	uint64_t quiet = now_ns(), now;
-	unsigned int idle = 0;
+	unsigned int idle = 0, empty = 0;
 	struct wire w;
 	int n;
 
@@ -1582,10 +1633,12 @@ static void drain(struct sg *g)
 		now = now_ns();
 		if (n > 0) {
 			quiet = now;
+			empty = 0;
 			continue;
 		}
 		if (g->stop && now - quiet > NS)
 			return;
+		conn_idle(g, empty++);
 		if (now >= g->deadline) {
 			g->timed_out = true;
 			msg(g, "watchdog: %" PRIu64 " send WRs still incomplete after %u s",
@@ -1612,15 +1665,21 @@ static void progress(struct sg *g, uint64_t n)
 {
 	if (!g->o->verbose || n % 1000)
 		return;
+	flockfile(stdout);
+	if (g->idx >= 0)
+		printf("shiftgen[%d]: ", g->idx);
+	else
+		fputs("shiftgen: ", stdout);
 	if (g->is_server)
-		printf("shiftgen: role=server progress msgs=%" PRIu64 " lost=%" PRIu64
+		printf("role=server progress msgs=%" PRIu64 " lost=%" PRIu64
 		       " corrupt=%" PRIu64 " elapsed=%.3f\n", n, g->st.lost, g->st.corrupt,
 		       elapsed(g));
 	else
-		printf("shiftgen: role=client progress sent=%" PRIu64 " completions=%" PRIu64
+		printf("role=client progress sent=%" PRIu64 " completions=%" PRIu64
 		       " credit=%" PRIu64 " elapsed=%.3f\n", n, g->st.completed, g->credit,
 		       elapsed(g));
 	fflush(stdout);
+	funlockfile(stdout);
 }
 
 /* ---- client ---- */
@@ -2094,8 +2153,17 @@ static void summary(struct sg *g, bool ok, const char *peer)
 	const struct run *r = &g->run;
 	uint64_t msg_bytes = r->mode == MODE_ATOMIC ? 8 : r->mode == MODE_SEND ? r->chunk : r->slot;
 
+	g->passed = ok;
+	g->peer = peer;
+	flockfile(stdout);	/* -P: one line, whole */
+	if (g->idx >= 0)
+		printf("shiftgen[%d]: role=%s ", g->idx, g->role);
+	else if (g->o->conns > 1)
+		printf("shiftgen: role=%s conns=%u ", g->role, g->o->conns);
+	else
+		printf("shiftgen: role=%s ", g->role);
 	if (g->is_server) {
-		printf("shiftgen: role=server mode=%s msgs=%" PRIu64 " bytes=%" PRIu64 " lost=%" PRIu64
+		printf("mode=%s msgs=%" PRIu64 " bytes=%" PRIu64 " lost=%" PRIu64
 		       " dup=%" PRIu64 " reorder=%" PRIu64 " corrupt=%" PRIu64 " errors=%" PRIu64
 		       " peer_errors=%" PRIu64, mode_names[r->mode], g->st.msgs,
 		       g->st.msgs * msg_bytes, g->st.lost, g->st.dup, g->st.reorder, g->st.corrupt,
@@ -2106,7 +2174,7 @@ static void summary(struct sg *g, bool ok, const char *peer)
 			printf(" wakes=%" PRIu64 " missed_wakes=%" PRIu64, g->st.wakes,
 			       g->st.missed_wakes);
 	} else {
-		printf("shiftgen: role=client mode=%s sent=%" PRIu64 " completions=%" PRIu64
+		printf("mode=%s sent=%" PRIu64 " completions=%" PRIu64
 		       " bytes=%" PRIu64 " errors=%" PRIu64 " corrupt=%" PRIu64,
 		       mode_names[r->mode], g->st.sent, g->st.completed,
 		       g->st.completed * msg_bytes, g->st.errors, g->st.corrupt);
@@ -2116,6 +2184,7 @@ static void summary(struct sg *g, bool ok, const char *peer)
 	printf(" elapsed=%.3f%s%s result=%s\n", elapsed(g), peer ? " peer=" : "", peer ? peer : "",
 	       ok ? "ok" : "fail");
 	fflush(stdout);
+	funlockfile(stdout);
 }
 
 static bool errors_allowed(const struct run *r)
@@ -2137,16 +2206,14 @@ static void run_from_opts(struct run *r, const struct opts *o)
 		  (uint64_t)r->chunk * (r->mode == MODE_SEND ? 1 : r->chunks);
 }
 
-static int client(struct sg *g)
+/* the client's run on g->ctx, opened: 0 if it passed, else -errno */
+static int client_run(struct sg *g)
 {
 	const char *peer = "none";
 	struct wire w = { 0 };
 	bool ok = false;
 	int ret;
 
-	ret = open_device(g);
-	if (ret)
-		return ret;
 	ret = create_resources(g, false);
 	if (ret)
 		goto out;
@@ -2258,7 +2325,9 @@ static const char *hello_refusal(const struct opts *o, const struct wire *w)
 	return NULL;
 }
 
-static int server(struct sg *g)
+/* the server's run with the client on g->sock, on g->ctx: 0 if it passed,
+ * else -errno */
+static int server_run(struct sg *g)
 {
 	const struct opts *o = g->o;
 	struct wire w = { 0 }, done = { 0 };
@@ -2267,12 +2336,6 @@ static int server(struct sg *g)
 	int ret;
 	uint32_t s;
 
-	ret = open_device(g);
-	if (ret)
-		return ret;
-	ret = tcp_accept(g);
-	if (ret)
-		goto out;
 	ret = tcp_recv(g, &w);
 	if (!ret && w.type != MSG_HELLO)
 		ret = -EPROTO;
@@ -2384,6 +2447,155 @@ out:
 	return ret;
 }
 
+static int client(struct sg *g)
+{
+	int ret;
+
+	ret = open_device(g);
+	if (ret)
+		return ret;
+	return client_run(g);
+}
+
+static int server(struct sg *g)
+{
+	int lfd, ret;
+
+	ret = open_device(g);
+	if (ret)
+		return ret;
+	lfd = tcp_listen(g, 1);
+	if (lfd < 0) {
+		ret = lfd;
+		goto out;
+	}
+	ret = tcp_take(g, lfd);
+	close(lfd);
+	if (ret)
+		goto out;
+	return server_run(g);
+out:
+	teardown(g);
+	return ret;
+}
+
+/* -P: one connection of the run, in a thread of its own */
+struct conn {
+	pthread_t thread;
+	struct sg g;
+	int ret;
+};
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+
+	c->ret = c->g.is_server ? server_run(&c->g) : client_run(&c->g);
+	return NULL;
+}
+
+/* @c's counts added to @t's, for the summary of all connections */
+static void conn_add(struct sg *t, const struct sg *c)
+{
+	t->st.sent += c->st.sent;
+	t->st.completed += c->st.completed;
+	t->st.msgs += c->st.msgs;
+	t->st.lost += c->st.lost;
+	t->st.dup += c->st.dup;
+	t->st.reorder += c->st.reorder;
+	t->st.corrupt += c->st.corrupt;
+	t->st.errors += c->st.errors;
+	t->st.peer_errors += c->st.peer_errors;
+	t->st.wakes += c->st.wakes;
+	t->st.missed_wakes += c->st.missed_wakes;
+	t->st.send_errors += c->st.send_errors;
+	t->sq.posted += c->sq.posted;
+	t->sq.done += c->sq.done;
+	if (c->t0 && (!t->t0 || c->t0 < t->t0))
+		t->t0 = c->t0;
+	if (c->t1 > t->t1)
+		t->t1 = c->t1;
+}
+
+/*
+ * The -P run: CONNS connections on one context of @g's device, each in its
+ * own thread (the server's as its clients arrive), then the summary of
+ * all.  0 if every connection passed, else -errno.
+ */
+static int run_conns(struct sg *g)
+{
+	unsigned int n = g->o->conns, i, started = 0;
+	bool ok = true, peer_ok = true;
+	struct sg total;
+	struct conn *c;
+	int lfd = -1, ret;
+
+	c = calloc(n, sizeof(*c));
+	if (!c) {
+		msg(g, "Unable to allocate %u connections", n);
+		return -ENOMEM;
+	}
+	ret = open_device(g);
+	if (ret)
+		goto out_free;
+	if (g->is_server) {
+		lfd = tcp_listen(g, n);
+		if (lfd < 0) {
+			ret = lfd;
+			goto out_close;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		c[i].g = *g;
+		c[i].g.idx = i;
+		c[i].g.ctx_shared = true;
+		if (g->is_server) {
+			ret = tcp_take(&c[i].g, lfd);
+			if (ret)
+				break;
+		}
+		ret = -pthread_create(&c[i].thread, NULL, conn_main, &c[i]);
+		if (ret) {
+			msg(&c[i].g, "Unable to start its thread: %s", strerror(-ret));
+			if (c[i].g.sock >= 0)
+				close(c[i].g.sock);
+			break;
+		}
+		started++;
+	}
+	if (lfd >= 0)
+		close(lfd);
+
+	total = *g;
+	memset(&total.st, 0, sizeof(total.st));
+	memset(&total.sq, 0, sizeof(total.sq));
+	total.t0 = total.t1 = 0;
+	for (i = 0; i < started; i++) {
+		pthread_join(c[i].thread, NULL);
+		conn_add(&total, &c[i].g);
+		ok = ok && !c[i].ret && c[i].g.passed;
+		peer_ok = peer_ok && c[i].g.peer && !strcmp(c[i].g.peer, "ok");
+	}
+	if (started) {
+		total.run = c[0].g.run;		/* the server's: the client's HELLO */
+	} else {
+		ok = false;
+		peer_ok = false;
+	}
+	if (started < n) {
+		msg(g, "only %u of %u connections ran", started, n);
+		ok = false;
+	}
+	summary(&total, ok, g->is_server ? NULL : peer_ok ? "ok" : "fail");
+	ret = ok ? 0 : -EIO;
+out_close:
+	ibv_close_device(g->ctx);
+	g->ctx = NULL;
+out_free:
+	free(c);
+	return ret;
+}
+
 /* SIGUSR1: the client's next message is its last */
 static void finish(int sig)
 {
@@ -2416,7 +2628,7 @@ static void backstop(int sig)
 int main(int argc, char **argv)
 {
 	struct opts o;
-	struct sg g = { .sock = -1 };
+	struct sg g = { .sock = -1, .idx = -1 };
 	int ret;
 
 	parse_args(argc, argv, &o);
@@ -2432,6 +2644,9 @@ int main(int argc, char **argv)
 	alarm(o.watchdog + 5);
 	srand48(now_ns() ^ getpid());
 
-	ret = g.is_server ? server(&g) : client(&g);
+	if (o.conns > 1)
+		ret = run_conns(&g);
+	else
+		ret = g.is_server ? server(&g) : client(&g);
 	return ret ? 1 : 0;
 }
