@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Proves: one process with 64 QPs, as an NCCL communicator with many
+# channels has, rides a pull with every QP and loses nothing: shiftgen -P 64
+# (64 connections of checked write_imm traffic, one QP each, one thread
+# each, one device context) with libshiftu on both hosts, through host 1's
+# rail 0 pulled for about 3 s once all 64 twins are ready (how soon that
+# is, bench.sh measures), five rounds in a row.  Each round
+# exits 0 on both sides, the server counts no lost, duplicated, reordered
+# or corrupt message and no error on any connection, each of the 64 QPs
+# fails over and back, neither library logs a warning, and rail 1 carries
+# the traffic during the outage.  The control, the same run without the
+# library, rides the pull on rail 0 alone (Soft-RoCE retries forever).
+#
+#     host 1 (shiftgen -P 64 client)                 host 2 (server)
+#     64 QPs ─ rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══ eth0 ─ rxe0 ─ 64 QPs
+#     64 twins ─ rxe1 ─ eth1 ── rail 1 ─────────────── eth1 ─ rxe1 ─ 64 twins
+set -e
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+GEN=$LU_DIR/shiftgen
+lu_gen_ride_setup
+ROUNDS=5
+P=64
+# 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins
+ARGS=(-P "$P" -m write_imm -s 1024 -c 4 -q 16)
+LU_PULL_ON=1 LU_PULL_BY=link
+
+# pull_ready TAG: lu_pull once the client's library has all P QPs
+# protected (their twins ready, and the peer's), 30 s at most
+pull_ready()
+{
+	local t=0
+
+	while [ "$(protected "$1")" -lt "$P" ] && [ "$t" -lt 300 ]; do
+		lab_nap 0.1
+		t=$((t + 1))
+	done
+	log "$1: $(protected "$1") of $P QPs protected $t tenths of a second after the client started"
+	LU_PULL_AT=1 lu_pull "$1"
+}
+
+# protected TAG: how many of the client's QPs its library protects so far
+protected()
+{
+	local n
+
+	n=$(grep -c 'protected by qp' "$FT_TMP/$1.cli.shiftu" 2> /dev/null) || true
+	echo "${n:-0}"
+}
+
+# conns TAG SIDE: how many of the run's connections say result=ok
+conns()
+{
+	grep -c '^shiftgen\[[0-9]*\]: role=[a-z]* .* result=ok$' "$FT_TMP/$1.$2.out" || true
+}
+
+lu_keep plain many_gen
+LU_DURING=lu_pull lu_pair plain 0 "$GEN" "${ARGS[@]}" -D 15
+read -r s0 s1 < "$FT_TMP/plain.outage"
+log "plain: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; connections ok: client $(conns plain cli), server $(conns plain srv)"
+lu_gen_clean plain
+[ "$(lu_gen conns "$FT_TMP/plain.srv.out")" = "$P" ] ||
+	lu_fail plain "the server's summary is not of $P connections"
+[ "$s1" -lt 100 ] || lu_fail plain "rail 1 carried $s1 packets without the library"
+
+for ((r = 1; r <= ROUNDS; r++)); do
+	tag=p64_$r
+	lu_keep "$tag" many_gen
+	LU_DURING=pull_ready lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 25
+	read -r s0 s1 < "$FT_TMP/$tag.outage"
+	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair"
+	lu_gen_clean "$tag"
+	for side in cli srv; do
+		[ "$(conns "$tag" $side)" = "$P" ] ||
+			lu_fail "$tag" "$side: $(conns "$tag" $side) of $P connections ok"
+	done
+	lu_check_log "$tag" cli "qps=$P" "failovers=$P" "failbacks=$P"
+	lu_check_log "$tag" srv "qps=$P"
+	[ "$s1" -gt 100 ] || lu_fail "$tag" "rail 1 carried only $s1 packets during the outage"
+done
