@@ -13,7 +13,7 @@
 # library, rides the pull on rail 0 alone (Soft-RoCE retries forever).
 #
 #     host 1 (shiftgen -P 64 client)                 host 2 (server)
-#     64 QPs ─ rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══ eth0 ─ rxe0 ─ 64 QPs
+#     64 QPs ─ rxe0 ─ eth0 ══ rail 0 (down ~3 s) ═══ eth0 ─ rxe0 ─ 64 QPs
 #     64 twins ─ rxe1 ─ eth1 ── rail 1 ─────────────── eth1 ─ rxe1 ─ 64 twins
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh

@@ -1427,7 +1427,7 @@ static int poll_send(struct sg *g)
  * -P: the connections' threads share the CPUs with each other and with the
  * NIC's own work (Soft-RoCE's runs in softirqs and kernel threads, which
  * spinning threads would starve): one with nothing to do yields, and
- * after @idle empty rounds in a row sleeps 5 ms a round.
+ * once @idle, its empty rounds in a row, reaches 64, sleeps 5 ms a round.
  */
 static void conn_idle(const struct sg *g, unsigned int idle)
 {
