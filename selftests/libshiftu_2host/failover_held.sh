@@ -60,11 +60,12 @@ logged()
 	grep -qE "$2" "$FT_TMP/$1.cli.shiftu" || lu_fail "$1" "$3"
 }
 
-# the failover's own time in ms, from its line in the client's log
+# the failover's own time in ms, from its line in the client's log (the
+# whole move's, before the parenthesis that splits it)
 fo_ms()
 {
-	grep -o 'failed over to qp .* [0-9.]* ms$' "$FT_TMP/$1.cli.shiftu" |
-		awk '{ printf "%d\n", $(NF - 1) }'
+	sed -n 's/.*failed over to qp .*, \([0-9][0-9.]*\) ms (.*/\1/p' "$FT_TMP/$1.cli.shiftu" |
+		awk '{ printf "%d\n", $1 }'
 }
 
 # ride TAG SECONDS: a SEND run of shiftgen, one CQ per QP, preloaded on
