@@ -35,7 +35,9 @@ ft_require_cmd mkfifo pgrep
 TAG=forked
 FIFO=$FT_TMP/helper.fifo
 OUTF=$FT_TMP/$TAG.helper
-HOLD=2
+# how long the shadow thread is held: fork() must begin within it (once,
+# on a loaded run, it began 2.47 s after the hold, too late to tell)
+HOLD=4
 mkfifo "$FIFO"
 
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
