@@ -226,6 +226,9 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 	if ((v = get("SHIFTU_TEST_SERVE_DELAY_MS")) &&
 	    shiftu_parse_ms(v, 0, SHIFTU_SERVE_DELAY_MS_MAX, &cfg->serve_delay_ms))
 		nbad += bad("SHIFTU_TEST_SERVE_DELAY_MS", v, "0");
+	if ((v = get("SHIFTU_TEST_WATCH_DELAY_MS")) &&
+	    shiftu_parse_ms(v, 0, SHIFTU_WATCH_DELAY_MS_MAX, &cfg->watch_delay_ms))
+		nbad += bad("SHIFTU_TEST_WATCH_DELAY_MS", v, "0");
 	if ((v = get("SHIFTU_TEST_REPLAY_FAIL")) &&
 	    shiftu_parse_ms(v, 0, SHIFTU_REPLAY_FAIL_MAX, &cfg->replay_fail))
 		nbad += bad("SHIFTU_TEST_REPLAY_FAIL", v, "0");
@@ -263,6 +266,9 @@ static void config_read(void)
 	if (config.serve_delay_ms)
 		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message and before keeping what it found, and an answer on a default QP leaves %u ms late (a test setting)",
 			    config.serve_delay_ms, config.serve_delay_ms, config.serve_delay_ms / 2);
+	if (config.watch_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_WATCH_DELAY_MS=%u: the watcher thread waits %u ms before it serves the backup CQs' events (a test setting)",
+			    config.watch_delay_ms, config.watch_delay_ms);
 	if (config.replay_fail)
 		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
 			    config.replay_fail, config.replay_fail - 1);

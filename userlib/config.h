@@ -14,6 +14,7 @@
  *   SHIFTU_TEST_TWIN_RESET_MS	0..10000 (0; tests only, see libshiftu(7))
  *   SHIFTU_TEST_FAILBACK_DELAY_MS	0..10000 (0; tests only, likewise)
  *   SHIFTU_TEST_SERVE_DELAY_MS	0..1000 (0; tests only, likewise)
+ *   SHIFTU_TEST_WATCH_DELAY_MS	0..10000 (0; tests only, likewise)
  *   SHIFTU_TEST_REPLAY_FAIL	0..65536 (0; tests only, likewise)
  *
  * A value that does not parse is logged once (warn: variable and value) and
@@ -33,6 +34,7 @@
 #define SHIFTU_TWIN_RESET_MS_MAX	10000
 #define SHIFTU_FAILBACK_DELAY_MS_MAX	10000
 #define SHIFTU_SERVE_DELAY_MS_MAX	1000
+#define SHIFTU_WATCH_DELAY_MS_MAX	10000
 #define SHIFTU_REPLAY_FAIL_MAX		65536
 #define SHIFTU_HEALTH_DEV_DEFAULT	"/dev/shift_ft"	/* SHIFT_FT_DEVICE_PATH */
 
@@ -69,6 +71,7 @@ struct shiftu_config {
 	uint32_t twin_reset_ms;		/* tests: a stale twin's reset waits */
 	uint32_t failback_delay_ms;	/* tests: going back waits after the probe */
 	uint32_t serve_delay_ms;	/* tests: shiftu_app_serve() waits first; answers leave late */
+	uint32_t watch_delay_ms;	/* tests: the watcher waits before serving twin CQs */
 	uint32_t replay_fail;		/* tests: a replay's post this far on fails */
 };
 

@@ -142,6 +142,10 @@ static void *watcher(void *arg)
 		/* new channels are picked up within 200 ms */
 		if (poll(fds, n + 1, 200) <= 0)
 			continue;
+		/* SHIFTU_TEST_WATCH_DELAY_MS: the peers' messages pile up */
+		if (shiftu_config()->watch_delay_ms && n &&
+		    !(fds[n].revents & POLLIN))
+			usleep(shiftu_config()->watch_delay_ms * 1000U);
 		pthread_mutex_lock(&serve_lock);
 		pthread_mutex_lock(&ch_lock);
 		stale = gen != ch_gen;

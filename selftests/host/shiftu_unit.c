@@ -782,6 +782,8 @@ static char *bad_env(const char *name)
 		return "10001";
 	if (!strcmp(name, "SHIFTU_TEST_SERVE_DELAY_MS"))
 		return "1001";
+	if (!strcmp(name, "SHIFTU_TEST_WATCH_DELAY_MS"))
+		return "10001";
 	if (!strcmp(name, "SHIFTU_TEST_REPLAY_FAIL"))
 		return "65537";
 	return NULL;
@@ -798,7 +800,7 @@ TEST(config_bad_values)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
 	/* every bad value: one line, and the default */
-	EXPECT_EQ(11, shiftu_config_from_env(&cfg, bad_env));
+	EXPECT_EQ(12, shiftu_config_from_env(&cfg, bad_env));
 	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
 	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
 	EXPECT_FALSE(cfg.disabled);
@@ -809,6 +811,7 @@ TEST(config_bad_values)
 	EXPECT_EQ(0, cfg.twin_reset_ms);
 	EXPECT_EQ(0, cfg.failback_delay_ms);
 	EXPECT_EQ(0, cfg.serve_delay_ms);
+	EXPECT_EQ(0, cfg.watch_delay_ms);
 	EXPECT_EQ(0, cfg.replay_fail);
 
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -816,7 +819,7 @@ TEST(config_bad_values)
 	buf[n] = '\0';
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
-	EXPECT_EQ(11, lines);
+	EXPECT_EQ(12, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
@@ -827,6 +830,7 @@ TEST(config_bad_values)
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_TWIN_RESET_MS=-1"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_FAILBACK_DELAY_MS=10001"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_SERVE_DELAY_MS=1001"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_WATCH_DELAY_MS=10001"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_REPLAY_FAIL=65537"));
 	EXPECT_EQ(0, strncmp(buf, "libshiftu[", 10));
 	EXPECT_NE(NULL, strstr(buf, "]: warn: "));
