@@ -402,8 +402,8 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 
 /*
  * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
- * taken out (a peer's control message goes to @msgs, at most
- * SHIFTU_HS_BATCH), the application's get their QP's number.  Returns how
+ * taken out (a peer's control message goes to @msgs, or @c's park:
+ * shiftu_hs_keep()), the application's get their QP's number.  Returns how
  * many are left; *@drained a QP whose fence may have completed.
  * Context: c->lock held.
  */
@@ -427,12 +427,12 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			/* a peer's control message; flushed, nobody's */
 			if (!t)
 				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
-			if (t && wc[i].status == IBV_WC_SUCCESS && *n_msgs < SHIFTU_HS_BATCH) {
-				msgs[*n_msgs].vq = t;
-				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
-				msgs[*n_msgs].on_default = false;
-				msgs[*n_msgs].gen = 0;
-				(*n_msgs)++;
+			if (t && wc[i].status == IBV_WC_SUCCESS) {
+				struct shiftu_hs_msg m = {
+					.vq = t, .imm = be32toh(wc[i].imm_data),
+				};
+
+				shiftu_hs_keep(c, msgs, n_msgs, &m);
 			}
 			continue;
 		default:
@@ -456,9 +456,10 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 	return kept;
 }
 
-int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+int shiftu_app_own(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		   struct shiftu_hs_msg *msgs, int *n_msgs)
 {
+	struct shiftu_ctx *s = c->sctx;
 	struct shiftu_vqp *vq;
 	int i, kept = 0;
 
@@ -469,12 +470,14 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
 		    wc[i].status == IBV_WC_SUCCESS && (vq = shiftu_vqp_by_num(s, wc[i].qp_num))) {
 			/* no immediate: the peer's probe, which only had to
 			 * arrive (shiftu_probe()); its message comes next */
-			if (*n_msgs < SHIFTU_HS_BATCH && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
-				msgs[*n_msgs].vq = vq;
-				msgs[*n_msgs].imm = be32toh(wc[i].imm_data);
-				msgs[*n_msgs].on_default = true;
-				msgs[*n_msgs].gen = shiftu_ctrl_def_gen(wc[i].wr_id);
-				(*n_msgs)++;
+			if (wc[i].wc_flags & IBV_WC_WITH_IMM) {
+				struct shiftu_hs_msg m = {
+					.vq = vq, .imm = be32toh(wc[i].imm_data),
+					.on_default = true,
+					.gen = shiftu_ctrl_def_gen(wc[i].wr_id),
+				};
+
+				shiftu_hs_keep(c, msgs, n_msgs, &m);
 			}
 			continue;
 		}
@@ -496,11 +499,11 @@ int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
  * out (shiftu_app_own(), and its flushed requests).  Returns how many are
  * left.
  */
-static int app_ctrl(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+static int app_ctrl(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
-	k = shiftu_app_own(s, wc, k, msgs, n_msgs);
-	return drop_ours(s, wc, k);
+	k = shiftu_app_own(c, wc, k, msgs, n_msgs);
+	return drop_ours(c->sctx, wc, k);
 }
 
 /*
@@ -547,7 +550,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	}
 	k = c->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
 	if (k > 0) {
-		k = app_ctrl(c->sctx, wc, k, msgs, &n_msgs);
+		k = app_ctrl(c, wc, k, msgs, &n_msgs);
 		shiftu_took(c->sctx, wc, k);
 		if (k)
 			serve_test_delay();
@@ -567,6 +570,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	}
 	pthread_mutex_unlock(&c->lock);
 	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	shiftu_hs_unpark(c);
 	/* this is the shadow thread, which resets twins: no waiting */
 	if (fo)
 		error_failover(fo, &first, false);
@@ -580,6 +584,80 @@ void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *dra
 		shiftu_hs_message(&msgs[i]);
 	if (drained)
 		shiftu_try_drain(drained);
+}
+
+void shiftu_hs_keep(struct shiftu_cq *c, struct shiftu_hs_msg *msgs, int *n_msgs,
+		    const struct shiftu_hs_msg *m)
+{
+	struct shiftu_hs_msg *p;
+	unsigned int cap;
+
+	/* what is parked is older: a message may not overtake it */
+	if (!c->park_n && *n_msgs < SHIFTU_HS_BATCH) {
+		msgs[(*n_msgs)++] = *m;
+		return;
+	}
+	if (c->park_n == c->park_cap) {
+		cap = c->park_cap ? 2 * c->park_cap : SHIFTU_HS_BATCH;
+		p = realloc(c->park, cap * sizeof(*p));
+		if (!p) {
+			shiftu_warn("qp %u: no memory to keep the peer's control message: it is lost",
+				    m->vq->reg.app_qp->qp_num);
+			return;
+		}
+		c->park = p;
+		c->park_cap = cap;
+	}
+	c->park[c->park_n++] = *m;
+}
+
+void shiftu_hs_unpark(struct shiftu_cq *c)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	unsigned int n, total = 0;
+
+	/* racy, and fine: a thread that parks unparks after */
+	if (!__atomic_load_n(&c->park_n, __ATOMIC_RELAXED))
+		return;
+	/*
+	 * One thread at a time, so that they go in order: a message may
+	 * start a move whose own unpark (on this thread or another) would
+	 * otherwise hand over later ones first.  That thread takes what is
+	 * parked meanwhile.
+	 */
+	pthread_mutex_lock(&c->lock);
+	if (c->unparking) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	c->unparking = true;
+	for (;;) {
+		n = c->park_n < SHIFTU_HS_BATCH ? c->park_n : SHIFTU_HS_BATCH;
+		if (!n)
+			break;
+		memcpy(msgs, c->park, n * sizeof(*msgs));
+		c->park_n -= n;
+		memmove(c->park, c->park + n, c->park_n * sizeof(*msgs));
+		pthread_mutex_unlock(&c->lock);
+		total += n;
+		shiftu_hs_deliver(msgs, n, NULL);
+		pthread_mutex_lock(&c->lock);
+	}
+	c->unparking = false;
+	pthread_mutex_unlock(&c->lock);
+	if (total)
+		shiftu_info("%s: %u of the peers' control messages came beyond a poll's %d: kept, and handed over after",
+			    c->sctx->bak_name, total, SHIFTU_HS_BATCH);
+}
+
+void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq)
+{
+	unsigned int i, kept = 0;
+
+	for (i = 0; i < c->park_n; i++)
+		if (c->park[i].vq != vq)
+			c->park[kept++] = c->park[i];
+	c->park_n = kept;
 }
 
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
@@ -601,7 +679,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		if (k < 0 && !n) {
 			n = k;
 		} else if (k > 0) {
-			k = app_ctrl(s, wc + n, k, msgs, &n_msgs);
+			k = app_ctrl(c, wc + n, k, msgs, &n_msgs);
 			shiftu_took(s, wc + n, k);
 			k = hold_error(s, c, wc + n, k, &fo, &first);
 			n += k;
@@ -619,6 +697,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	}
 	pthread_mutex_unlock(&c->lock);
 	shiftu_hs_deliver(msgs, n_msgs, drained);
+	shiftu_hs_unpark(c);
 	if (fo) {
 		error_failover(fo, &first, true);
 		if (!n)
@@ -649,7 +728,7 @@ void shiftu_twin_serve(struct shiftu_cq *c)
 			for (i = 0; i < kept; i++)
 				shiftu_stash_push(c, &wc[i]);
 			any |= kept > 0;
-		} while (k == (int)SHIFTU_ARRAY_SIZE(wc) && n_msgs < SHIFTU_HS_BATCH);
+		} while (k == (int)SHIFTU_ARRAY_SIZE(wc));
 		if (!pass)
 			c->bak->context->ops.req_notify_cq(c->bak, 0);
 	}
@@ -660,4 +739,5 @@ void shiftu_twin_serve(struct shiftu_cq *c)
 	}
 	pthread_mutex_unlock(&c->lock);
 	shiftu_hs_deliver(msgs, n_msgs, drained);
+	shiftu_hs_unpark(c);
 }

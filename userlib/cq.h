@@ -65,6 +65,23 @@ bool shiftu_twins_has(const struct shiftu_cq *c, const struct shiftu_vqp *vq);
 void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
 
 /*
+ * A peer's control message @m, taken from a CQ of @c: to @msgs while they
+ * have room and nothing waits in @c's park, else to the park (its
+ * completion is consumed: dropping it would leave the QP that waits for it
+ * unprotected).  Context: c->lock held.
+ */
+void shiftu_hs_keep(struct shiftu_cq *c, struct shiftu_hs_msg *msgs, int *n_msgs,
+		    const struct shiftu_hs_msg *m);
+/*
+ * Hand what @c's park holds to the handshake, oldest first; the caller of
+ * a poll that parked calls it after shiftu_hs_deliver() of its @msgs, which
+ * are older.  Context: no lock held.
+ */
+void shiftu_hs_unpark(struct shiftu_cq *c);
+/* @vq is going: its parked messages are dropped.  Context: c->lock held. */
+void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq);
+
+/*
  * Completions taken from the twin CQ of @c: the library's own taken out
  * (control messages to @msgs), the others renamed (c->lock held); and the
  * watcher's call when that CQ had an event (no lock held).
@@ -74,12 +91,12 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 void shiftu_twin_serve(struct shiftu_cq *c);
 
 /*
- * Completions taken from an application's CQ: the library's own on a
+ * Completions taken from the application's CQ of @c: the library's own on a
  * default QP taken out, a peer's control message (a two-sided failback's)
  * to @msgs and a probe's to its QP.  Flushed requests of the library's
  * are left: a drain counts its markers.  Returns how many are left.
  */
-int shiftu_app_own(struct shiftu_ctx *s, struct ibv_wc *wc, int k,
+int shiftu_app_own(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		   struct shiftu_hs_msg *msgs, int *n_msgs);
 
 /* The shadow thread's poll of @vq's receive CQ, which the application may

@@ -428,7 +428,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			none &= !k;
 			if (!twin) {
 				/* a peer's message, a probe: not the application's */
-				k = shiftu_app_own(vq->sctx, wc, k, msgs, n_msgs);
+				k = shiftu_app_own(c, wc, k, msgs, n_msgs);
 				shiftu_took(vq->sctx, wc, k);
 			}
 			for (i = 0, kept = 0; i < k; i++) {
@@ -1271,6 +1271,9 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 	pthread_mutex_lock(&vq->fo_lock);
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	twins_leave(vq);
+	/* messages for it that wait in a park would outlive it */
+	shiftu_hs_park_forget(vq->scq, vq);
+	shiftu_hs_park_forget(vq->rcq, vq);
 	/* a control message's completion that never came is nobody's now */
 	shiftu_ctrl_send_done(vq, true);
 	/* no move starts after this one: each wants another state */
@@ -1314,6 +1317,19 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 		    twin ? " while its work was on its twin" : "");
 }
 
+/*
+ * After a move of @vq: the peers' messages its drain took, then those it
+ * parked on @vq's CQs (the drain polls no other).  Context: no lock held.
+ */
+static void moved_deliver(struct shiftu_vqp *vq, struct shiftu_hs_msg *msgs, int n_msgs)
+{
+	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	if (vq->scq)
+		shiftu_hs_unpark(vq->scq);
+	if (vq->rcq && vq->rcq != vq->scq)
+		shiftu_hs_unpark(vq->rcq);
+}
+
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -1324,7 +1340,7 @@ bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 	r = move_locked(vq, MOVE_OVER, false, why, msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	moved_deliver(vq, msgs, n_msgs);
 	return r != FO_NONE;
 }
 
@@ -1409,7 +1425,7 @@ void shiftu_rejoin(struct shiftu_vqp *vq, const char *why)
 	__atomic_store_n(&vq->rejoin_want, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	moved_deliver(vq, msgs, n_msgs);
 }
 
 /*
@@ -1442,7 +1458,7 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq)
 	}
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	moved_deliver(vq, msgs, n_msgs);
 }
 
 void shiftu_switch_back(struct shiftu_vqp *vq)
@@ -1456,7 +1472,7 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
 	r = move_locked(vq, MOVE_BACK, false, "its port is back", msgs, &n_msgs);
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	moved_deliver(vq, msgs, n_msgs);
 }
 
 /*
@@ -1574,7 +1590,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 out:
 	pthread_mutex_unlock(&vq->fo_lock);
 	fo_report(vq, r);
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	moved_deliver(vq, msgs, n_msgs);
 }
 
 /* ---- failing back (4.3.3) -------------------------------------------- */
@@ -1720,13 +1736,14 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
 		if (k > 0) {
 			/* the probe's completion, and a peer's message, taken out */
-			k = shiftu_app_own(vq->sctx, wc, k, msgs, &n_msgs);
+			k = shiftu_app_own(c, wc, k, msgs, &n_msgs);
 			shiftu_took(vq->sctx, wc, k);
 		}
 		for (i = 0; i < k; i++)
 			shiftu_stash_push(c, &wc[i]);
 		pthread_mutex_unlock(&c->lock);
 		shiftu_hs_deliver(msgs, n_msgs, NULL);
+		shiftu_hs_unpark(c);
 		if (k <= 0)
 			sched_yield();
 	}

@@ -369,6 +369,7 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 				shiftu_real.destroy_cq(c->bak);
 			shiftu_bell_destroy(c);
 			free(c->stash);
+			free(c->park);
 			pthread_mutex_destroy(&c->lock);
 			free(c);
 			break;

@@ -30,6 +30,7 @@
 #include <infiniband/verbs.h>
 
 struct shiftu_ctx;
+struct shiftu_hs_msg;
 struct shiftu_vqp;
 
 /* A PD and its twin on the backup context.  Under shadow_lock. */
@@ -75,6 +76,11 @@ struct shiftu_cq {
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
 	unsigned int draining;		/* drains under way on it (failover.c) */
+	/* the peers' control messages a poll took beyond its caller's
+	 * SHIFTU_HS_BATCH, oldest first, until shiftu_hs_unpark() */
+	struct shiftu_hs_msg *park;
+	unsigned int park_n, park_cap;
+	bool unparking;			/* one thread hands them over at a time */
 	/* the application's channel's bell (bell.c): set once, then read-only */
 	struct ibv_qp *bell;
 	struct ibv_pd *bell_pd;
