@@ -283,8 +283,10 @@ lu_ms()
 # lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
 # rail 0 of host LU_PULL_ON (1 or 2) goes down by LU_PULL_BY (link or ip,
 # lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
-# and comes back 2.7 s later.  Host 1's packets per rail are counted for
-# 1.5 s from 0.7 s into the outage (TAG.outage: rail 0's, rail 1's) and
+# and comes back 2.7 s later (LU_PULL_HOLD, 0.5 s by default, is the last
+# part of that, for an outage that must last longer).  Host 1's packets
+# per rail are counted for 1.5 s from 0.7 s into the outage (TAG.outage:
+# rail 0's, rail 1's) and
 # again for 1.5 s from 0.3 s after the client's library failed back, 12 s
 # at most after the repair (TAG.fbwait: how long it took, in tenths of a
 # second; LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail
@@ -305,7 +307,7 @@ lu_pull()
 	lab_nap 1.5
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
 	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
-	lab_nap 0.5
+	lab_nap "${LU_PULL_HOLD:-0.5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" on
 	on=$(lu_ms "$t0")
 	echo "$off $on" > "$FT_TMP/$tag.times"

@@ -5,10 +5,10 @@
 # ib_send_bw -q 16 (16 QPs on one send CQ and one receive CQ, two-sided
 # traffic, so each side waits for the other's receive count) with libshiftu
 # on both hosts rides host 1's rail 0 pulled from 5 s to about 8 s, while
-# each library's watcher thread waits 3 s before it serves a backup CQ's
+# each library's watcher thread waits 1 s before it serves a backup CQ's
 # event (SHIFTU_TEST_WATCH_DELAY_MS), so that the 16 messages pile up in
-# one CQ; a poll then takes up to 16 at once, twice the handshake's batch
-# of 8.  Both runs exit 0 with the client's result line, each of the
+# one CQ (the client moves its 16 QPs within about 150 ms); a poll then
+# takes up to 16 at once, twice the handshake's batch of 8.  Both runs exit 0 with the client's result line, each of the
 # 16 QPs fails over and back, and neither library logs a warning (a lost
 # message leaves its QP "unprotected" after 12.7 s, with a warning).  The
 # control, the same run without the library, leaves rail 1 idle.
@@ -32,7 +32,7 @@ log "plain: exit $(cat "$FT_TMP/plain.cli.rc") and $(cat "$FT_TMP/plain.srv.rc")
 
 tag=send16
 lu_keep "$tag" many_send
-LU_ENV="SHIFTU_TEST_WATCH_DELAY_MS=3000" LU_DURING=lu_pull \
+LU_ENV="SHIFTU_TEST_WATCH_DELAY_MS=1000" LU_DURING=lu_pull \
 	lu_pair "$tag" 1 ib_send_bw -F -q $Q -s 65536 -D 25
 read -r s0 s1 < "$FT_TMP/$tag.outage"
 log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair"
