@@ -406,6 +406,8 @@ struct shiftu_vqp {
 	struct shiftu_peer peer;
 	uint64_t peer_node_guid;	/* the peer's default device */
 	struct shiftu_rkey_map *rkeys;	/* peer default rkey -> backup rkey */
+	uint64_t scout_ns;		/* its next look ahead (shadow.c) */
+	unsigned int scouts;		/* looks ahead so far */
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
 	unsigned int n_lkeys;
 	unsigned int told_waiting;	/* "cannot fail over yet" said once */
@@ -494,6 +496,7 @@ struct shiftu_vqp {
 struct shiftu_cq;
 struct shiftu_rkey_map {
 	uint32_t rkey, bak_rkey;
+	uint64_t miss_ns;		/* not 0: the store had none then */
 	struct shiftu_rkey_map *next;
 };
 

@@ -246,6 +246,27 @@ static void take_recv(struct shiftu_vqp *vq, const struct rxe_recv_wqe *w,
 	}
 }
 
+unsigned int shiftu_provq_rkeys(const struct rxe_queue_buf *q, uint32_t *out,
+				unsigned int n, unsigned int max)
+{
+	uint32_t i, op, rkey;
+
+	for (i = 0; i <= q->index_mask && n < max; i++) {
+		const struct rxe_send_wqe *w = slot(q, i);
+
+		op = __atomic_load_n(&w->wr.opcode, __ATOMIC_RELAXED);
+		if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			rkey = __atomic_load_n(&w->wr.wr.atomic.rkey, __ATOMIC_RELAXED);
+		else if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+			 op == IBV_WR_RDMA_READ)
+			rkey = __atomic_load_n(&w->wr.wr.rdma.rkey, __ATOMIC_RELAXED);
+		else
+			continue;
+		n = shiftu_rkey_note(out, n, max, rkey);
+	}
+	return n;
+}
+
 void shiftu_provq_mark(struct shiftu_vqp *vq)
 {
 	/* the provider published its slots before the producer index */

@@ -52,6 +52,34 @@ void shiftu_provq_mark(struct shiftu_vqp *vq);
 int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r);
 
 /*
+ * The remote keys of the RDMA and atomic requests that send ring @q holds,
+ * read while its poster may be writing it (the shadow thread's look ahead,
+ * shadow.c: a torn key costs a lookup that finds nothing): up to @max
+ * distinct non-zero ones go to @out, after the @n there already.  Returns
+ * the new count.
+ */
+unsigned int shiftu_provq_rkeys(const struct rxe_queue_buf *q, uint32_t *out,
+				unsigned int n, unsigned int max);
+
+/*
+ * Add @rkey to the @n distinct keys of @out unless it is there, or zero, or
+ * @out holds @max.  Returns the new count.
+ */
+static inline unsigned int shiftu_rkey_note(uint32_t *out, unsigned int n, unsigned int max,
+					    uint32_t rkey)
+{
+	unsigned int i;
+
+	if (!rkey || n == max)
+		return n;
+	for (i = 0; i < n; i++)
+		if (out[i] == rkey)
+			return n;
+	out[n] = rkey;
+	return n + 1;
+}
+
+/*
  * The producer index of send ring @q (vq->psq), which only the QP's poster
  * (and the provider on its behalf) writes.  Read by that poster.
  */

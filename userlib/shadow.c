@@ -30,6 +30,7 @@
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "provq.h"
 #include "report.h"
 #include "shadow.h"
 #include "srq.h"
@@ -582,8 +583,10 @@ int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
 	char *end;
 	int ret;
 
+	/* the look ahead's (scout_apply()) among them; its misses are asked
+	 * again */
 	for (r = vq->rkeys; r; r = r->next)
-		if (r->rkey == rkey) {
+		if (r->rkey == rkey && !r->miss_ns) {
 			*out = r->bak_rkey;
 			return 0;
 		}
@@ -607,6 +610,7 @@ int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
 		return -ENOMEM;
 	r->rkey = rkey;
 	r->bak_rkey = v;
+	r->miss_ns = 0;
 	r->next = vq->rkeys;
 	vq->rkeys = r;
 	*out = v;
@@ -788,6 +792,9 @@ struct pass_req {
 	/* an MR's: its record, checked to be the same one afterwards */
 	struct shiftu_mr *mr;
 	struct ibv_mr *mr_app, *mr_bak;
+	/* a look ahead's (scout_req()): the QP, the peer's key */
+	struct shiftu_vqp *scout;
+	uint32_t rkey;
 };
 
 /* A QP's requests in the pass: indices into the batch, -1 for none. */
@@ -1492,9 +1499,152 @@ static void pass_batch(void)
 	pthread_mutex_unlock(&mr_lock);
 }
 
+/*
+ * The look ahead: the backup keys of the peer's memory that a QP's
+ * requests name, fetched before a failure needs them.  A replay looks
+ * each one up on first use otherwise (shiftu_backup_rkey()), one round
+ * trip each, on the thread that moves the QP: a peer with 64 QPs heard
+ * 64 failovers one after the other, and with the store on a loaded host
+ * its answers came after the 10 s a side waits for them.  Each protected
+ * QP's send ring is read every 100 ms for its first 2 s (SCOUT_FIRST
+ * looks: an application names its peer's memory as soon as it runs), then
+ * once a second (SCOUT_NS), while its poster may be writing it (a torn
+ * key costs a lookup that finds nothing), and the keys not known yet are
+ * asked for in the pass's batch.  A key the store does not have is asked
+ * again after SCOUT_MISS_NS.
+ */
+#define SCOUT_NS	(1000ULL * 1000 * 1000)
+#define SCOUT_FIRST	20
+#define SCOUT_MISS_NS	(10ULL * 1000 * 1000 * 1000)
+#define SCOUT_MAX	16		/* keys a QP's ring is read for */
+
+static uint64_t scout_due;		/* the next look ahead; 0: none */
+
+/* @rkey's entry in @vq's map, answer or miss; NULL if none.  fo_lock. */
+static struct shiftu_rkey_map *rkey_find(struct shiftu_vqp *vq, uint32_t rkey)
+{
+	struct shiftu_rkey_map *r;
+
+	for (r = vq->rkeys; r; r = r->next)
+		if (r->rkey == rkey)
+			return r;
+	return NULL;
+}
+
+/*
+ * The keys @vq's requests name: from the provider's ring, or the
+ * library's copies (the last mask + 1 of them).  Racy, as said above.
+ */
+static unsigned int scout_keys(struct shiftu_vqp *vq, uint32_t *out)
+{
+	uint64_t head, i, from;
+	unsigned int n = 0;
+	uint32_t op;
+
+	if (vq->rings == SHIFTU_RINGS_PROVIDER && vq->psq)
+		return shiftu_provq_rkeys(vq->psq, out, 0, SCOUT_MAX);
+	if (vq->rings != SHIFTU_RINGS_COPY || !vq->sq.slots)
+		return 0;
+	head = __atomic_load_n(&vq->sq.head, __ATOMIC_ACQUIRE);
+	from = head > (uint64_t)vq->sq.mask + 1 ? head - vq->sq.mask - 1 : 0;
+	for (i = from; i < head && n < SCOUT_MAX; i++) {
+		struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
+
+		op = __atomic_load_n(&e->opcode, __ATOMIC_RELAXED);
+		if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		    op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			n = shiftu_rkey_note(out, n, SCOUT_MAX,
+					     __atomic_load_n(&e->rkey, __ATOMIC_RELAXED));
+	}
+	return n;
+}
+
+/*
+ * @vq's look ahead, if due: a GET for each key its ring names that its map
+ * does not answer yet.  Context: shadow thread, vq->lock held (fo_lock
+ * only tried: a move holds it for long, and the next look comes soon).
+ */
+static void scout_req(struct shiftu_vqp *vq, uint64_t now)
+{
+	uint32_t keys[SCOUT_MAX];
+	struct shiftu_rkey_map *m;
+	unsigned int n, i;
+	int r;
+
+	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !vq->peer_known ||
+	    vq->state == SHIFTU_SEND_DEAD)
+		return;
+	if (now >= vq->scout_ns) {
+		vq->scout_ns = now + (vq->scouts++ < SCOUT_FIRST ? SCOUT_NS / 10 : SCOUT_NS);
+		n = scout_keys(vq, keys);
+	} else {
+		n = 0;
+	}
+	if (!scout_due || vq->scout_ns < scout_due)
+		scout_due = vq->scout_ns;
+	if (!n || pthread_mutex_trylock(&vq->fo_lock))
+		return;
+	for (i = 0; i < n; i++) {
+		m = rkey_find(vq, keys[i]);
+		if (m && (!m->miss_ns || now - m->miss_ns < SCOUT_MISS_NS))
+			continue;
+		r = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+		if (r < 0)
+			break;
+		snprintf(reqs[r].key, sizeof(reqs[r].key), "mr:%016" PRIx64 ":%u",
+			 vq->peer.node_guid, keys[i]);
+		reqs[r].scout = vq;
+		reqs[r].rkey = keys[i];
+	}
+	pthread_mutex_unlock(&vq->fo_lock);
+}
+
+/*
+ * The look aheads' answers, into their QPs' maps.  Context: shadow
+ * thread, shadow_lock held since the requests (the QPs are still there).
+ */
+static void scout_apply(uint64_t now)
+{
+	struct shiftu_rkey_map *m;
+	struct shiftu_vqp *vq;
+	unsigned long v = 0;
+	unsigned int i;
+	char *end;
+
+	for (i = 0; i < n_reqs; i++) {
+		vq = reqs[i].scout;
+		if (!vq || (reqs[i].kv.ret && reqs[i].kv.ret != -ENOENT))
+			continue;
+		if (!reqs[i].kv.ret) {
+			errno = 0;
+			v = strtoul(reqs[i].val, &end, 10);
+			if (errno || *end || v > UINT32_MAX)
+				continue;
+		}
+		if (pthread_mutex_trylock(&vq->fo_lock))
+			continue;
+		m = rkey_find(vq, reqs[i].rkey);
+		if (!m && (m = malloc(sizeof(*m)))) {
+			m->rkey = reqs[i].rkey;
+			m->next = vq->rkeys;
+			vq->rkeys = m;
+		}
+		if (m) {
+			m->bak_rkey = reqs[i].kv.ret ? 0 : (uint32_t)v;
+			m->miss_ns = reqs[i].kv.ret ? now : 0;
+			if (!reqs[i].kv.ret)
+				shiftu_dbg("qp %u: the peer's rkey %#x is %#x on its backup (looked up ahead)",
+					   vq->reg.app_qp->qp_num, m->rkey, m->bak_rkey);
+		}
+		pthread_mutex_unlock(&vq->fo_lock);
+	}
+}
+
 /* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
+	uint64_t now = mono_ns();
 	bool pending = false;
 	struct shiftu_ctx *s;
 	struct shiftu_pd *p;
@@ -1505,6 +1655,7 @@ static bool shadow_pass(void)
 	int r;
 
 	n_reqs = 0;
+	scout_due = 0;
 	if (cap_pqs < n_vqps) {
 		pq = realloc(pqs, n_vqps * sizeof(*pq));
 		if (!pq)
@@ -1558,10 +1709,12 @@ static bool shadow_pass(void)
 			qp_publish_req(vq, pq);
 			qp_peer_req(vq, pq);
 			failback_answer_req(vq, pq);
+			scout_req(vq, now);
 		}
 		pthread_mutex_unlock(&vq->lock);
 	}
 	pass_batch();
+	scout_apply(now);
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
 
@@ -1638,8 +1791,8 @@ static void *shadow_thread(void *arg)
 {
 	unsigned int seen;
 	struct timespec t;
+	uint64_t t0, wait;
 	bool pending;
-	uint64_t t0;
 
 	(void)arg;
 	srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
@@ -1653,10 +1806,15 @@ static void *shadow_thread(void *arg)
 		if (seen != shadow_gen ||
 		    __atomic_exchange_n(&shadow_poked, 0, __ATOMIC_ACQUIRE))
 			continue;
-		if (pending) {
-			/* waiting on a peer or the store: ask again soon */
+		if (pending || scout_due) {
+			/* waiting on a peer or the store: again soon; or
+			 * until the next look ahead (scout_req()) */
+			wait = 100 * 1000 * 1000;
+			if (!pending)
+				wait = scout_due > mono_ns() ? scout_due - mono_ns() : 0;
 			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_nsec += 100 * 1000 * 1000;
+			t.tv_sec += wait / 1000000000;
+			t.tv_nsec += wait % 1000000000;
 			if (t.tv_nsec >= 1000000000) {
 				t.tv_sec++;
 				t.tv_nsec -= 1000000000;
