@@ -41,6 +41,22 @@ pull_ready()
 	LU_PULL_AT=1 lu_pull "$1"
 }
 
+# pull_connected TAG: lu_pull once all P connections are up, 30 s at most
+# (64 set up on a guest's one CPU can take longer than lu_pull's 5 s, and
+# a QP whose move to RTR meets the rail down fails it, library or not)
+pull_connected()
+{
+	local t=0 n=0
+
+	while [ "$n" -lt "$P" ] && [ "$t" -lt 300 ]; do
+		lab_nap 0.1
+		t=$((t + 1))
+		n=$(grep -c '^shiftgen\[[0-9]*\]: role=client connected$' "$FT_TMP/$1.cli.out") || true
+	done
+	log "$1: $n of $P connections up $t tenths of a second after the client started"
+	LU_PULL_AT=1 lu_pull "$1"
+}
+
 # protected TAG: how many of the client's QPs its library protects so far
 protected()
 {
@@ -57,7 +73,7 @@ conns()
 }
 
 lu_keep plain many_gen
-LU_DURING=lu_pull lu_pair plain 0 "$GEN" "${ARGS[@]}" -D 15
+LU_DURING=pull_connected lu_pair plain 0 "$GEN" "${ARGS[@]}" -D 15
 read -r s0 s1 < "$FT_TMP/plain.outage"
 log "plain: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; connections ok: client $(conns plain cli), server $(conns plain srv)"
 lu_gen_clean plain

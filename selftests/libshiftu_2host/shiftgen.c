@@ -116,7 +116,9 @@
  * summary line per side, key=value pairs read by name (with -P, each
  * connection's own lines start "shiftgen[I]:" and the summary line below,
  * which adds conns=CONNS, has the sums of its counts, the longest elapsed
- * time and result=ok only if every connection's is):
+ * time and result=ok only if every connection's is; a client's connection
+ * also prints "shiftgen[I]: role=client connected" once its QP is in RTS,
+ * and so the server's):
  *   shiftgen: role=client mode=M sent=N completions=N bytes=N errors=N
  *             corrupt=N elapsed=S peer=ok|fail|none result=ok|fail
  *   shiftgen: role=server mode=M msgs=N bytes=N lost=N dup=N reorder=N
@@ -2255,6 +2257,11 @@ static int client_run(struct sg *g)
 	ret = qp_connect(g);
 	if (ret)
 		goto out;
+	if (g->idx >= 0) {
+		/* a test's cue that every connection is up */
+		printf("shiftgen[%d]: role=%s connected\n", g->idx, g->role);
+		fflush(stdout);
+	}
 
 	g->t0 = now_ns();
 	if (g->spare)
