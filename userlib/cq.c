@@ -608,7 +608,9 @@ void shiftu_hs_keep(struct shiftu_cq *c, struct shiftu_hs_msg *msgs, int *n_msgs
 		c->park = p;
 		c->park_cap = cap;
 	}
-	c->park[c->park_n++] = *m;
+	c->park[c->park_n] = *m;
+	/* read unlocked by shiftu_hs_unpark()'s first look */
+	__atomic_store_n(&c->park_n, c->park_n + 1, __ATOMIC_RELAXED);
 }
 
 void shiftu_hs_unpark(struct shiftu_cq *c)
@@ -636,8 +638,8 @@ void shiftu_hs_unpark(struct shiftu_cq *c)
 		if (!n)
 			break;
 		memcpy(msgs, c->park, n * sizeof(*msgs));
-		c->park_n -= n;
-		memmove(c->park, c->park + n, c->park_n * sizeof(*msgs));
+		memmove(c->park, c->park + n, (c->park_n - n) * sizeof(*msgs));
+		__atomic_store_n(&c->park_n, c->park_n - n, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&c->lock);
 		total += n;
 		shiftu_hs_deliver(msgs, n, NULL);
@@ -657,7 +659,7 @@ void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq)
 	for (i = 0; i < c->park_n; i++)
 		if (c->park[i].vq != vq)
 			c->park[kept++] = c->park[i];
-	c->park_n = kept;
+	__atomic_store_n(&c->park_n, kept, __ATOMIC_RELAXED);
 }
 
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
