@@ -7,9 +7,10 @@
  * the records, doing every step whose inputs are there, until nothing is
  * pending; then it sleeps until woken, or for 100 ms while something
  * waits on a peer.  It holds shadow_lock for a whole pass: the
- * application's records wait at most one pass, which asks the store once,
- * for every record at a time (pass_batch(); a store call times out after
- * a second, and is tried once more).
+ * application's records wait at most one pass, which asks the store once
+ * for every record at a time (pass_batch()), and once more for what the
+ * answers made it say (late_batch(): failback requests and answers); a
+ * store call times out after a second, and is tried once more.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -795,11 +796,13 @@ struct pass_req {
 	/* a look ahead's (scout_req()): the QP, the peer's key */
 	struct shiftu_vqp *scout;
 	uint32_t rkey;
+	/* a failback request's (failback_step()): backed off if it failed */
+	struct shiftu_vqp *fb;
 };
 
 /* A QP's requests in the pass: indices into the batch, -1 for none. */
 struct pass_qp {
-	int pub, peer, fbreq;
+	int pub, peer, fbreq, fbrep;
 };
 
 static struct pass_req *reqs;		/* shadow thread only */
@@ -1240,12 +1243,13 @@ static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
  * ask the peer (through the store) to reset its QP for a new PSN, reset
  * ours with the peer's, probe, and hand over to the posting path (fence).
  */
-static void failback_step(struct shiftu_vqp *vq)
+static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	char key[96], val[96], g[33];
 	unsigned int seq, psn, tq, tp, mode;
+	char g[33], *val;
 	char word[16];
 	bool by_send;
+	int i;
 
 	if (mono_ns() < vq->fb_wait_ns || !kv_ready())
 		return;
@@ -1259,28 +1263,35 @@ static void failback_step(struct shiftu_vqp *vq)
 			return;
 		if (mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
+		/* the request goes in the pass's last batch (late_batch()),
+		 * with every other QP's: a failed one backs this one off */
+		i = req_add(SHIFTU_KV_PUT, 0);
+		if (i < 0)
+			return;
 		vq->fb_seq++;
 		vq->fb_psn = (uint32_t)random() & 0xffffff;
 		gid_hex(vq->dgid, g);
-		snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->steps.rtr.dest_qp_num);
+		snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
+			 vq->steps.rtr.dest_qp_num);
 		/* the peer's twin names the peer process this is meant for; the
 		 * last word: our receives are on the twin */
 		vq->fb_by_send = shiftu_probe_by_send(vq);
-		snprintf(val, sizeof(val), "%u %u %u %u %u", vq->fb_seq, vq->fb_psn,
-			 vq->peer.qpn, vq->peer.psn,
+		snprintf(reqs[i].val, sizeof(reqs[i].val), "%u %u %u %u %u", vq->fb_seq,
+			 vq->fb_psn, vq->peer.qpn, vq->peer.psn,
 			 (vq->twin_recvs ? FB_TWIN_RECVS : 0) |
 			 (vq->fb_by_send ? FB_PROBE_SEND : 0));
-		if (shiftu_kv_put(kv, key, val))
-			return fb_backoff(vq, FB_MAX_MS);
+		reqs[i].fb = vq;
 		vq->fb_stage = 1;
 		vq->fb_next_ns = mono_ns() + 2000000000ULL;	/* answer within 2 s */
-		shiftu_dbg("qp %u: primary good again: asked the peer to reset (%s)",
-			   vq->reg.app_qp->qp_num, key);
+		shiftu_dbg("qp %u: primary good again: asking the peer to reset (%s)",
+			   vq->reg.app_qp->qp_num, reqs[i].key);
 		return;
 	}
-	gid_hex(vq->sgid, g);
-	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->reg.app_qp->qp_num);
-	if (shiftu_kv_get(kv, key, val, sizeof(val)) ||
+	/* the peer's answer, asked for in this pass's batch (failback_req()) */
+	if (pq->fbrep < 0)
+		return;
+	val = reqs[pq->fbrep].val;
+	if (reqs[pq->fbrep].kv.ret ||
 	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
 	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
 		if (mono_ns() >= vq->fb_next_ns)
@@ -1380,11 +1391,12 @@ static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 /* The answer to failback_answer_req(), if it asked in this pass. */
 static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	char key[96], val[96], g[33];
 	unsigned int seq, psn, tq, tp, tw, mode, ctrl;
+	char key[96], val[96], g[33];
 	char word[16];
-	bool busy;
 	uint32_t ours;
+	bool busy;
+	int i;
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
 		return;
@@ -1446,7 +1458,34 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			vq->ctrl_rq = 1;
 		pthread_mutex_unlock(&vq->fo_lock);
 	}
-	shiftu_kv_put(kv, key, val);
+	/* in the pass's last batch, with the other QPs' answers: the peer
+	 * asks again if it is lost */
+	i = req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
+		return;
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", key);
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s", val);
+}
+
+/*
+ * The peer's answer to our failback request (failback_step()), asked for
+ * in the pass's batch while one is awaited.  Context: shadow thread,
+ * vq->lock held.
+ */
+static void failback_req(struct shiftu_vqp *vq, struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	if (vq->state != SHIFTU_SEND_FALLBACK || vq->fb_stage != 1 ||
+	    mono_ns() < vq->fb_wait_ns)
+		return;
+	i = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+	if (i < 0)
+		return;
+	gid_hex(vq->sgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbrep:%s:%u", g, vq->reg.app_qp->qp_num);
+	pq->fbrep = i;
 }
 
 /*
@@ -1455,6 +1494,30 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
  * no other lock: the application's verbs that wait for mr_lock or a QP's
  * lock do not wait for the store.
  */
+static void batch_send(unsigned int from)
+{
+	struct shiftu_kv_req *kr;
+	unsigned int i, n = n_reqs - from;
+
+	if (!n)
+		return;
+	kr = kv_ready() ? malloc(n * sizeof(*kr)) : NULL;
+	if (!kr) {
+		for (i = from; i < n_reqs; i++)
+			reqs[i].kv.ret = kv_ready() ? -ENOMEM : -ENOTCONN;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		kr[i] = reqs[from + i].kv;
+		kr[i].key = reqs[from + i].key;
+		kr[i].val = reqs[from + i].val;
+	}
+	shiftu_kv_batch(kv, kr, n);
+	for (i = 0; i < n; i++)
+		reqs[from + i].kv.ret = kr[i].ret;
+	free(kr);
+}
+
 static void pass_batch(void)
 {
 	struct shiftu_mr *m;
@@ -1462,29 +1525,7 @@ static void pass_batch(void)
 
 	if (!n_reqs)
 		return;
-	if (!kv_ready()) {
-		for (i = 0; i < n_reqs; i++)
-			reqs[i].kv.ret = -ENOTCONN;
-		return;
-	}
-	{
-		struct shiftu_kv_req *kr = malloc(n_reqs * sizeof(*kr));
-
-		if (!kr) {
-			for (i = 0; i < n_reqs; i++)
-				reqs[i].kv.ret = -ENOMEM;
-			return;
-		}
-		for (i = 0; i < n_reqs; i++) {
-			kr[i] = reqs[i].kv;
-			kr[i].key = reqs[i].key;
-			kr[i].val = reqs[i].val;
-		}
-		shiftu_kv_batch(kv, kr, n_reqs);
-		for (i = 0; i < n_reqs; i++)
-			reqs[i].kv.ret = kr[i].ret;
-		free(kr);
-	}
+	batch_send(0);
 	/* an MR deregistered or registered again meanwhile is not the one
 	 * published: its record went, or its twin did */
 	pthread_mutex_lock(&mr_lock);
@@ -1497,6 +1538,29 @@ static void pass_batch(void)
 			m->published = true;
 	}
 	pthread_mutex_unlock(&mr_lock);
+}
+
+/*
+ * The pass's last batch: what its records' steps had to say once the
+ * first one was answered (failback requests and answers), requests
+ * @from on.  A failback request that did not go backs its QP off.
+ * Context: shadow_lock, no other lock (the QPs are still there).
+ */
+static void late_batch(unsigned int from)
+{
+	struct shiftu_vqp *vq;
+	unsigned int i;
+
+	batch_send(from);
+	for (i = from; i < n_reqs; i++) {
+		vq = reqs[i].fb;
+		if (!vq || !reqs[i].kv.ret)
+			continue;
+		pthread_mutex_lock(&vq->lock);
+		if (vq->state == SHIFTU_SEND_FALLBACK && vq->fb_stage == 1)
+			fb_backoff(vq, FB_MAX_MS);
+		pthread_mutex_unlock(&vq->lock);
+	}
 }
 
 /*
@@ -1645,6 +1709,7 @@ static void scout_apply(uint64_t now)
 static bool shadow_pass(void)
 {
 	uint64_t now = mono_ns();
+	unsigned int first_late;
 	bool pending = false;
 	struct shiftu_ctx *s;
 	struct shiftu_pd *p;
@@ -1701,7 +1766,7 @@ static bool shadow_pass(void)
 		struct shiftu_vqp *vq = vqps[i];
 
 		pq = &pqs[i];
-		pq->pub = pq->peer = pq->fbreq = -1;
+		pq->pub = pq->peer = pq->fbreq = pq->fbrep = -1;
 		if (!vq->sctx->bak_ctx || vq->published == 2)
 			continue;
 		pthread_mutex_lock(&vq->lock);
@@ -1709,12 +1774,14 @@ static bool shadow_pass(void)
 			qp_publish_req(vq, pq);
 			qp_peer_req(vq, pq);
 			failback_answer_req(vq, pq);
+			failback_req(vq, pq);
 			scout_req(vq, now);
 		}
 		pthread_mutex_unlock(&vq->lock);
 	}
 	pass_batch();
 	scout_apply(now);
+	first_late = n_reqs;
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
 
@@ -1766,7 +1833,7 @@ static bool shadow_pass(void)
 		if (vq->rejoin_ask)
 			rejoin_ask(vq);
 		if (vq->state == SHIFTU_SEND_FALLBACK)
-			failback_step(vq);
+			failback_step(vq, pq);
 		report_step(vq);
 		if (vq->bak_rtr) {
 			failback_answer(vq, pq);
@@ -1784,6 +1851,7 @@ static bool shadow_pass(void)
 			pending = true;
 		pthread_mutex_unlock(&vq->lock);
 	}
+	late_batch(first_late);
 	return pending;
 }
 
