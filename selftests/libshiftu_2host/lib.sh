@@ -286,14 +286,13 @@ lu_ms()
 # and comes back 2.7 s later (LU_PULL_HOLD, 0.5 s by default, is the last
 # part of that, for an outage that must last longer).  Host 1's packets
 # per rail are counted for 1.5 s from 0.7 s into the outage (TAG.outage:
-# rail 0's, rail 1's) and
-# again for 1.5 s from 0.3 s after the client's library failed back, 12 s
-# at most after the repair (TAG.fbwait: how long it took, in tenths of a
-# second; LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail
-# back); with no library, 3 s after the repair (TAG.after).  TAG.times:
-# when the pull and the repair took effect, in ms from the client's start.
-# No process is started but grep's and ip's: the pollers leave the guests
-# little CPU.
+# rail 0's, rail 1's) and again for 1.5 s from 0.3 s after the client's
+# library failed back, 12 s at most after the repair (TAG.fbwait: how long
+# it took, in tenths of a second; LU_PULL_FB_TENTHS: another bound, 0 for a
+# QP that cannot fail back); with no library, 3 s after the repair
+# (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
+# from the start of lu_pull.  No process is started but grep's and ip's:
+# the pollers leave the guests little CPU.
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {

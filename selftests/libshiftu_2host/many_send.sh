@@ -8,10 +8,11 @@
 # each library's watcher thread waits 1 s before it serves a backup CQ's
 # event (SHIFTU_TEST_WATCH_DELAY_MS), so that the 16 messages pile up in
 # one CQ (the client moves its 16 QPs within about 150 ms); a poll then
-# takes up to 16 at once, twice the handshake's batch of 8.  Both runs exit 0 with the client's result line, each of the
-# 16 QPs fails over and back, and neither library logs a warning (a lost
-# message leaves its QP "unprotected" after 12.7 s, with a warning).  The
-# control, the same run without the library, leaves rail 1 idle.
+# takes up to 16 at once, twice the handshake's batch of 8.  Both runs
+# exit 0 with the client's result line, each of the 16 QPs fails over and
+# back, and neither library logs a warning (a lost message leaves its QP
+# "unprotected" 10 s later, with a warning).  The control, the same run
+# without the library, leaves rail 1 idle.
 #
 #     host 1 (ib_send_bw -q 16 client)               host 2 (server)
 #     16 QPs ─ rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══ eth0 ─ rxe0 ─ 16 QPs

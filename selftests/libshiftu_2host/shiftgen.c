@@ -118,7 +118,7 @@
  * which adds conns=CONNS, has the sums of its counts, the longest elapsed
  * time and result=ok only if every connection's is; a client's connection
  * also prints "shiftgen[I]: role=client connected" once its QP is in RTS,
- * and so the server's):
+ * the server's being there already):
  *   shiftgen: role=client mode=M sent=N completions=N bytes=N errors=N
  *             corrupt=N elapsed=S peer=ok|fail|none result=ok|fail
  *   shiftgen: role=server mode=M msgs=N bytes=N lost=N dup=N reorder=N
