@@ -84,7 +84,8 @@ lu_gen_clean plain
 for ((r = 1; r <= ROUNDS; r++)); do
 	tag=p64_$r
 	lu_keep "$tag" many_gen
-	LU_DURING=pull_ready lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 45
+	# 45 s: 64 failbacks against the busy host's store take 20 s and more
+	LU_CLI_SECS=90 LU_DURING=pull_ready lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 45
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair"
 	lu_gen_clean "$tag"
