@@ -1182,6 +1182,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		vq->state = SHIFTU_SEND_HANDSHAKE;
 		vq->replay_start = start;
 		vq->hs_since_ns = t0;
+		vq->hs_told_ns = now_ns();
 		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
 	} else {
 		ret = replay(vq, start, &replayed);

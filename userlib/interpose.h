@@ -461,7 +461,8 @@ struct shiftu_vqp {
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint64_t hs_peer;		/* 31 bits on the wire, extended (serial.h) */
 	uint64_t replay_start;
-	uint64_t hs_since_ns;
+	uint64_t hs_since_ns;		/* the move that waits began */
+	uint64_t hs_told_ns;		/* it had told the peer */
 
 	/*
 	 * Failing back (failover.c, shadow.c).  twin_signaled counts signaled

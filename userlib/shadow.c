@@ -1079,7 +1079,15 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 /* How long a QP holds its sends for the peer's count (handshake.h); going
  * back, how long before it joins the peer on the twins again. */
 #define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
-#define REJOIN_NS	(2ULL * 1000 * 1000 * 1000)
+/*
+ * How long a failback that told the peer waits for its answer on the
+ * default QP before it rejoins: the answer comes from the peer's next
+ * poll or watcher round, which a busy host makes late (64 QPs going back
+ * together in the lab: 2 s was too short, and each rejoin costs a whole
+ * new failback).  A failure it can see (its port or path down, an error
+ * on the default QP) rejoins at once.
+ */
+#define REJOIN_NS	(5ULL * 1000 * 1000 * 1000)
 
 static uint64_t mono_ns(void)
 {
@@ -1835,7 +1843,7 @@ static bool shadow_pass(void)
 				shiftu_rejoin(vq, "its default QP failed while it went back");
 			else if (!primary_ok(vq))
 				shiftu_rejoin(vq, "its port or path went down while it went back");
-			else if (mono_ns() - vq->hs_since_ns > REJOIN_NS)
+			else if (mono_ns() - vq->hs_told_ns > REJOIN_NS)
 				shiftu_rejoin(vq, "no word from the peer on its default QP");
 			pending = true;
 		} else if (vq->state == SHIFTU_SEND_HANDSHAKE) {
