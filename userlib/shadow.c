@@ -1278,12 +1278,15 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		if (i < 0)
 			return;
 		/*
-		 * A request that had no answer is asked again as it was: its
-		 * answer may only be late (a busy store, a peer's slow pass),
-		 * and the peer, which ignores a request it answered, may have
-		 * reset its QP with our PSN already.  A new one would never
-		 * match an answer that takes longer than the wait for it.
+		 * A request that had no answer is asked again as it was, once:
+		 * its answer may only be late (a busy store, a peer's slow
+		 * pass), and the peer, which ignores a request it answered,
+		 * may have reset its QP with our PSN already.  A new one each
+		 * time would never match an answer that takes longer than the
+		 * wait for it; the same one for ever would never get an answer
+		 * the store lost.
 		 */
+		vq->fb_repeat = vq->fb_again;
 		if (!vq->fb_again) {
 			vq->fb_seq++;
 			vq->fb_psn = (uint32_t)random() & 0xffffff;
@@ -1313,9 +1316,9 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
 	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
 		if (mono_ns() >= vq->fb_next_ns) {
-			/* no answer: ask again later, the same */
+			/* no answer: ask again later, the same if not yet */
 			fb_backoff(vq, FB_MAX_MS);
-			vq->fb_again = 1;
+			vq->fb_again = !vq->fb_repeat;
 		}
 		return;
 	}
