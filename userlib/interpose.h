@@ -480,8 +480,6 @@ struct shiftu_vqp {
 	uint64_t fb_next_ns;		/* next attempt (backoff) */
 	uint32_t fb_backoff_ms;
 	uint8_t fb_stage;		/* 0 idle, 1 asked the peer */
-	uint8_t fb_again;		/* no answer came: ask the same again */
-	uint8_t fb_repeat;		/* the request out is such a repeat */
 	uint8_t probe_state;		/* 0 none, 1 posted, 2 good, 3 failed */
 	uint8_t fb_by_send;		/* our failback's probe is a SEND (shadow.c) */
 	/* the peer's side: the last request it answered */

@@ -1244,7 +1244,6 @@ static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
 	vq->fb_backoff_ms = ms > cap_ms ? cap_ms : ms;
 	vq->fb_next_ns = mono_ns() + vq->fb_backoff_ms * 1000000ULL;
 	vq->fb_stage = 0;
-	vq->fb_again = 0;
 }
 
 /*
@@ -1277,26 +1276,14 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		i = req_add(SHIFTU_KV_PUT, 0);
 		if (i < 0)
 			return;
-		/*
-		 * A request that had no answer is asked again as it was, once:
-		 * its answer may only be late (a busy store, a peer's slow
-		 * pass), and the peer, which ignores a request it answered,
-		 * may have reset its QP with our PSN already.  A new one each
-		 * time would never match an answer that takes longer than the
-		 * wait for it; the same one for ever would never get an answer
-		 * the store lost.
-		 */
-		vq->fb_repeat = vq->fb_again;
-		if (!vq->fb_again) {
-			vq->fb_seq++;
-			vq->fb_psn = (uint32_t)random() & 0xffffff;
-			vq->fb_by_send = shiftu_probe_by_send(vq);
-		}
+		vq->fb_seq++;
+		vq->fb_psn = (uint32_t)random() & 0xffffff;
 		gid_hex(vq->dgid, g);
 		snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
 			 vq->steps.rtr.dest_qp_num);
 		/* the peer's twin names the peer process this is meant for; the
 		 * last word: our receives are on the twin */
+		vq->fb_by_send = shiftu_probe_by_send(vq);
 		snprintf(reqs[i].val, sizeof(reqs[i].val), "%u %u %u %u %u", vq->fb_seq,
 			 vq->fb_psn, vq->peer.qpn, vq->peer.psn,
 			 (vq->twin_recvs ? FB_TWIN_RECVS : 0) |
@@ -1315,11 +1302,8 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	if (reqs[pq->fbrep].kv.ret ||
 	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
 	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
-		if (mono_ns() >= vq->fb_next_ns) {
-			/* no answer: ask again later, the same if not yet */
-			fb_backoff(vq, FB_MAX_MS);
-			vq->fb_again = !vq->fb_repeat;
-		}
+		if (mono_ns() >= vq->fb_next_ns)
+			fb_backoff(vq, FB_MAX_MS);	/* no answer: ask again later */
 		return;
 	}
 	if (sscanf(word, "%u", &psn) != 1) {
