@@ -34,7 +34,7 @@ log "plain: exit $(cat "$FT_TMP/plain.cli.rc") and $(cat "$FT_TMP/plain.srv.rc")
 tag=send16
 lu_keep "$tag" many_send
 LU_ENV="SHIFTU_TEST_WATCH_DELAY_MS=1000" LU_DURING=lu_pull \
-	lu_pair "$tag" 1 ib_send_bw -F -q $Q -s 65536 -D 15
+	lu_pair "$tag" 1 ib_send_bw -F -q $Q -s 65536 -D 25
 read -r s0 s1 < "$FT_TMP/$tag.outage"
 log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair"
 # kept N: how many messages came beyond a poll's batch, on either side
