@@ -47,7 +47,13 @@
 #include "util.h"
 #include "wrapi.h"
 
-#define DRAIN_NS	(5ULL * 1000 * 1000 * 1000)
+/*
+ * How long a drain waits for the QP's flushes before it leaves the QP
+ * unprotected.  A NIC flushes in microseconds; Soft-RoCE flushes in its
+ * tasklets, which a guest CPU that 64 polling threads keep busy runs late:
+ * the lab saw a twin's drain take 5.8 s as 64 QPs went back together.
+ */
+#define DRAIN_NS	(10ULL * 1000 * 1000 * 1000)
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define PROBE_NS	(1000ULL * 1000 * 1000)
 #define QUIESCE_NS	(200ULL * 1000 * 1000)

@@ -1089,6 +1089,32 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
  */
 #define REJOIN_NS	(5ULL * 1000 * 1000 * 1000)
 
+/*
+ * How long a failback request waits for the peer's answer, from the
+ * moment the store took it: the peer's next look (FB_POLL_NS at most),
+ * then three store round trips (its GET, its PUT, our GET).  A round trip
+ * is what the shadow thread's batches took lately (store_ns): on a host
+ * whose CPU the application's pollers keep busy, Redis answers in
+ * seconds (64 QPs going back in the lab: 1 to 5 s), and an answer that
+ * comes after the wait is wasted, together with the reset the peer made
+ * for it, since the next request is a new one (an old answer cannot be
+ * taken safely: the peer may have granted another since).
+ */
+#define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
+#define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
+#define FB_POLL_NS	(500ULL * 1000 * 1000)
+
+/* the longest batch of late, decaying by an eighth a batch (batch_send()) */
+static uint64_t store_ns;
+
+static uint64_t fb_answer_ns(void)
+{
+	uint64_t ns = FB_POLL_NS + 4 * store_ns;
+
+	return ns < FB_ANSWER_NS ? FB_ANSWER_NS :
+	       ns > FB_ANSWER_MAX_NS ? FB_ANSWER_MAX_NS : ns;
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec t;
@@ -1290,7 +1316,9 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			 (vq->fb_by_send ? FB_PROBE_SEND : 0));
 		reqs[i].fb = vq;
 		vq->fb_stage = 1;
-		vq->fb_next_ns = mono_ns() + 2000000000ULL;	/* answer within 2 s */
+		/* the wait for the answer starts again once the store has
+		 * the request (late_batch()) */
+		vq->fb_next_ns = mono_ns() + fb_answer_ns();
 		shiftu_dbg("qp %u: primary good again: asking the peer to reset (%s)",
 			   vq->reg.app_qp->qp_num, reqs[i].key);
 		return;
@@ -1390,7 +1418,7 @@ static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	/* soon after a failback granted or done, the peer may ask us to join */
 	vq->fb_poll_ns = mono_ns() + (mono_ns() < vq->fb_wait_ns ||
 				      mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
-				      50000000ULL : 500000000ULL);
+				      50000000ULL : FB_POLL_NS);
 	gid_hex(vq->sgid, g);
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
 	pq->fbreq = i;
@@ -1452,7 +1480,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		if (mode) {
 			/* our own request, if any, is dropped: the peer leads */
 			vq->fb_stage = 0;
-			vq->fb_wait_ns = mono_ns() + 10000000000ULL;
+			vq->fb_wait_ns = mono_ns() + 10000000000ULL + fb_answer_ns();
 			/* the peer renews its twin as it goes back, ours waits
 			 * for its message (or its request to join: rejoin) */
 			vq->tw_old = 1;
@@ -1504,8 +1532,9 @@ static void failback_req(struct shiftu_vqp *vq, struct pass_qp *pq)
  */
 static void batch_send(unsigned int from)
 {
-	struct shiftu_kv_req *kr;
 	unsigned int i, n = n_reqs - from;
+	struct shiftu_kv_req *kr;
+	uint64_t t0;
 
 	if (!n)
 		return;
@@ -1520,7 +1549,12 @@ static void batch_send(unsigned int from)
 		kr[i].key = reqs[from + i].key;
 		kr[i].val = reqs[from + i].val;
 	}
+	t0 = mono_ns();
 	shiftu_kv_batch(kv, kr, n);
+	t0 = mono_ns() - t0;
+	store_ns -= store_ns / 8;
+	if (t0 > store_ns)
+		store_ns = t0;
 	for (i = 0; i < n; i++)
 		reqs[from + i].kv.ret = kr[i].ret;
 	free(kr);
@@ -1551,7 +1585,8 @@ static void pass_batch(void)
 /*
  * The pass's last batch: what its records' steps had to say once the
  * first one was answered (failback requests and answers), requests
- * @from on.  A failback request that did not go backs its QP off.
+ * @from on.  A failback request that did not go backs its QP off; one
+ * that did starts its wait for the answer (fb_answer_ns()).
  * Context: shadow_lock, no other lock (the QPs are still there).
  */
 static void late_batch(unsigned int from)
@@ -1562,11 +1597,15 @@ static void late_batch(unsigned int from)
 	batch_send(from);
 	for (i = from; i < n_reqs; i++) {
 		vq = reqs[i].fb;
-		if (!vq || !reqs[i].kv.ret)
+		if (!vq)
 			continue;
 		pthread_mutex_lock(&vq->lock);
-		if (vq->state == SHIFTU_SEND_FALLBACK && vq->fb_stage == 1)
-			fb_backoff(vq, FB_MAX_MS);
+		if (vq->state == SHIFTU_SEND_FALLBACK && vq->fb_stage == 1) {
+			if (reqs[i].kv.ret)
+				fb_backoff(vq, FB_MAX_MS);
+			else
+				vq->fb_next_ns = mono_ns() + fb_answer_ns();
+		}
 		pthread_mutex_unlock(&vq->lock);
 	}
 }
