@@ -181,6 +181,39 @@ lu_exited_ok()
 	done
 }
 
+# lu_pull_plain DIR PROG ARGS...: the control of a pull test: the pair
+# "plain" of PROG ARGS without the library, through lu_pull (its files
+# kept in DIR); without the library, rail 1 stays idle through the outage.
+lu_pull_plain()
+{
+	local dir=$1 s0 s1
+	shift
+
+	lu_keep plain "$dir"
+	LU_DURING=lu_pull lu_pair plain 0 "$@"
+	read -r s0 s1 < "$FT_TMP/plain.outage"
+	log "plain: exit $(cat "$FT_TMP/plain.cli.rc") and $(cat "$FT_TMP/plain.srv.rc"); host 1's packets during the outage: rail 0 $s0, rail 1 $s1"
+	[ "$s1" -lt 100 ] || lu_fail plain "rail 1 carried $s1 packets without the library"
+}
+
+# lu_bw_rode TAG Q: the perftest bandwidth pair TAG (64 KiB messages, Q
+# QPs) rode lu_pull with the library: both exited 0, the client has its
+# result line, its Q QPs all failed over and back, and rail 1 carried the
+# traffic during the outage.
+lu_bw_rode()
+{
+	local s0 s1
+
+	read -r s0 s1 < "$FT_TMP/$1.outage"
+	log "$1: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; the client failed back about $(cat "$FT_TMP/$1.fbwait") tenths of a second after the repair"
+	lu_exited_ok "$1"
+	[ -n "$(awk '$1 == 65536 && NF >= 4' "$FT_TMP/$1.cli.out")" ] ||
+		lu_fail "$1" "no result line from the client"
+	lu_check_log "$1" cli "qps=$2" "failovers=$2" "failbacks=$2"
+	lu_check_log "$1" srv "qps=$2"
+	[ "$s1" -gt 100 ] || lu_fail "$1" "rail 1 carried only $s1 packets during the outage"
+}
+
 # lu_ride_setup CMD...: lu_setup CMD... for rides through pulls: the
 # libraries' store is a Redis on host 1 (mgmt), and rail 0 comes back up
 # on both hosts at the end, whatever happened.
