@@ -1337,7 +1337,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	if (sscanf(word, "%u", &psn) != 1) {
 		shiftu_dbg("qp %u: the peer cannot fail back yet (%s)",
 			   vq->reg.app_qp->qp_num, word);
-		return fb_backoff(vq, FB_BUSY_MS);
+		return fb_backoff(vq, strcmp(word, "down") ? FB_BUSY_MS : FB_MAX_MS);
 	}
 	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
 		   vq->reg.app_qp->qp_num);
@@ -1431,7 +1431,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	char key[96], val[96], g[33];
 	char word[16];
 	uint32_t ours;
-	bool busy;
+	bool busy, down;
 	int i;
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
@@ -1468,12 +1468,17 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * Our own port still down (the peer may not know it: a remote port
 	 * reaches its table only through the agents): the peer's probe
 	 * would fail, and back it off for up to FB_MAX_MS past our repair.
-	 * Busy asks it again within FB_BUSY_MS.
+	 * So it hears "down", and asks again within FB_MAX_MS: we ask
+	 * ourselves once the port is back (unless we are passive), and
+	 * meanwhile a peer asking every second for each of its QPs loads
+	 * the store the whole outage long.  Busy asks it again within
+	 * FB_BUSY_MS.
 	 */
-	busy |= port_down(vq);
+	down = port_down(vq);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
-	if (busy || qp_reconnect(vq, psn, ours, ctrl)) {
-		snprintf(val, sizeof(val), "%u busy %u %u 0", seq, vq->peer.qpn, vq->peer.psn);
+	if (busy || down || qp_reconnect(vq, psn, ours, ctrl)) {
+		snprintf(val, sizeof(val), "%u %s %u %u 0", seq, down ? "down" : "busy",
+			 vq->peer.qpn, vq->peer.psn);
 	} else {
 		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
 			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));
