@@ -1485,7 +1485,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		if (mode) {
 			/* our own request, if any, is dropped: the peer leads */
 			vq->fb_stage = 0;
-			vq->fb_wait_ns = mono_ns() + 10000000000ULL + fb_answer_ns();
+			vq->fb_wait_ns = mono_ns() + 10000000000ULL;
 			/* the peer renews its twin as it goes back, ours waits
 			 * for its message (or its request to join: rejoin) */
 			vq->tw_old = 1;
@@ -1758,9 +1758,36 @@ static void scout_apply(uint64_t now)
 }
 
 /* One step of every record; returns true while something is still pending. */
+/*
+ * A two-sided failback waits for the peer's message on the default QP,
+ * whose CQ the application may not poll (a side that only writes): the
+ * pass serves it at the QP's turn, and between the turns of others as
+ * well.  A pass that moves many QPs back takes seconds (64 in the lab: a
+ * quarter of a second each), and the messages of the first ones waited
+ * for the next pass, past REJOIN_NS: they rejoined, or went back at the
+ * end of the run.  Context: shadow_lock, no other lock.
+ */
+#define SERVE_NS	(100ULL * 1000 * 1000)
+
+static void serve_awaiting(void)
+{
+	struct shiftu_vqp *vq;
+	unsigned int i;
+
+	for (i = 0; i < n_vqps; i++) {
+		vq = vqps[i];
+		if (!shiftu_awaits_default(vq))
+			continue;
+		pthread_mutex_lock(&vq->lock);
+		if (shiftu_awaits_default(vq))
+			shiftu_app_serve(vq);
+		pthread_mutex_unlock(&vq->lock);
+	}
+}
+
 static bool shadow_pass(void)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = mono_ns(), served;
 	unsigned int first_late;
 	bool pending = false;
 	struct shiftu_ctx *s;
@@ -1834,9 +1861,14 @@ static bool shadow_pass(void)
 	pass_batch();
 	scout_apply(now);
 	first_late = n_reqs;
+	served = mono_ns();
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
 
+		if (mono_ns() - served > SERVE_NS) {
+			serve_awaiting();
+			served = mono_ns();
+		}
 		pq = &pqs[i];
 		if (!vq->sctx->bak_ctx || vq->published == 2)
 			continue;
