@@ -1337,7 +1337,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	if (sscanf(word, "%u", &psn) != 1) {
 		shiftu_dbg("qp %u: the peer cannot fail back yet (%s)",
 			   vq->reg.app_qp->qp_num, word);
-		return fb_backoff(vq, strcmp(word, "down") ? FB_BUSY_MS : FB_MAX_MS);
+		return fb_backoff(vq, strcmp(word, "busy") ? FB_MAX_MS : FB_BUSY_MS);
 	}
 	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
 		   vq->reg.app_qp->qp_num);
@@ -1431,7 +1431,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	char key[96], val[96], g[33];
 	char word[16];
 	uint32_t ours;
-	bool busy, down;
+	bool busy, down, leads;
 	int i;
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
@@ -1465,20 +1465,24 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	else
 		busy = vq->sq.head != 0;
 	/*
-	 * Our own port still down (the peer may not know it: a remote port
-	 * reaches its table only through the agents): the peer's probe
-	 * would fail, and back it off for up to FB_MAX_MS past our repair.
-	 * So it hears "down", and asks again within FB_MAX_MS: we ask
-	 * ourselves once the port is back (unless we are passive), and
-	 * meanwhile a peer asking every second for each of its QPs loads
-	 * the store the whole outage long.  Busy asks it again within
-	 * FB_BUSY_MS.
+	 * Busy asks the peer again within FB_BUSY_MS.  Two answers ask it
+	 * again within FB_MAX_MS, where asking every second for each of
+	 * its QPs would only load the store (64 QPs in the lab: the peer's
+	 * asks outnumbered everything else the store did):
+	 * - "leads": we ask ourselves (fb_leader()), or are going back
+	 *   already; the peer follows by the handshake, and asks again only
+	 *   if that fails;
+	 * - "down": our own port is still down (the peer may not know it: a
+	 *   remote port reaches its table only through the agents), and its
+	 *   probe would fail, backing it off past our repair; we ask
+	 *   ourselves once the port is back (unless we are passive).
 	 */
 	down = port_down(vq);
+	leads = mode && ((vq->fb_stage == 1 && fb_leader(vq)) || shiftu_going_back(vq));
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
 	if (busy || down || qp_reconnect(vq, psn, ours, ctrl)) {
-		snprintf(val, sizeof(val), "%u %s %u %u 0", seq, down ? "down" : "busy",
-			 vq->peer.qpn, vq->peer.psn);
+		snprintf(val, sizeof(val), "%u %s %u %u 0", seq,
+			 down ? "down" : leads ? "leads" : "busy", vq->peer.qpn, vq->peer.psn);
 	} else {
 		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
 			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));

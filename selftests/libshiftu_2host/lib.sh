@@ -481,7 +481,8 @@ lu_rides()
 # lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
 # on host 1, over rail 0 (rxe0, 10.0.0.x; TCP over mgmt), on a TCP port of
 # their own, both preloaded or neither; the client also gets the words of
-# LU_CLI_ENV (VAR=VALUE) and LU_CLI_ARGS (after ARGS).  Leaves in $FT_TMP:
+# LU_CLI_ENV (VAR=VALUE) and LU_CLI_ARGS (after ARGS); the server is ended
+# after LU_SRV_SECS (90 s).  Leaves in $FT_TMP:
 # TAG.cli.out, TAG.cli.rc, TAG.srv.out, TAG.srv.rc and, when preloaded,
 # TAG.cli.shiftu and TAG.srv.shiftu (the libshiftu logs; the server's
 # fetched from host 2).
@@ -493,7 +494,7 @@ lu_pair()
 	LU_PORT=$((LU_PORT + 1))
 
 	rm -f "$FT_TMP/$tag".*
-	lu_srv_start "$tag" "$pre" 90 "$prog" "$port" "$@"
+	lu_srv_start "$tag" "$pre" "${LU_SRV_SECS:-90}" "$prog" "$port" "$@"
 
 	# shellcheck disable=SC2086 # LU_CLI_ARGS: words
 	lu_cli "$tag" "$pre" "$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" ${LU_CLI_ARGS:-} "$LU_TCP"
