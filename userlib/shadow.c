@@ -1761,7 +1761,6 @@ static void scout_apply(uint64_t now)
 	}
 }
 
-/* One step of every record; returns true while something is still pending. */
 /*
  * A two-sided failback waits for the peer's message on the default QP,
  * whose CQ the application may not poll (a side that only writes): the
@@ -1789,6 +1788,7 @@ static void serve_awaiting(void)
 	}
 }
 
+/* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
 	uint64_t now = mono_ns(), served;
