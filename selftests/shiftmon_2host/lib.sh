@@ -57,13 +57,15 @@ smr_setup()
 }
 
 # smr_redis_start: a fresh, empty redis-server on host 1's management
-# address (no persistence: a restart loses everything).
+# address (no persistence: a restart loses everything), at the niceness
+# SMR_REDIS_NICE if set (a store host that the job's pollers do not
+# starve).
 smr_redis_start()
 {
 	local i first=${SMR_REDIS_DEFERRED:-}
 
 	rcli shutdown nosave > /dev/null 2>&1 || true
-	redis-server --bind "$SMR_ADDR" --port 6379 --save '' --appendonly no \
+	${SMR_REDIS_NICE:+nice -n "$SMR_REDIS_NICE"} redis-server --bind "$SMR_ADDR" --port 6379 --save '' --appendonly no \
 		--protected-mode no --daemonize yes --dir "$FT_TMP" \
 		--pidfile "$FT_TMP/redis.pid" --logfile "$FT_TMP/redis.log" ||
 		fail "redis-server did not start"
