@@ -16,9 +16,11 @@
  *   sent2, consumed, a send's seq2, rq.head   64 bits, compared here
  *   hs_peer: the peer's consumed, 31 bits on the wire, extended to 64
  *            bits near our own sent2 (shiftu_hs_count_get())
- *   ctrl_gen (16 bits), fb_seq and fb_answered (32 bits), the health
- *            page's seq and the windows' seq (32 bits): compared for
- *            equality only, which a wrap does not disturb
+ *   fb_seq and fb_answered (32 bits): a failback request newer than
+ *            the last answered, compared here (shadow.c)
+ *   ctrl_gen (16 bits), the health page's seq and the windows' seq
+ *            (32 bits): compared for equality only, which a wrap does
+ *            not disturb
  *   rxe ring indices (32 bits): only differences, masked to the ring
  */
 #ifndef _SHIFTU_SERIAL_H

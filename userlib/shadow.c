@@ -33,6 +33,7 @@
 #include "log.h"
 #include "provq.h"
 #include "report.h"
+#include "serial.h"
 #include "shadow.h"
 #include "srq.h"
 #include "store.h"
@@ -1436,9 +1437,18 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
 		return;
+	/*
+	 * A request no newer than the last one answered is not answered
+	 * again: a PUT of the peer's that a slow store took on a connection
+	 * the peer had given up on can land after the peer's next request,
+	 * and answering it would reset our QP again under the peer, which
+	 * took the newer answer and reconnected (its WRITEs then met a QP
+	 * expecting other PSNs: "remote invalid request", or a fence that
+	 * never completes).
+	 */
 	if (sscanf(reqs[pq->fbreq].val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &tw) != 5 ||
-	    seq == vq->fb_answered || !vq->bak_qp || tq != vq->bak_qp->qp_num ||
-	    tp != vq->bak_psn)
+	    shiftu_seq32_le(seq, vq->fb_answered) || !vq->bak_qp ||
+	    tq != vq->bak_qp->qp_num || tp != vq->bak_psn)
 		return;		/* none, answered, or meant for an earlier process */
 	vq->fb_answered = seq;
 	if (!strcmp(word, "rejoin")) {
