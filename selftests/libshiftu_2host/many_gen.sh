@@ -90,9 +90,10 @@ lu_gen_clean plain
 for ((r = 1; r <= ROUNDS; r++)); do
 	tag=p64_$r
 	lu_keep "$tag" many_gen
-	# 60 s: 64 failbacks take 20 to 30 s after the repair in the lab, the
-	# twins' drains most of it (Soft-RoCE flushes in softirq, which the
-	# 64 polling threads leave little of the guest's one CPU)
+	# 60 s: 64 failbacks take 25 to 50 s after the repair in the lab,
+	# one move back after another, the twins' drains much of it
+	# (Soft-RoCE flushes in tasklets, which the 64 polling threads leave
+	# little of the guest's one CPU)
 	LU_CLI_SECS=100 LU_SRV_SECS=110 LU_DURING=pull_ready \
 		lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 60
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
