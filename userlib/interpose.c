@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bell.h"
 #include "config.h"
@@ -491,17 +492,25 @@ void shiftu_ctx_health(struct shiftu_ctx *s)
 	struct vqp_node *n;
 	size_t i, k = 0, cap = 0;
 
-	/* collected first: a failover takes locks this list's lock must not hold */
+	/*
+	 * Collected first: a failover takes locks this list's lock must not
+	 * hold.  Each pinned: a QP destroyed meanwhile keeps its node (its
+	 * locks, its number) until this sweep is done with it.
+	 */
 	pthread_mutex_lock(&vqp_lock);
 	for (n = vqp_list; n; n = n->next)
 		cap++;
 	v = cap ? malloc(cap * sizeof(*v)) : NULL;
 	for (n = vqp_list; v && n; n = n->next)
-		if (n->vq.sctx == s && n->vq.rings)
+		if (n->vq.sctx == s && n->vq.rings) {
+			__atomic_fetch_add(&n->vq.sweep_pins, 1, __ATOMIC_RELAXED);
 			v[k++] = &n->vq;
+		}
 	pthread_mutex_unlock(&vqp_lock);
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
 		shiftu_vqp_health(v[i]);
+		__atomic_fetch_sub(&v[i]->sweep_pins, 1, __ATOMIC_RELEASE);
+	}
 	free(v);
 }
 
@@ -533,6 +542,10 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.wr_completes += vq->wr_completes;
 	retired.poster_changes += vq->poster_changes;
 	pthread_mutex_unlock(&vqp_lock);
+	/* a sweep that collected it before it left the list (it is dead:
+	 * the sweep moves nothing) */
+	while (__atomic_load_n(&vq->sweep_pins, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
 	shiftu_wr_detach(vq);
@@ -930,6 +943,7 @@ bool shiftu_interpose_fork_child(void)
 		n->vq.rings = SHIFTU_RINGS_NONE;
 		pthread_mutex_init(&n->vq.lock, NULL);
 		pthread_mutex_init(&n->vq.fo_lock, NULL);
+		n->vq.sweep_pins = 0;	/* the parent's sweeping threads */
 		retired.qps--;
 		retired.post_sends -= n->vq.sq.head - n->vq.wr_posts;
 		retired.post_recvs -= n->vq.rq.head;

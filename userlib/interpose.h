@@ -372,6 +372,12 @@ struct shiftu_vqp {
 	 */
 	uint32_t rc_qpn;
 	/*
+	 * Health sweeps (shiftu_ctx_health()) that collected this QP and have
+	 * not looked at it yet: its ibv_destroy_qp() waits for them before
+	 * the node's locks go and the node is reused.  Atomic.
+	 */
+	uint32_t sweep_pins;
+	/*
 	 * A QP on an SRQ that the library protects (srq.h): its receives are
 	 * the SRQ's, posted with ibv_post_srq_recv(), which finds the QP by
 	 * @app_srq (the post path's compare; NULL for any other QP) and
