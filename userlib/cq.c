@@ -404,11 +404,10 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
  * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
  * taken out (a peer's control message goes to @msgs, or @c's park:
  * shiftu_hs_keep()), the application's get their QP's number.  Returns how
- * many are left; *@drained a QP whose fence may have completed.
- * Context: c->lock held.
+ * many are left.  Context: c->lock held.
  */
 int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained)
+		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct shiftu_vqp *t;
 	int i, j, kept = 0;
@@ -446,8 +445,10 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
 			else if (!(wc[i].opcode & IBV_WC_RECV))
 				t->twin_done++;	/* send completions are the signaled ones */
-			if (t->state == SHIFTU_SEND_WAIT_DRAINED)
-				*drained = t;
+			/* its fence may be this one, or posted as we look */
+			if (t->state == SHIFTU_SEND_WAIT_DRAINED ||
+			    t->state == SHIFTU_SEND_WAIT_SIGNALED)
+				__atomic_store_n(&c->fence_due, true, __ATOMIC_RELAXED);
 		}
 		wc[kept++] = wc[i];
 	}
@@ -569,21 +570,41 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
+	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
 	/* this is the shadow thread, which resets twins: no waiting */
 	if (fo)
 		error_failover(fo, &first, false);
 }
 
-void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained)
+void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n)
 {
 	int i;
 
 	for (i = 0; i < n; i++)
 		shiftu_hs_message(&msgs[i]);
-	if (drained)
-		shiftu_try_drain(drained);
+}
+
+void shiftu_cq_fences(struct shiftu_cq *c)
+{
+	struct shiftu_vqp *v[SHIFTU_ARRAY_SIZE(c->twins)];
+	unsigned int i, n = 0;
+
+	if (!__atomic_load_n(&c->fence_due, __ATOMIC_RELAXED))
+		return;
+	/*
+	 * Every twin waiting for its fence, not only the last one seen: one
+	 * poll may complete the fences of several (16 QPs on one CQ).  The
+	 * state is a hint here; shiftu_try_drain() reads it under fo_lock.
+	 */
+	pthread_mutex_lock(&c->lock);
+	__atomic_store_n(&c->fence_due, false, __ATOMIC_RELAXED);
+	for (i = 0; i < c->n_twins; i++)
+		if (c->twins[i]->state == SHIFTU_SEND_WAIT_DRAINED)
+			v[n++] = c->twins[i];
+	pthread_mutex_unlock(&c->lock);
+	for (i = 0; i < n; i++)
+		shiftu_try_drain(v[i]);
 }
 
 void shiftu_hs_keep(struct shiftu_cq *c, struct shiftu_hs_msg *msgs, int *n_msgs,
@@ -642,7 +663,7 @@ void shiftu_hs_unpark(struct shiftu_cq *c)
 		__atomic_store_n(&c->park_n, c->park_n - n, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&c->lock);
 		total += n;
-		shiftu_hs_deliver(msgs, n, NULL);
+		shiftu_hs_deliver(msgs, n);
 		pthread_mutex_lock(&c->lock);
 	}
 	c->unparking = false;
@@ -667,7 +688,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct shiftu_vqp *drained = NULL, *fo = NULL;
+	struct shiftu_vqp *fo = NULL;
 	struct ibv_wc first;
 	int n, k, n_msgs = 0;
 
@@ -690,7 +711,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	if (!fo && n >= 0 && n < num && !c->stash_n && c->bak && c->n_twins) {
 		k = c->bak->context->ops.poll_cq(c->bak, num - n, wc + n);
 		if (k > 0)
-			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs, &drained);
+			n += shiftu_twin_take(c, wc + n, k, msgs, &n_msgs);
 	}
 	if (c->slow_leftover && !c->stash_n) {
 		/* a failed-back QP left completions here: served now */
@@ -698,8 +719,9 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 		cq_slow_ctx(s, false);
 	}
 	pthread_mutex_unlock(&c->lock);
-	shiftu_hs_deliver(msgs, n_msgs, drained);
+	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
+	shiftu_cq_fences(c);
 	if (fo) {
 		error_failover(fo, &first, true);
 		if (!n)
@@ -716,7 +738,6 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 void shiftu_twin_serve(struct shiftu_cq *c)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct shiftu_vqp *drained = NULL;
 	struct ibv_wc wc[16];
 	int k, i, kept, n_msgs = 0, pass;
 	bool any = false;
@@ -726,7 +747,7 @@ void shiftu_twin_serve(struct shiftu_cq *c)
 		/* poll, arm, poll: nothing that came in between is missed */
 		do {
 			k = c->bak->context->ops.poll_cq(c->bak, SHIFTU_ARRAY_SIZE(wc), wc);
-			kept = k > 0 ? shiftu_twin_take(c, wc, k, msgs, &n_msgs, &drained) : 0;
+			kept = k > 0 ? shiftu_twin_take(c, wc, k, msgs, &n_msgs) : 0;
 			for (i = 0; i < kept; i++)
 				shiftu_stash_push(c, &wc[i]);
 			any |= kept > 0;
@@ -740,6 +761,7 @@ void shiftu_twin_serve(struct shiftu_cq *c)
 		c->slow_leftover++;
 	}
 	pthread_mutex_unlock(&c->lock);
-	shiftu_hs_deliver(msgs, n_msgs, drained);
+	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
+	shiftu_cq_fences(c);
 }

@@ -58,11 +58,17 @@ void shiftu_twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq);
 void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq);
 bool shiftu_twins_has(const struct shiftu_cq *c, const struct shiftu_vqp *vq);
 
+/* Hand the peers' control messages @msgs to the handshake.  Context: no
+ * lock held. */
+void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n);
+
 /*
- * Hand the peers' control messages @msgs to the handshake, and let
- * @drained (if any) release its held requests.  Context: no lock held.
+ * Let every twin of @c whose fence has completed release its held requests,
+ * if a poll of @c's twin CQ took a send completion of one waiting for it
+ * (any number of them in one poll).  The caller of a poll that took from
+ * the twin CQ calls it after dropping @c's lock.  Context: no lock held.
  */
-void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n, struct shiftu_vqp *drained);
+void shiftu_cq_fences(struct shiftu_cq *c);
 
 /*
  * A peer's control message @m, taken from a CQ of @c: to @msgs while they
@@ -83,11 +89,12 @@ void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq);
 
 /*
  * Completions taken from the twin CQ of @c: the library's own taken out
- * (control messages to @msgs), the others renamed (c->lock held); and the
- * watcher's call when that CQ had an event (no lock held).
+ * (control messages to @msgs), the others renamed (c->lock held; the
+ * caller calls shiftu_cq_fences() after); and the watcher's call when that
+ * CQ had an event (no lock held).
  */
 int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs, struct shiftu_vqp **drained);
+		    struct shiftu_hs_msg *msgs, int *n_msgs);
 void shiftu_twin_serve(struct shiftu_cq *c);
 
 /*

@@ -378,7 +378,6 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
 	uint64_t deadline = now_ns() + DRAIN_NS, kick;
-	struct shiftu_vqp *drained = NULL;
 	struct ibv_wc wc[16];
 	unsigned int j;
 	int k, i, kept, ret;
@@ -447,7 +446,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 					return ret;
 			}
 			if (twin)
-				kept = shiftu_twin_take(c, wc, kept, msgs, n_msgs, &drained);
+				kept = shiftu_twin_take(c, wc, kept, msgs, n_msgs);
 			for (i = 0; i < kept; i++)
 				if (shiftu_stash_push(c, &wc[i]))
 					return -ENOMEM;
@@ -1326,15 +1325,20 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 
 /*
  * After a move of @vq: the peers' messages its drain took, then those it
- * parked on @vq's CQs (the drain polls no other).  Context: no lock held.
+ * parked on @vq's CQs (the drain polls no other), and the fences of other
+ * QPs whose completions it took from their twin CQs.  Context: no lock held.
  */
 static void moved_deliver(struct shiftu_vqp *vq, struct shiftu_hs_msg *msgs, int n_msgs)
 {
-	shiftu_hs_deliver(msgs, n_msgs, NULL);
-	if (vq->scq)
+	shiftu_hs_deliver(msgs, n_msgs);
+	if (vq->scq) {
 		shiftu_hs_unpark(vq->scq);
-	if (vq->rcq && vq->rcq != vq->scq)
+		shiftu_cq_fences(vq->scq);
+	}
+	if (vq->rcq && vq->rcq != vq->scq) {
 		shiftu_hs_unpark(vq->rcq);
+		shiftu_cq_fences(vq->rcq);
+	}
 }
 
 bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
@@ -1749,7 +1753,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 		for (i = 0; i < k; i++)
 			shiftu_stash_push(c, &wc[i]);
 		pthread_mutex_unlock(&c->lock);
-		shiftu_hs_deliver(msgs, n_msgs, NULL);
+		shiftu_hs_deliver(msgs, n_msgs);
 		shiftu_hs_unpark(c);
 		if (k <= 0)
 			sched_yield();

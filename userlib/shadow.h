@@ -76,6 +76,9 @@ struct shiftu_cq {
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
 	unsigned int draining;		/* drains under way on it (failover.c) */
+	/* a twin's send completed while its QP waits for its fence
+	 * (shiftu_cq_fences()); atomic */
+	bool fence_due;
 	/* the peers' control messages a poll took beyond its caller's
 	 * SHIFTU_HS_BATCH, oldest first, until shiftu_hs_unpark() */
 	struct shiftu_hs_msg *park;

@@ -4,10 +4,13 @@
  * caller's batch (SHIFTU_HS_BATCH) waits in its CQ's park (cq.c) and is
  * handed to the handshake later, none lost, in the order the CQ gave them,
  * even when handing one over starts a move that polls and parks more, or
- * unparks again; a QP that goes takes its parked messages with it.
+ * unparks again; a QP that goes takes its parked messages with it.  And
+ * a poll of a twin CQ that completes the fences of several QPs at once
+ * lets each of them release its held requests (shiftu_cq_fences()).
  *
- * The handshake is not run: shiftu_hs_message() is wrapped (-Wl,--wrap)
- * to record what reaches it.  Each TEST runs in its own process.
+ * The handshake is not run: shiftu_hs_message() and shiftu_try_drain() are
+ * wrapped (-Wl,--wrap) to record what reaches them.  Each TEST runs in its
+ * own process.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -37,7 +40,18 @@ static unsigned int n_seen;
 static uint32_t poll_on = UINT32_MAX;
 static unsigned int poll_more;
 
+/* the QPs told to release their held requests, in order */
+static const struct shiftu_vqp *drained[8];
+static unsigned int n_drained;
+
 void __real_shiftu_hs_message(const struct shiftu_hs_msg *m);
+void __real_shiftu_try_drain(struct shiftu_vqp *vq);
+
+void __wrap_shiftu_try_drain(struct shiftu_vqp *vq)
+{
+	if (n_drained < SHIFTU_ARRAY_SIZE(drained))
+		drained[n_drained++] = vq;
+}
 
 static void fake_poll(unsigned int k, uint32_t first);
 
@@ -69,7 +83,7 @@ static void fake_poll(unsigned int k, uint32_t first)
 		shiftu_hs_keep(&cq, msgs, &n, &m);
 	}
 	pthread_mutex_unlock(&cq.lock);
-	shiftu_hs_deliver(msgs, n, NULL);
+	shiftu_hs_deliver(msgs, n);
 	shiftu_hs_unpark(&cq);
 }
 
@@ -133,7 +147,7 @@ TEST(nothing_overtakes_the_park)
 	pthread_mutex_unlock(&cq.lock);
 	EXPECT_EQ(SHIFTU_HS_BATCH, n);
 	EXPECT_EQ(2U, cq.park_n);
-	shiftu_hs_deliver(msgs, n, NULL);
+	shiftu_hs_deliver(msgs, n);
 	fake_poll(1, SHIFTU_HS_BATCH + 3);
 	EXPECT_EQ(1, in_order(1, SHIFTU_HS_BATCH + 3));
 	EXPECT_EQ(0U, cq.park_n);
@@ -182,6 +196,58 @@ TEST(a_qp_that_goes)
 	ASSERT_EQ(5U, n_seen);
 	for (i = 0; i < 5; i++)
 		EXPECT_EQ(1 + 2 * i, seen[i]);
+}
+
+/*
+ * Two QPs of one CQ wait for their fences on their twins, a third has not
+ * posted its fence yet: one poll of the twin CQ takes a send completion of
+ * each.  Both waiting ones are told (the poll used to name only the last
+ * one it saw, and the other's held requests stayed held for good, its
+ * fence done: ib_write_bw -q 16 left 10 of 16 QPs on their twins); the
+ * third is not.
+ */
+TEST(fences_of_several_qps)
+{
+	struct ibv_qp twins[3] = { { .qp_num = 33 }, { .qp_num = 34 }, { .qp_num = 35 } };
+	struct ibv_qp app3 = { .qp_num = 19 };
+	struct shiftu_vqp vq3 = { 0 };
+	struct shiftu_vqp *v[3] = { &vqs[0], &vqs[1], &vq3 };
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct ibv_wc wc[6] = { 0 };
+	int i, k, n = 0;
+
+	setup();
+	vq3.reg.app_qp = &app3;
+	vq3.sctx = &ctx;
+	for (i = 0; i < 3; i++) {
+		v[i]->bak_qp = &twins[i];
+		v[i]->state = i < 2 ? SHIFTU_SEND_WAIT_DRAINED : SHIFTU_SEND_WAIT_SIGNALED;
+		cq.twins[cq.n_twins++] = v[i];
+	}
+	/* QP 0's fence, QP 1's last two, QP 2's last one */
+	for (i = 0; i < 4; i++) {
+		wc[i].wr_id = i;
+		wc[i].opcode = IBV_WC_RDMA_WRITE;
+		wc[i].qp_num = twins[i ? (i + 1) / 2 : 0].qp_num;
+	}
+	pthread_mutex_lock(&cq.lock);
+	k = shiftu_twin_take(&cq, wc, 4, msgs, &n);
+	pthread_mutex_unlock(&cq.lock);
+	EXPECT_EQ(4, k);
+	EXPECT_EQ(0, n);
+	/* renamed to the application's QPs, counted on each */
+	EXPECT_EQ(17U, wc[0].qp_num);
+	EXPECT_EQ(19U, wc[3].qp_num);
+	EXPECT_EQ(1U, vqs[0].twin_done);
+	EXPECT_EQ(2U, vqs[1].twin_done);
+	EXPECT_EQ(1U, vq3.twin_done);
+	shiftu_cq_fences(&cq);
+	ASSERT_EQ(2U, n_drained);
+	EXPECT_TRUE(drained[0] == &vqs[0]);
+	EXPECT_TRUE(drained[1] == &vqs[1]);
+	/* once: the next poll that takes nothing of theirs looks at none */
+	shiftu_cq_fences(&cq);
+	EXPECT_EQ(2U, n_drained);
 }
 
 TEST_HARNESS_MAIN
