@@ -203,6 +203,8 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 	if ((v = get("SHIFTU_LOG_FILE")))
 		nbad += copy_path("SHIFTU_LOG_FILE", v, cfg->log_file,
 				  sizeof(cfg->log_file), "stderr");
+	if ((v = get("SHIFTU_LOG_TIME")) && shiftu_parse_bool(v, &cfg->log_time))
+		nbad += bad("SHIFTU_LOG_TIME", v, "0");
 	if ((v = get("SHIFTU_STORE")) && shiftu_parse_store(v, &cfg->store))
 		nbad += bad("SHIFTU_STORE", v, "local");
 	if ((v = get("SHIFTU_STORE_DIR")) &&
@@ -253,6 +255,7 @@ static void config_read(void)
 		shiftu_parse_log_level(v, &lvl);
 	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
 	shiftu_config_from_env(&config, env_get);
+	shiftu_log_set_time(config.log_time);
 	shiftu_dbg("config: log %s store %s dir %s disabled %d probe %u ms health %s record %s",
 		   log_names[config.log_level], config.store.url,
 		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,

@@ -62,6 +62,7 @@ struct shiftu_store {
 struct shiftu_config {
 	enum shiftu_log_level log_level;
 	char log_file[PATH_MAX];	/* "": stderr */
+	bool log_time;			/* SHIFTU_LOG_TIME=1: every line timed */
 	struct shiftu_store store;
 	bool disabled;			/* SHIFTU_DISABLE=1 or backup OFF */
 	uint32_t probe_ms;

@@ -27,6 +27,7 @@ static bool log_configured;
  * other threads log (config.c runs it inside its pthread_once); read relaxed.
  */
 static int log_fd = STDERR_FILENO;
+static bool log_time;	/* SHIFTU_LOG_TIME (relaxed) */
 
 static const char *const level_names[] = {
 	[SHIFTU_LOG_ERROR] = "error",
@@ -40,6 +41,11 @@ void shiftu_log_set_level(enum shiftu_log_level lvl)
 	if (lvl == SHIFTU_LOG_UNSPEC || lvl > SHIFTU_LOG_MAX)
 		return;
 	__atomic_store_n(&shiftu_log_level_cur, lvl, __ATOMIC_RELAXED);
+}
+
+void shiftu_log_set_time(bool on)
+{
+	__atomic_store_n(&log_time, on, __ATOMIC_RELAXED);
 }
 
 int shiftu_log_setup(enum shiftu_log_level lvl, const char *path)
@@ -84,8 +90,9 @@ void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
 			goto out;
 	}
 	n = 0;
-	/* at debug, UTC wall time first: lines of two hosts can be merged */
-	if (shiftu_log_enabled(SHIFTU_LOG_DEBUG)) {
+	/* at debug or when asked, UTC wall time first: lines of two hosts
+	 * (and the application's own) can be merged */
+	if (__atomic_load_n(&log_time, __ATOMIC_RELAXED) || shiftu_log_enabled(SHIFTU_LOG_DEBUG)) {
 		struct timespec ts;
 		unsigned int day;
 

@@ -40,6 +40,10 @@ int shiftu_log_setup(enum shiftu_log_level lvl, const char *path);
 /* Change the level only; thread safe. */
 void shiftu_log_set_level(enum shiftu_log_level lvl);
 
+/* Start every line with its UTC wall time (debug lines always have it);
+ * thread safe. */
+void shiftu_log_set_time(bool on);
+
 /* Write one line at @lvl, unconditionally; callers use the macros below. */
 void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), cold));

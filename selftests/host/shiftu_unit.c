@@ -764,6 +764,8 @@ static char *bad_env(const char *name)
 {
 	if (!strcmp(name, "SHIFTU_LOG"))
 		return "loud";
+	if (!strcmp(name, "SHIFTU_LOG_TIME"))
+		return "always";
 	if (!strcmp(name, "SHIFTU_STORE"))
 		return "redis://h:99999";
 	if (!strcmp(name, "SHIFTU_DISABLE"))
@@ -800,8 +802,9 @@ TEST(config_bad_values)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
 	/* every bad value: one line, and the default */
-	EXPECT_EQ(12, shiftu_config_from_env(&cfg, bad_env));
+	EXPECT_EQ(13, shiftu_config_from_env(&cfg, bad_env));
 	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
+	EXPECT_FALSE(cfg.log_time);
 	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
 	EXPECT_FALSE(cfg.disabled);
 	EXPECT_EQ(SHIFTU_PROBE_MS_DEFAULT, cfg.probe_ms);
@@ -819,8 +822,9 @@ TEST(config_bad_values)
 	buf[n] = '\0';
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
-	EXPECT_EQ(12, lines);
+	EXPECT_EQ(13, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG_TIME=always"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_PROBE_MS=fast"));
