@@ -120,13 +120,14 @@ lu_kill_server()
 
 # lu_env PRELOAD LOGFILE: the "env ..." prefix of a command run with the
 # library preloaded (PRELOAD=1) or through shiftu-run (PRELOAD=run: the shim
-# directory too), logging at info to LOGFILE, with the store LU_STORE
+# directory too), logging at info to LOGFILE, each line timed (a failure's
+# lines of both hosts can then be merged), with the store LU_STORE
 # (default: the library's own) and the further VAR=VALUE words in LU_ENV;
 # or without it (PRELOAD=0).
 LU_RUN=$SHIFT_TOP/userlib/shiftu-run
 lu_env()
 {
-	local vars="SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}${LU_ENV:+ $LU_ENV}"
+	local vars="SHIFTU_LOG=${LU_LOG:-info} SHIFTU_LOG_TIME=1 SHIFTU_LOG_FILE=$2${LU_STORE:+ SHIFTU_STORE=$LU_STORE}${LU_ENV:+ $LU_ENV}"
 
 	case $1 in
 	1) echo "env LD_PRELOAD=$LU_LIB $vars" ;;
