@@ -14,7 +14,6 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,10 +191,15 @@ static const char *wc_status_word(enum ibv_wc_status st)
  */
 void shiftu_cq_lock_quiet(struct shiftu_cq *c)
 {
+	uint64_t t0 = 0;
+
 	pthread_mutex_lock(&c->lock);
 	while (c->draining) {
 		pthread_mutex_unlock(&c->lock);
-		sched_yield();
+		/* out of the drain's way: it may need this CPU */
+		if (!t0)
+			t0 = shiftu_mono_ns();
+		shiftu_wait_step(shiftu_mono_ns() - t0);
 		pthread_mutex_lock(&c->lock);
 	}
 }

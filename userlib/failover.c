@@ -24,7 +24,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -377,7 +376,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
-	uint64_t deadline = now_ns() + DRAIN_NS, kick;
+	uint64_t t0 = now_ns(), deadline = t0 + DRAIN_NS, kick;
 	struct ibv_wc wc[16];
 	unsigned int j;
 	int k, i, kept, ret;
@@ -456,7 +455,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 				return -ETIMEDOUT;
 			/* a poller waiting to stash what it took from us */
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
-			sched_yield();
+			shiftu_wait_step(now_ns() - t0);
 			shiftu_lock_cqs(cqs[0], cqs[1]);
 			ret = twin ? 0 : unstash_errors(vq, d);
 			if (ret < 0)
@@ -1727,7 +1726,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_cq *c = vq->scq;
-	uint64_t deadline = now_ns() + PROBE_NS;
+	uint64_t t0 = now_ns(), deadline = t0 + PROBE_NS;
 	struct ibv_wc wc[16];
 	int k, i, n_msgs;
 
@@ -1756,7 +1755,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 		shiftu_hs_deliver(msgs, n_msgs);
 		shiftu_hs_unpark(c);
 		if (k <= 0)
-			sched_yield();
+			shiftu_wait_step(now_ns() - t0);
 	}
 	shiftu_dbg("qp %u: probe %s", vq->reg.app_qp->qp_num,
 		   vq->probe_state == 2 ? "good" : vq->probe_state == 3 ? "failed" : "timed out");

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * util.h: compiler attributes shared by libshiftu's files.
+ * util.h: compiler attributes and small helpers shared by libshiftu's files.
  */
 #ifndef _SHIFTU_UTIL_H
 #define _SHIFTU_UTIL_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
 
 /* The library builds with -fvisibility=hidden; the map (libshiftu.map)
  * decides the version of what this marks. */
@@ -28,5 +33,32 @@
  * into the path that does not share it.
  */
 #define shiftu_hide_var(var)	__asm__("" : "+r"(var))
+
+static inline uint64_t shiftu_mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+
+/*
+ * One step of a wait for what another thread or the NIC does, @waited_ns
+ * into the wait: a yield for the first SHIFTU_YIELD_NS, a short sleep
+ * after.  A thread that yields stays runnable, and on a CPU that the
+ * application's polling threads keep busy it waits a turn behind each of
+ * them at every step (with 64 of them on one CPU, a twin's drain took
+ * seconds); a thread that slept is run first when it wakes.
+ */
+#define SHIFTU_YIELD_NS		1000000ULL
+#define SHIFTU_WAIT_SLEEP_US	100
+
+static inline void shiftu_wait_step(uint64_t waited_ns)
+{
+	if (waited_ns < SHIFTU_YIELD_NS)
+		sched_yield();
+	else
+		usleep(SHIFTU_WAIT_SLEEP_US);
+}
 
 #endif /* _SHIFTU_UTIL_H */
