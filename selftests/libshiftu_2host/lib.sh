@@ -236,31 +236,6 @@ lu_gen_ride_setup()
 	lu_ride_setup "$GEN"
 }
 
-# lu_nic_nice N: Soft-RoCE's packet work at niceness N on both hosts until
-# the test ends: on 6.1 its tasklets, which ksoftirqd runs once softirqs
-# pile up (6.12 runs them in a workqueue's kworkers, not reniced here).
-# It is the NIC's work, which a real NIC does in hardware; a test whose
-# application busy-polls with many threads on a guest's one CPU would
-# otherwise starve the "NIC" itself: flushes and probes that take
-# microseconds on hardware took seconds.
-lu_nic_nice()
-{
-	ft_defer "lu_nic_renice 0; lab-peer 'for p in \$(pgrep ksoftirqd); do renice -n 0 -p \$p > /dev/null; done'"
-	lu_nic_renice "$1" || fail "cannot renice host 1's ksoftirqd"
-	lab-peer "for p in \$(pgrep ksoftirqd); do renice -n $1 -p \$p > /dev/null || exit 1; done" ||
-		fail "cannot renice host 2's ksoftirqd"
-}
-
-# lu_nic_renice N: host 1's part of lu_nic_nice
-lu_nic_renice()
-{
-	local p
-
-	for p in $(pgrep ksoftirqd); do
-		renice -n "$1" -p "$p" > /dev/null || return
-	done
-}
-
 # lu_require_netem: tc with the netem qdisc, else the test skips; host 1's
 # rail 0 loses its qdisc when the test ends.
 lu_require_netem()

@@ -27,12 +27,6 @@ GEN=$LU_DIR/shiftgen
 # after the repair, most of it waiting for the store.
 SMR_REDIS_NICE=-10
 lu_gen_ride_setup
-# The same for Soft-RoCE, the lab's NIC: with the 64 threads polling
-# beside it, the twins' drains and the probes of a failback waited
-# seconds each for it, one QP after another, for as long as the traffic
-# ran (in four rounds of five the last QP went back as shiftgen stopped,
-# in the fifth 20 had not yet when it exited)
-lu_nic_nice -10
 ROUNDS=5
 P=64
 # 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins
