@@ -11,6 +11,10 @@
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
 #                     NCCL-style traffic, alone (the two-host lab; check
 #                     runs it too); TORTURE_PULLS=N, LU_LOG=debug
+#   make many         libshiftu with many QPs and processes through pulls,
+#                     five rounds each (the two-host lab, about 25 minutes;
+#                     not part of check): ib_write_bw -q 16, shiftgen -P 64,
+#                     eight ib_write_bw pairs started together
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout
@@ -51,7 +55,7 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
 
 .PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test torture \
-	demo bench install dkms-install style clean version
+	demo bench many install dkms-install style clean version
 
 all: module tools lib selftests
 
@@ -106,6 +110,9 @@ bench: all
 
 torture: all
 	$(Q)$(LAB) scenario torture two
+
+many: all
+	$(Q)LAB_TESTS="many_qps.sh many_gen.sh many_procs.sh" $(LAB) run two selftests/libshiftu_2host
 
 install: module tools lib
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
