@@ -46,6 +46,10 @@ struct shiftu_kv {
 	uint64_t silent_ns;		/* REDIS: failing since, 0 when it answers */
 	int dirfd;			/* LOCAL */
 	redisContext *ctx;		/* REDIS: NULL while disconnected */
+	uint32_t rcv_ms;		/* REDIS: ctx's read timeout */
+	/* REDIS: the longest recent answer, halved for each second since
+	 * @lat_at_ns (kv_pace()) */
+	uint64_t lat_ns, lat_at_ns;
 	char host[256];			/* REDIS: name or address; UNIX: path */
 	uint16_t port;			/* REDIS: 0 for a Unix socket */
 	char desc[PATH_MAX + 16];
@@ -477,6 +481,54 @@ static void redis_retrying(struct shiftu_kv *kv, const char *what, int err)
 		    strerror(-err));
 }
 
+/* The server's recent pace: its longest answer, halved each second since. */
+static uint64_t kv_pace(const struct shiftu_kv *kv, uint64_t now)
+{
+	uint64_t s = (now - kv->lat_at_ns) / 1000000000ULL;
+
+	return s >= 64 ? 0 : kv->lat_ns >> s;
+}
+
+/* A command (or a batch) answered @ns after it was sent. */
+static void kv_answered(struct shiftu_kv *kv, uint64_t ns)
+{
+	uint64_t now = kv_now_ns();
+
+	if (ns >= kv_pace(kv, now)) {
+		kv->lat_ns = ns;
+		kv->lat_at_ns = now;
+	}
+}
+
+/*
+ * The read timeout for the next command: SHIFTU_KV_TIMEOUT_MS, or three
+ * times the server's recent pace when it has been answering that slowly
+ * (a busy host's Redis keeps its pace, and a command that times out is
+ * sent again on a new connection, where it waits behind the first one),
+ * SHIFTU_KV_TIMEOUT_MAX_MS at most.  A server that stops answering after
+ * answering quickly costs SHIFTU_KV_TIMEOUT_MS a try, as ever.  A
+ * failure to set it leaves the one set.
+ */
+static void kv_set_timeout(struct shiftu_kv *kv)
+{
+	uint64_t ms = 3 * kv_pace(kv, kv_now_ns()) / 1000000;
+	struct timeval tv;
+
+	if (ms < SHIFTU_KV_TIMEOUT_MS)
+		ms = SHIFTU_KV_TIMEOUT_MS;
+	if (ms > SHIFTU_KV_TIMEOUT_MAX_MS)
+		ms = SHIFTU_KV_TIMEOUT_MAX_MS;
+	if (ms == kv->rcv_ms)
+		return;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	if (redis_lib.set_timeout(kv->ctx, tv) == REDIS_OK) {
+		shiftu_dbg("store %s: commands wait %llu ms for an answer", kv->desc,
+			   (unsigned long long)ms);
+		kv->rcv_ms = ms;
+	}
+}
+
 static void redis_drop(struct shiftu_kv *kv)
 {
 	if (kv->ctx)
@@ -509,6 +561,7 @@ static int redis_connect(struct shiftu_kv *kv)
 		return err;
 	}
 	kv->ctx = c;
+	kv->rcv_ms = SHIFTU_KV_TIMEOUT_MS;
 	return 0;
 }
 
@@ -522,7 +575,7 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 {
 	struct sigpipe_guard g;
 	bool retried = false;
-	uint64_t t0 = kv_now_ns();
+	uint64_t t0 = kv_now_ns(), t_try;
 	int err;
 	void *r;
 
@@ -535,10 +588,14 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 				goto out;
 			retried = true;	/* a fresh connection is not retried */
 		}
+		kv_set_timeout(kv);
+		t_try = kv_now_ns();
 		errno = 0;
 		r = redis_lib.command_argv(kv->ctx, argc, argv, NULL);
-		if (r)
+		if (r) {
+			kv_answered(kv, kv_now_ns() - t_try);
 			break;
+		}
 		err = ctx_errno(kv->ctx, errno);
 		redis_drop(kv);
 		if (retried) {
@@ -720,7 +777,7 @@ static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigne
 {
 	struct sigpipe_guard g;
 	bool retried = false, refused = false;
-	uint64_t t0 = kv_now_ns();
+	uint64_t t0 = kv_now_ns(), t_try;
 	unsigned int i;
 	int err;
 
@@ -733,10 +790,14 @@ static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigne
 				goto out;
 			retried = true;	/* a fresh connection is not retried */
 		}
+		kv_set_timeout(kv);
+		t_try = kv_now_ns();
 		errno = 0;
 		err = redis_pipeline(kv, reqs, n);
-		if (!err)
+		if (!err) {
+			kv_answered(kv, kv_now_ns() - t_try);
 			break;
+		}
 		redis_drop(kv);
 		if (retried) {
 			redis_failed(kv, "pipeline", err, NULL);

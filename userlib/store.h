@@ -7,7 +7,9 @@
  * The library's background thread calls it, never the application's
  * threads: every call may block, but for a bounded time (SHIFTU_KV_TIMEOUT_MS
  * per connection attempt and per command; a call makes at most one command,
- * one reconnect and one more command, so about 3 s in the worst case).
+ * one reconnect and one more command, so about 3 s in the worst case).  A
+ * server that has been answering slowly (a busy host's) is given three
+ * times its recent pace per command, SHIFTU_KV_TIMEOUT_MAX_MS at most.
  *
  * Backends (struct shiftu_store, config.h):
  *
@@ -52,6 +54,7 @@
 #define SHIFTU_KV_KEY_MAX	80
 #define SHIFTU_KV_VAL_MAX	1023
 #define SHIFTU_KV_TIMEOUT_MS	1000
+#define SHIFTU_KV_TIMEOUT_MAX_MS	4000
 /* a server that times out is slow, not gone, until silent this long (store.c) */
 #define SHIFTU_KV_SLOW_MS	10000
 
@@ -118,7 +121,7 @@ struct shiftu_kv_req {
  * batch is replaced once and the whole batch sent again (GET and SET may
  * be repeated).  Returns 0 when every request has its answer in its @ret;
  * else the transport's -errno, which every @ret also holds.  Bounded as
- * the single calls: SHIFTU_KV_TIMEOUT_MS per read of the answers.
+ * the single calls, per read of the answers.
  */
 int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n);
 

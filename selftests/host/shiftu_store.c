@@ -704,6 +704,63 @@ TEST_F(redis, slow_no_warning)
 	shiftu_kv_close(kv);
 }
 
+/* Stop the server now and let it go on after @ms (a child does). */
+static pid_t pause_server(struct __test_metadata *_metadata, pid_t server, unsigned int ms)
+{
+	pid_t waker;
+
+	if (kill(server, SIGSTOP))
+		return -1;
+	waker = fork();
+	if (!waker) {
+		usleep(ms * 1000);
+		kill(server, SIGCONT);
+		_exit(0);
+	}
+	return waker;
+}
+
+/*
+ * A server that has been answering slowly (600 ms: a busy host's) is given
+ * three times that: its next answer, 1.4 s late, is taken on the same
+ * connection, not abandoned after SHIFTU_KV_TIMEOUT_MS and asked for again
+ * on a new one.
+ */
+TEST_F(redis, slow_server_paced)
+{
+	char log[PATH_MAX], buf[8192], val[8];
+	struct shiftu_kv *kv;
+	ssize_t n;
+	pid_t waker;
+	int fd;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
+	waker = pause_server(_metadata, self->pid, 600);
+	ASSERT_LE(0, waker);
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	waitpid(waker, NULL, 0);
+	waker = pause_server(_metadata, self->pid, 1400);
+	ASSERT_LE(0, waker);
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("v", val);
+	waitpid(waker, NULL, 0);
+
+	fd = open(log, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ASSERT_LE(0, n);
+	buf[n] = '\0';
+	EXPECT_EQ(NULL, strstr(buf, "trying again on a new connection")) {
+		TH_LOG("%s", buf);
+	}
+	shiftu_kv_close(kv);
+}
+
 TEST_F(redis, one_warning)
 {
 	char log[PATH_MAX], buf[4096], val[8];
