@@ -54,6 +54,7 @@
  */
 #define DRAIN_NS	(10ULL * 1000 * 1000 * 1000)
 #define KICK_NS		(100ULL * 1000 * 1000)
+#define SLOW_DRAIN_NS	(500ULL * 1000 * 1000)	/* a drain this long says why */
 #define PROBE_NS	(1000ULL * 1000 * 1000)
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
 #define QUIESCE_MAX_S	5
@@ -244,6 +245,9 @@ struct drain_state {
 	struct drained_wc *flushed;
 	unsigned int n, max, n_recv;
 	bool smark, rmark, stuck;
+	/* for a slow drain's line: when each marker came, since the start */
+	uint64_t t0, smark_ns, rmark_ns;
+	unsigned int kicks, polls;
 };
 
 /*
@@ -259,9 +263,11 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	switch (shiftu_wrid_kind(wc->wr_id)) {
 	case SHIFTU_WRID_MARKER:
 		d->smark = true;
+		d->smark_ns = now_ns() - d->t0;
 		break;
 	case SHIFTU_WRID_RMARKER:
 		d->rmark = true;
+		d->rmark_ns = now_ns() - d->t0;
 		break;
 	case SHIFTU_WRID_CTRL_RECV:
 	case SHIFTU_WRID_CTRL_DEF:
@@ -376,7 +382,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
-	uint64_t t0 = now_ns(), deadline = t0 + DRAIN_NS, kick;
+	uint64_t t0 = d->t0, deadline = t0 + DRAIN_NS, kick;
 	struct ibv_wc wc[16];
 	unsigned int j;
 	int k, i, kept, ret;
@@ -420,7 +426,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (now_ns() >= kick) {
 			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 			kick = now_ns() + KICK_NS;
+			d->kicks++;
 		}
+		d->polls++;
 		for (j = 0; j < 2; j++) {
 			struct shiftu_cq *c = cqs[j];
 
@@ -494,7 +502,7 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 		 struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct drain_state d = {
-		.flushed = flushed, .max = max,
+		.flushed = flushed, .max = max, .t0 = now_ns(),
 		/* an SRQ's receives are not flushed: no marker behind them */
 		.rmark = !vq->init_attr.cap.max_recv_wr || vq->init_attr.srq,
 	};
@@ -505,6 +513,11 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 	ret = drain_locked(vq, twin, &d, msgs, n_msgs);
 	vq->scq->draining--;
 	vq->rcq->draining--;
+	if (now_ns() - d.t0 > SLOW_DRAIN_NS)
+		shiftu_info("qp %u on %s: a slow drain of its %s QP: %.3f ms, send marker after %.3f ms, receive marker after %.3f ms, %u polls, %u kicks",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, twin ? "backup" : "default",
+			    (now_ns() - d.t0) / 1e6, d.smark_ns / 1e6, d.rmark_ns / 1e6,
+			    d.polls, d.kicks);
 	*got = (int)d.n;
 	*n_recv = vq->scq != vq->rcq ? (int)d.n_recv : -1;
 	*stuck = d.stuck;
