@@ -29,8 +29,16 @@ SMR_REDIS_NICE=-10
 lu_gen_ride_setup
 ROUNDS=5
 P=64
-# 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins
-ARGS=(-P "$P" -m write_imm -s 1024 -c 4 -q 16)
+# 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins.
+# 10 messages a second per connection, about half of what the lab's one
+# guest CPU carries: it is also the NIC (Soft-RoCE computes every packet's
+# CRC in softirq), and at full speed the 64 connections' packets left the
+# library's threads (and this script's) so little of it that a twin's
+# drain in a failback, a few milliseconds at rest, took 1 to 6 s, and the
+# last failbacks came only once shiftgen stopped sending (44 of 64 back
+# after a 90 s round).  A real NIC moves a job's packets without the
+# host's CPUs.
+ARGS=(-P "$P" -m write_imm -s 1024 -c 4 -q 16 --rate 10)
 LU_PULL_ON=1 LU_PULL_BY=link
 
 # urgent: this (sub)shell and what it starts from now on at niceness -10.
