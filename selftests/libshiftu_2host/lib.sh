@@ -319,7 +319,8 @@ lu_ms()
 # lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
 # and comes back 2.7 s later (LU_PULL_HOLD, 0.5 s by default, is the last
 # part of that, for an outage that must last longer).  Host 1's packets
-# per rail are counted for 1.5 s from 0.7 s into the outage (TAG.outage:
+# per rail are counted for 1.5 s from 0.7 s into the outage (LU_PULL_COUNT_AT,
+# for QPs that take longer to move; it lengthens the outage; TAG.outage:
 # rail 0's, rail 1's) and again for 1.5 s from 0.3 s after the client's
 # library failed back, 12 s at most after the repair (TAG.fbwait: how long
 # it took, in tenths of a second; LU_PULL_FB_TENTHS: another bound, 0 for a
@@ -335,7 +336,7 @@ lu_pull()
 	lab_nap "${LU_PULL_AT:-5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
 	off=$(lu_ms "$t0")
-	lab_nap 0.7
+	lab_nap "${LU_PULL_COUNT_AT:-0.7}"
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
 	lab_nap 1.5
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
