@@ -117,11 +117,9 @@ lu_gen_clean plain
 for ((r = 1; r <= ROUNDS; r++)); do
 	tag=p64_$r
 	lu_keep "$tag" many_gen
-	# 90 s: on the lab's one guest CPU, which the 64 polling threads
-	# share with the store, Soft-RoCE and this script, the last of the 64
-	# failbacks came 20 to 50 s after the repair (the store, at times
-	# silent for seconds, most of it), and the pull itself up to 40 s
-	# into the run: a round of 60 s ended with 38 back
+	# 90 s: the 64 twins are ready 9 to 20 s in, the rail is down for
+	# 10 s from 1 s after that, and the last failback came 3 to 18 s
+	# after the repair: the rest is margin for the lab's busy guests
 	LU_CLI_SECS=130 LU_SRV_SECS=140 LU_DURING=pull_ready \
 		lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 90
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
