@@ -542,8 +542,12 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.wr_completes += vq->wr_completes;
 	retired.poster_changes += vq->poster_changes;
 	pthread_mutex_unlock(&vqp_lock);
-	/* a sweep that collected it before it left the list (it is dead:
-	 * the sweep moves nothing) */
+	/*
+	 * A sweep that collected it before it left the list (it is dead:
+	 * the sweep moves nothing).  The sweep may be moving the QPs it
+	 * collected before this one: a QP destroyed as its port fails can
+	 * wait for their moves.
+	 */
 	while (__atomic_load_n(&vq->sweep_pins, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	pthread_mutex_destroy(&vq->lock);
