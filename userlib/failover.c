@@ -1262,12 +1262,18 @@ void shiftu_unprotect(struct shiftu_vqp *vq, const char *why)
  * complete flushed, as on a QP in error, and the QP is left unprotected.
  * Context: the shadow thread, no library lock held.
  */
-void shiftu_hs_timeout(struct shiftu_vqp *vq)
+void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 {
 	uint64_t n;
 
 	pthread_mutex_lock(&vq->fo_lock);
-	if (vq->state != SHIFTU_SEND_HANDSHAKE) {
+	/*
+	 * Again under the lock: a post that starts a handshake sets the state
+	 * before its start time, and the shadow thread, which reads both
+	 * without the lock, could see the new state with an old time (an
+	 * ibv_rc_pingpong client was given up "in 0.0 s").
+	 */
+	if (vq->state != SHIFTU_SEND_HANDSHAKE || now_ns() - vq->hs_since_ns <= after_ns) {
 		pthread_mutex_unlock(&vq->fo_lock);
 		return;
 	}

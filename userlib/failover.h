@@ -110,8 +110,12 @@ void shiftu_record_recv(struct shiftu_vqp *vq, const struct ibv_recv_wr *wr);
  */
 void shiftu_unprotect(struct shiftu_vqp *vq, const char *why);
 
-/* The peer's count did not come in time: give up on @vq (shadow thread). */
-void shiftu_hs_timeout(struct shiftu_vqp *vq);
+/*
+ * The peer's count did not come within @after_ns of the handshake's start:
+ * give up on @vq (shadow thread, which looked without fo_lock; this looks
+ * again under it).
+ */
+void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns);
 
 /*
  * The application destroys @vq's QP: its CQs stop matching its twin's

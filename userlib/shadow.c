@@ -1925,7 +1925,7 @@ static bool shadow_pass(void)
 			pending = true;
 		} else if (vq->state == SHIFTU_SEND_HANDSHAKE) {
 			if (mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
-				shiftu_hs_timeout(vq);
+				shiftu_hs_timeout(vq, HS_TIMEOUT_NS);
 			pending = true;
 		}
 		if (vq->rejoin_ask)
