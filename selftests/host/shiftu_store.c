@@ -649,63 +649,8 @@ TEST_F(redis, stuck)
 }
 
 /* A handle whose server goes away logs one warning, not one per call. */
-/*
- * A server that answers a command late (after the timeout, as a starved
- * host does) but in time for the call's second try: the call works, with
- * an info line and no warning.  One that does not answer this call at
- * all is slow, not gone, until it has been silent for SHIFTU_KV_SLOW_MS:
- * the call fails, without a warning either.
- */
-TEST_F(redis, slow_no_warning)
-{
-	char log[PATH_MAX], buf[8192], val[8];
-	struct shiftu_kv *kv;
-	ssize_t n;
-	pid_t waker;
-	int fd;
-
-	NEED_REDIS();
-	snprintf(log, sizeof(log), "%s/log", self->tmp);
-	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
-	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
-	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
-	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
-	waker = fork();
-	ASSERT_LE(0, waker);
-	if (!waker) {
-		usleep(1300 * 1000);
-		kill(self->pid, SIGCONT);
-		_exit(0);
-	}
-	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
-	EXPECT_STREQ("v", val);
-	waitpid(waker, NULL, 0);
-
-	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
-	EXPECT_EQ(-ETIMEDOUT, shiftu_kv_get(kv, "k", val, sizeof(val)));
-	ASSERT_EQ(0, kill(self->pid, SIGCONT));
-	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
-
-	fd = open(log, O_RDONLY);
-	ASSERT_LE(0, fd);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	ASSERT_LE(0, n);
-	buf[n] = '\0';
-	EXPECT_NE(NULL, strstr(buf, "trying again on a new connection")) {
-		TH_LOG("%s", buf);
-	}
-	EXPECT_NE(NULL, strstr(buf, "(slow: no answer for")) {
-		TH_LOG("%s", buf);
-	}
-	EXPECT_EQ(NULL, strstr(buf, ": warn: ")) {
-		TH_LOG("%s", buf);
-	}
-	shiftu_kv_close(kv);
-}
-
 /* Stop the server now and let it go on after @ms (a child does). */
-static pid_t pause_server(struct __test_metadata *_metadata, pid_t server, unsigned int ms)
+static pid_t pause_server(pid_t server, unsigned int ms)
 {
 	pid_t waker;
 
@@ -720,6 +665,66 @@ static pid_t pause_server(struct __test_metadata *_metadata, pid_t server, unsig
 	return waker;
 }
 
+/* The log at @path, whole, into @buf; its length, or -1. */
+static ssize_t read_log(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/*
+ * A server that answers a command late (after the timeout, as a starved
+ * host does) but in time for the call's second try: the call works, with
+ * an info line and no warning.  One that does not answer this call at
+ * all is slow, not gone, until it has been silent for SHIFTU_KV_SLOW_MS:
+ * the call fails, without a warning either.
+ */
+TEST_F(redis, slow_no_warning)
+{
+	char log[PATH_MAX], buf[8192], val[8];
+	struct shiftu_kv *kv;
+	ssize_t n;
+	pid_t waker;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
+	waker = pause_server(self->pid, 1300);
+	ASSERT_LE(0, waker);
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	EXPECT_STREQ("v", val);
+	waitpid(waker, NULL, 0);
+
+	ASSERT_EQ(0, kill(self->pid, SIGSTOP));
+	EXPECT_EQ(-ETIMEDOUT, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	ASSERT_EQ(0, kill(self->pid, SIGCONT));
+	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+
+	n = read_log(log, buf, sizeof(buf));
+	ASSERT_LE(0, n);
+	EXPECT_NE(NULL, strstr(buf, "trying again on a new connection")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_NE(NULL, strstr(buf, "(slow: no answer for")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(NULL, strstr(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+	shiftu_kv_close(kv);
+}
+
 /*
  * A server that has been answering slowly (600 ms: a busy host's) is given
  * three times that: its next answer, 1.4 s late, is taken on the same
@@ -732,29 +737,24 @@ TEST_F(redis, slow_server_paced)
 	struct shiftu_kv *kv;
 	ssize_t n;
 	pid_t waker;
-	int fd;
 
 	NEED_REDIS();
 	snprintf(log, sizeof(log), "%s/log", self->tmp);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
 	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
 	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
-	waker = pause_server(_metadata, self->pid, 600);
+	waker = pause_server(self->pid, 600);
 	ASSERT_LE(0, waker);
 	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
 	waitpid(waker, NULL, 0);
-	waker = pause_server(_metadata, self->pid, 1400);
+	waker = pause_server(self->pid, 1400);
 	ASSERT_LE(0, waker);
 	EXPECT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
 	EXPECT_STREQ("v", val);
 	waitpid(waker, NULL, 0);
 
-	fd = open(log, O_RDONLY);
-	ASSERT_LE(0, fd);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = read_log(log, buf, sizeof(buf));
 	ASSERT_LE(0, n);
-	buf[n] = '\0';
 	EXPECT_EQ(NULL, strstr(buf, "trying again on a new connection")) {
 		TH_LOG("%s", buf);
 	}
