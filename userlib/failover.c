@@ -60,14 +60,6 @@
 #define QUIESCE_MAX_S	5
 #define TWIN_WAIT_NS	(2000ULL * 1000 * 1000)
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 /* ---- failover --------------------------------------------------------- */
 
 static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
@@ -263,11 +255,11 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	switch (shiftu_wrid_kind(wc->wr_id)) {
 	case SHIFTU_WRID_MARKER:
 		d->smark = true;
-		d->smark_ns = now_ns() - d->t0;
+		d->smark_ns = shiftu_mono_ns() - d->t0;
 		break;
 	case SHIFTU_WRID_RMARKER:
 		d->rmark = true;
-		d->rmark_ns = now_ns() - d->t0;
+		d->rmark_ns = shiftu_mono_ns() - d->t0;
 		break;
 	case SHIFTU_WRID_CTRL_RECV:
 	case SHIFTU_WRID_CTRL_DEF:
@@ -413,7 +405,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (ret)
 			return -ret;
 	}
-	kick = now_ns();
+	kick = shiftu_mono_ns();
 	while (!d->smark || !d->rmark) {
 		bool none = true;
 
@@ -423,9 +415,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		 * (Soft-RoCE): the move to ERR, again, does, and wakes the
 		 * requester and completer too.
 		 */
-		if (now_ns() >= kick) {
+		if (shiftu_mono_ns() >= kick) {
 			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
-			kick = now_ns() + KICK_NS;
+			kick = shiftu_mono_ns() + KICK_NS;
 			d->kicks++;
 		}
 		d->polls++;
@@ -459,11 +451,11 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 					return -ENOMEM;
 		}
 		if (none) {
-			if (now_ns() > deadline)
+			if (shiftu_mono_ns() > deadline)
 				return -ETIMEDOUT;
 			/* a poller waiting to stash what it took from us */
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
-			shiftu_wait_step(now_ns() - t0);
+			shiftu_wait_step(shiftu_mono_ns() - t0);
 			shiftu_lock_cqs(cqs[0], cqs[1]);
 			ret = twin ? 0 : unstash_errors(vq, d);
 			if (ret < 0)
@@ -502,7 +494,7 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 		 struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	struct drain_state d = {
-		.flushed = flushed, .max = max, .t0 = now_ns(),
+		.flushed = flushed, .max = max, .t0 = shiftu_mono_ns(),
 		/* an SRQ's receives are not flushed: no marker behind them */
 		.rmark = !vq->init_attr.cap.max_recv_wr || vq->init_attr.srq,
 	};
@@ -513,10 +505,10 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 	ret = drain_locked(vq, twin, &d, msgs, n_msgs);
 	vq->scq->draining--;
 	vq->rcq->draining--;
-	if (now_ns() - d.t0 > SLOW_DRAIN_NS)
+	if (shiftu_mono_ns() - d.t0 > SLOW_DRAIN_NS)
 		shiftu_info("qp %u on %s: a slow drain of its %s QP: %.3f ms, send marker after %.3f ms, receive marker after %.3f ms, %u polls, %u kicks",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, twin ? "backup" : "default",
-			    (now_ns() - d.t0) / 1e6, d.smark_ns / 1e6, d.rmark_ns / 1e6,
+			    (shiftu_mono_ns() - d.t0) / 1e6, d.smark_ns / 1e6, d.rmark_ns / 1e6,
 			    d.polls, d.kicks);
 	*got = (int)d.n;
 	*n_recv = vq->scq != vq->rcq ? (int)d.n_recv : -1;
@@ -861,7 +853,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	twins_leave(vq);
 	vq->state = SHIFTU_SEND_DEFAULT;
 	shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_DEFAULT);
-	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&vq->back_ns, shiftu_mono_ns(), __ATOMIC_RELAXED);
 	vq->hs_sent = vq->hs_got = 0;
 	vq->rejoin_want = 0;
 	/* drained and not renewed (a test's delay): no failover to it until
@@ -948,7 +940,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	};
 	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 	struct drained_wc *flushed = NULL;
-	uint64_t t0 = now_ns(), start, end, i, n_r, replayed = 0;
+	uint64_t t0 = shiftu_mono_ns(), start, end, i, n_r, replayed = 0;
 	uint64_t t_q = 0, t_d = 0;		/* quiesced, drained: for the log */
 	uint64_t consumed, srq_from = 0;	/* the first receive not posted */
 	uint32_t srq_taken = 0;
@@ -1045,11 +1037,11 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	shiftu_lock_cqs(c, rc);
 	if (stuck)
 		goto dead;
-	t_q = now_ns();
+	t_q = shiftu_mono_ns();
 	end = posted_end(vq);
 	ret = drain(vq, from_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
 		    &stuck, msgs, n_msgs);
-	t_d = now_ns();
+	t_d = shiftu_mono_ns();
 	if (ret < 0) {
 		if (!stuck)
 			shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
@@ -1199,7 +1191,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		vq->state = SHIFTU_SEND_HANDSHAKE;
 		vq->replay_start = start;
 		vq->hs_since_ns = t0;
-		vq->hs_told_ns = now_ns();
+		vq->hs_told_ns = shiftu_mono_ns();
 		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
 	} else {
 		ret = replay(vq, start, &replayed);
@@ -1220,7 +1212,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
 		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
 		    asking ? "sends held until the peer joins" : "sends held for the peer's count",
-		    (now_ns() - t0) / 1e6, (t_q - t0) / 1e6, (t_d - t_q) / 1e6);
+		    (shiftu_mono_ns() - t0) / 1e6, (t_q - t0) / 1e6, (t_d - t_q) / 1e6);
 	free(flushed);
 	return r;
 
@@ -1273,7 +1265,7 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 	 * without the lock, could see the new state with an old time (an
 	 * ibv_rc_pingpong client was given up "in 0.0 s").
 	 */
-	if (vq->state != SHIFTU_SEND_HANDSHAKE || now_ns() - vq->hs_since_ns <= after_ns) {
+	if (vq->state != SHIFTU_SEND_HANDSHAKE || shiftu_mono_ns() - vq->hs_since_ns <= after_ns) {
 		pthread_mutex_unlock(&vq->fo_lock);
 		return;
 	}
@@ -1284,7 +1276,7 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 	pthread_mutex_unlock(&vq->fo_lock);
 	shiftu_warn("qp %u on %s: no word from the peer in %.1f s: %" PRIu64 " requests flushed, unprotected",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-		    (now_ns() - vq->hs_since_ns) / 1e9, n);
+		    (shiftu_mono_ns() - vq->hs_since_ns) / 1e9, n);
 	fo_report(vq, FO_DEAD);
 }
 
@@ -1390,14 +1382,14 @@ bool shiftu_twin_coming(const struct shiftu_vqp *vq)
  */
 bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 {
-	uint64_t until = now_ns() + TWIN_WAIT_NS;
+	uint64_t until = shiftu_mono_ns() + TWIN_WAIT_NS;
 
 	if (shiftu_going_back(vq)) {
 		/* the shadow thread moves it (shiftu_rejoin()): its drain
 		 * takes these errors out of the stash */
 		__atomic_store_n(&vq->rejoin_want, 1, __ATOMIC_RELEASE);
 		shiftu_shadow_poke();
-		while (wait && shiftu_going_back(vq) && now_ns() < until)
+		while (wait && shiftu_going_back(vq) && shiftu_mono_ns() < until)
 			usleep(100);
 		return true;
 	}
@@ -1407,7 +1399,7 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 		shiftu_info("qp %u on %s: %s while its twin is being reset: waiting for it",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 		shiftu_shadow_poke();
-		while (shiftu_twin_coming(vq) && now_ns() < until)
+		while (shiftu_twin_coming(vq) && shiftu_mono_ns() < until)
 			usleep(100);
 	}
 	return shiftu_failover(vq, why);
@@ -1604,7 +1596,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 		} else {
 			shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-				    (now_ns() - vq->hs_since_ns) / 1e6, replayed);
+				    (shiftu_mono_ns() - vq->hs_since_ns) / 1e6, replayed);
 			r = moved(vq, replayed);
 			if (r == FO_DONE)
 				r = FO_NONE;	/* reported when it started */
@@ -1657,7 +1649,7 @@ static bool release_held(struct shiftu_vqp *vq)
 	vq->hs_sent = vq->hs_got = 0;
 	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq, true))
 		vq->ctrl_rq = 1;
-	__atomic_store_n(&vq->back_ns, now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&vq->back_ns, shiftu_mono_ns(), __ATOMIC_RELAXED);
 	vq->down = port_down_now(vq);
 	shiftu_vqp_set_slow(vq, vq->down, __ATOMIC_RELAXED);
 	if (ret) {
@@ -1745,7 +1737,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_cq *c = vq->scq;
-	uint64_t t0 = now_ns(), deadline = t0 + PROBE_NS;
+	uint64_t t0 = shiftu_mono_ns(), deadline = t0 + PROBE_NS;
 	struct ibv_wc wc[16];
 	int k, i, n_msgs;
 
@@ -1759,7 +1751,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 	shiftu_dbg("qp %u: probe posted (%s)", vq->reg.app_qp->qp_num,
 		   by_send ? "an empty SEND" : p.opcode == IBV_WR_RDMA_READ ? "an empty READ" :
 		   "an empty WRITE");
-	while (vq->probe_state == 1 && now_ns() < deadline) {
+	while (vq->probe_state == 1 && shiftu_mono_ns() < deadline) {
 		n_msgs = 0;
 		shiftu_cq_lock_quiet(c);
 		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
@@ -1774,7 +1766,7 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 		shiftu_hs_deliver(msgs, n_msgs);
 		shiftu_hs_unpark(c);
 		if (k <= 0)
-			shiftu_wait_step(now_ns() - t0);
+			shiftu_wait_step(shiftu_mono_ns() - t0);
 	}
 	shiftu_dbg("qp %u: probe %s", vq->reg.app_qp->qp_num,
 		   vq->probe_state == 2 ? "good" : vq->probe_state == 3 ? "failed" : "timed out");
@@ -1834,7 +1826,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			/* the peer may not have its receives on its twin yet */
 			vq->state = SHIFTU_SEND_HANDSHAKE;
 			vq->replay_start = vq->sq.head;
-			vq->hs_since_ns = now_ns();
+			vq->hs_since_ns = shiftu_mono_ns();
 		}
 		if (vq->state == SHIFTU_SEND_WAIT_DRAINED ||
 		    vq->state == SHIFTU_SEND_HANDSHAKE) {

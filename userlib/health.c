@@ -69,14 +69,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /*
  * Start a read section: wait for an even seq and return it, or -ESTALE after
  * SEQ_WAIT_NS.  The acquire load pairs with the writer's final smp_wmb();
@@ -99,8 +91,8 @@ static int64_t read_begin(const struct shift_ft_page_hdr *h, uint64_t *deadline)
 		/* the writer sleeps or was preempted inside: stop burning */
 		spins = 0;
 		if (!*deadline)
-			*deadline = now_ns() + SEQ_WAIT_NS;
-		else if (now_ns() > *deadline)
+			*deadline = shiftu_mono_ns() + SEQ_WAIT_NS;
+		else if (shiftu_mono_ns() > *deadline)
 			return -ESTALE;
 		sched_yield();
 	}

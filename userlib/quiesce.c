@@ -19,6 +19,7 @@
 #include "log.h"
 #include "posters.h"
 #include "quiesce.h"
+#include "util.h"
 
 pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static struct shiftu_window *windows;	/* windows_lock */
@@ -139,14 +140,6 @@ void shiftu_window_register(void)
 	w->registered = 1;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 static uint64_t word(const struct shiftu_window *w, bool poll)
 {
 	return poll ? __atomic_load_n(&w->pseq, __ATOMIC_RELAXED) :
@@ -232,7 +225,7 @@ static bool thread_sched(int tid, char *state, uint64_t *run_ns, uint64_t *wait_
 static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *deadline,
 			   uint64_t cap, uint64_t timeout_ns, bool last)
 {
-	uint64_t v = word(w, poll), t0 = now_ns(), run0 = 0, q0 = 0, run = 0, q = 0, t;
+	uint64_t v = word(w, poll), t0 = shiftu_mono_ns(), run0 = 0, q0 = 0, run = 0, q = 0, t;
 	/* only a window open now is looked at */
 	bool sched_ok = (v & 1) && thread_sched(w->tid, &(char){0}, &run0, &q0);
 	bool starved = false;
@@ -241,7 +234,7 @@ static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *d
 	while ((v & 1) && word(w, poll) == v) {
 		if (w == stuck_w && poll == stuck_poll && v == stuck_v)
 			return GAVE_UP;
-		t = now_ns();
+		t = shiftu_mono_ns();
 		if (last && t >= *deadline && t < cap && sched_ok &&
 		    thread_sched(w->tid, &st, &run, &q) && st == 'R' &&
 		    run - run0 < timeout_ns) {
@@ -276,7 +269,7 @@ static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *d
 	}
 	if (starved)
 		shiftu_dbg("quiesce: thread %d left its %s window after %" PRIu64 " ms",
-			   w->tid, poll ? "poll" : "post", (now_ns() - t0) / 1000000);
+			   w->tid, poll ? "poll" : "post", (shiftu_mono_ns() - t0) / 1000000);
 	return LEFT;
 }
 
@@ -305,7 +298,7 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 	 * barrier either way.
 	 */
 	pthread_mutex_lock(&windows_lock);
-	deadline = now_ns() + timeout_ns;
+	deadline = shiftu_mono_ns() + timeout_ns;
 	cap = deadline + STARVED_CAP_NS;
 	do {
 		for (w = windows, r = LEFT; w; w = w->next) {
@@ -360,14 +353,14 @@ bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
 	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return false;
 	pthread_mutex_lock(&windows_lock);
-	deadline = now_ns() + timeout_ns;
+	deadline = shiftu_mono_ns() + timeout_ns;
 	do {
 		again = false;
 		for (w = windows; w; w = w->next) {
 			if (w == &shiftu_window || !window_on(w, vq, &v))
 				continue;
 			while (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) == v) {
-				if (now_ns() >= deadline) {
+				if (shiftu_mono_ns() >= deadline) {
 					pthread_mutex_unlock(&windows_lock);
 					return false;
 				}

@@ -1116,14 +1116,6 @@ static uint64_t fb_answer_ns(void)
 	       ns > FB_ANSWER_MAX_NS ? FB_ANSWER_MAX_NS : ns;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 /*
  * SHIFTU_TEST_TWIN_RESET_MS: a test holds a stale twin back for a while
  * after the failback (the QP cannot fail over meanwhile), to reach what
@@ -1134,7 +1126,7 @@ static bool twin_reset_later(struct shiftu_vqp *vq, bool *pending)
 	uint64_t at = __atomic_load_n(&vq->back_ns, __ATOMIC_RELAXED) +
 		      shiftu_config()->twin_reset_ms * 1000000ULL;
 
-	if (mono_ns() >= at)
+	if (shiftu_mono_ns() >= at)
 		return false;
 	*pending = true;
 	return true;
@@ -1269,7 +1261,7 @@ static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
 					  shiftu_config()->probe_ms;
 
 	vq->fb_backoff_ms = ms > cap_ms ? cap_ms : ms;
-	vq->fb_next_ns = mono_ns() + vq->fb_backoff_ms * 1000000ULL;
+	vq->fb_next_ns = shiftu_mono_ns() + vq->fb_backoff_ms * 1000000ULL;
 	vq->fb_stage = 0;
 }
 
@@ -1286,7 +1278,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	bool by_send;
 	int i;
 
-	if (mono_ns() < vq->fb_wait_ns || !kv_ready())
+	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_ready())
 		return;
 	if (vq->fb_stage == 0) {
 		/*
@@ -1296,7 +1288,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		 */
 		if (!vq->steps.rts_mask && !vq->sq.head)
 			return;
-		if (mono_ns() < vq->fb_next_ns || !primary_ok(vq))
+		if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
 		/* the request goes in the pass's last batch (late_batch()),
 		 * with every other QP's: a failed one backs this one off */
@@ -1319,7 +1311,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		vq->fb_stage = 1;
 		/* the wait for the answer starts again once the store has
 		 * the request (late_batch()) */
-		vq->fb_next_ns = mono_ns() + fb_answer_ns();
+		vq->fb_next_ns = shiftu_mono_ns() + fb_answer_ns();
 		shiftu_dbg("qp %u: primary good again: asking the peer to reset (%s)",
 			   vq->reg.app_qp->qp_num, reqs[i].key);
 		return;
@@ -1331,7 +1323,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	if (reqs[pq->fbrep].kv.ret ||
 	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
 	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
-		if (mono_ns() >= vq->fb_next_ns)
+		if (shiftu_mono_ns() >= vq->fb_next_ns)
 			fb_backoff(vq, FB_MAX_MS);	/* no answer: ask again later */
 		return;
 	}
@@ -1411,14 +1403,14 @@ static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	char g[33];
 	int i;
 
-	if (!vq->bak_rtr || mono_ns() < vq->fb_poll_ns || vq->published != 1)
+	if (!vq->bak_rtr || shiftu_mono_ns() < vq->fb_poll_ns || vq->published != 1)
 		return;
 	i = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
 	if (i < 0)
 		return;
 	/* soon after a failback granted or done, the peer may ask us to join */
-	vq->fb_poll_ns = mono_ns() + (mono_ns() < vq->fb_wait_ns ||
-				      mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
+	vq->fb_poll_ns = shiftu_mono_ns() + (shiftu_mono_ns() < vq->fb_wait_ns ||
+				      shiftu_mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
 				      50000000ULL : FB_POLL_NS);
 	gid_hex(vq->sgid, g);
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
@@ -1499,7 +1491,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		if (mode) {
 			/* our own request, if any, is dropped: the peer leads */
 			vq->fb_stage = 0;
-			vq->fb_wait_ns = mono_ns() + 10000000000ULL;
+			vq->fb_wait_ns = shiftu_mono_ns() + 10000000000ULL;
 			/* the peer renews its twin as it goes back, ours waits
 			 * for its message (or its request to join: rejoin) */
 			vq->tw_old = 1;
@@ -1533,7 +1525,7 @@ static void failback_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	int i;
 
 	if (vq->state != SHIFTU_SEND_FALLBACK || vq->fb_stage != 1 ||
-	    mono_ns() < vq->fb_wait_ns)
+	    shiftu_mono_ns() < vq->fb_wait_ns)
 		return;
 	i = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
 	if (i < 0)
@@ -1568,9 +1560,9 @@ static void batch_send(unsigned int from)
 		kr[i].key = reqs[from + i].key;
 		kr[i].val = reqs[from + i].val;
 	}
-	t0 = mono_ns();
+	t0 = shiftu_mono_ns();
 	shiftu_kv_batch(kv, kr, n);
-	t0 = mono_ns() - t0;
+	t0 = shiftu_mono_ns() - t0;
 	store_ns -= store_ns / 8;
 	if (t0 > store_ns)
 		store_ns = t0;
@@ -1623,7 +1615,7 @@ static void late_batch(unsigned int from)
 			if (reqs[i].kv.ret)
 				fb_backoff(vq, FB_MAX_MS);
 			else
-				vq->fb_next_ns = mono_ns() + fb_answer_ns();
+				vq->fb_next_ns = shiftu_mono_ns() + fb_answer_ns();
 		}
 		pthread_mutex_unlock(&vq->lock);
 	}
@@ -1801,7 +1793,7 @@ static void serve_awaiting(void)
 /* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
-	uint64_t now = mono_ns(), served;
+	uint64_t now = shiftu_mono_ns(), served;
 	unsigned int first_late;
 	bool pending = false;
 	struct shiftu_ctx *s;
@@ -1875,13 +1867,13 @@ static bool shadow_pass(void)
 	pass_batch();
 	scout_apply(now);
 	first_late = n_reqs;
-	served = mono_ns();
+	served = shiftu_mono_ns();
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
 
-		if (mono_ns() - served > SERVE_NS) {
+		if (shiftu_mono_ns() - served > SERVE_NS) {
 			serve_awaiting();
-			served = mono_ns();
+			served = shiftu_mono_ns();
 		}
 		pq = &pqs[i];
 		if (!vq->sctx->bak_ctx || vq->published == 2)
@@ -1920,11 +1912,11 @@ static bool shadow_pass(void)
 				shiftu_rejoin(vq, "its default QP failed while it went back");
 			else if (!primary_ok(vq))
 				shiftu_rejoin(vq, "its port or path went down while it went back");
-			else if (mono_ns() - vq->hs_told_ns > REJOIN_NS)
+			else if (shiftu_mono_ns() - vq->hs_told_ns > REJOIN_NS)
 				shiftu_rejoin(vq, "no word from the peer on its default QP");
 			pending = true;
 		} else if (vq->state == SHIFTU_SEND_HANDSHAKE) {
-			if (mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
+			if (shiftu_mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
 				shiftu_hs_timeout(vq, HS_TIMEOUT_NS);
 			pending = true;
 		}
@@ -1965,10 +1957,10 @@ static void *shadow_thread(void *arg)
 	pthread_mutex_lock(&shadow_lock);
 	for (;;) {
 		seen = shadow_gen;
-		t0 = mono_ns();
+		t0 = shiftu_mono_ns();
 		pending = shadow_pass();
-		if (mono_ns() - t0 > 200000000ULL)
-			shiftu_dbg("shadow pass: %llu ms", (unsigned long long)((mono_ns() - t0) / 1000000));
+		if (shiftu_mono_ns() - t0 > 200000000ULL)
+			shiftu_dbg("shadow pass: %llu ms", (unsigned long long)((shiftu_mono_ns() - t0) / 1000000));
 		if (seen != shadow_gen ||
 		    __atomic_exchange_n(&shadow_poked, 0, __ATOMIC_ACQUIRE))
 			continue;
@@ -1977,7 +1969,7 @@ static void *shadow_thread(void *arg)
 			 * until the next look ahead (scout_req()) */
 			wait = 100 * 1000 * 1000;
 			if (!pending)
-				wait = scout_due > mono_ns() ? scout_due - mono_ns() : 0;
+				wait = scout_due > shiftu_mono_ns() ? scout_due - shiftu_mono_ns() : 0;
 			clock_gettime(CLOCK_REALTIME, &t);
 			t.tv_sec += wait / 1000000000;
 			t.tv_nsec += wait % 1000000000;

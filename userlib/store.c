@@ -55,14 +55,6 @@ struct shiftu_kv {
 	char desc[PATH_MAX + 16];
 };
 
-static uint64_t kv_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
 /* ---- keys and values ---- */
 
 static bool valid_key(const char *key)
@@ -447,7 +439,7 @@ static int ctx_errno(const redisContext *c, int saved_errno)
 static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
 			 const char *detail)
 {
-	uint64_t now = kv_now_ns();
+	uint64_t now = shiftu_mono_ns();
 
 	if (!kv->silent_ns)
 		kv->silent_ns = now;
@@ -476,7 +468,7 @@ static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
 static void redis_retrying(struct shiftu_kv *kv, const char *what, int err)
 {
 	if (!kv->silent_ns)
-		kv->silent_ns = kv_now_ns();
+		kv->silent_ns = shiftu_mono_ns();
 	shiftu_info("store %s: %s: %s: trying again on a new connection", kv->desc, what,
 		    strerror(-err));
 }
@@ -492,7 +484,7 @@ static uint64_t kv_pace(const struct shiftu_kv *kv, uint64_t now)
 /* A command (or a batch) answered @ns after it was sent. */
 static void kv_answered(struct shiftu_kv *kv, uint64_t ns)
 {
-	uint64_t now = kv_now_ns();
+	uint64_t now = shiftu_mono_ns();
 
 	if (ns >= kv_pace(kv, now)) {
 		kv->lat_ns = ns;
@@ -511,7 +503,7 @@ static void kv_answered(struct shiftu_kv *kv, uint64_t ns)
  */
 static void kv_set_timeout(struct shiftu_kv *kv)
 {
-	uint64_t ms = 3 * kv_pace(kv, kv_now_ns()) / 1000000;
+	uint64_t ms = 3 * kv_pace(kv, shiftu_mono_ns()) / 1000000;
 	struct timeval tv;
 
 	if (ms < SHIFTU_KV_TIMEOUT_MS)
@@ -575,7 +567,7 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 {
 	struct sigpipe_guard g;
 	bool retried = false;
-	uint64_t t0 = kv_now_ns(), t_try;
+	uint64_t t0 = shiftu_mono_ns(), t_try;
 	int err;
 	void *r;
 
@@ -589,11 +581,11 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 			retried = true;	/* a fresh connection is not retried */
 		}
 		kv_set_timeout(kv);
-		t_try = kv_now_ns();
+		t_try = shiftu_mono_ns();
 		errno = 0;
 		r = redis_lib.command_argv(kv->ctx, argc, argv, NULL);
 		if (r) {
-			kv_answered(kv, kv_now_ns() - t_try);
+			kv_answered(kv, shiftu_mono_ns() - t_try);
 			break;
 		}
 		err = ctx_errno(kv->ctx, errno);
@@ -624,9 +616,9 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 	*reply = r;
 	err = 0;
 out:
-	if (kv_now_ns() - t0 > 50000000ULL)
+	if (shiftu_mono_ns() - t0 > 50000000ULL)
 		shiftu_dbg("store %s: %s %s took %llu ms: %s", kv->desc, argv[0],
-			   argc > 1 ? argv[1] : "", (unsigned long long)((kv_now_ns() - t0) / 1000000),
+			   argc > 1 ? argv[1] : "", (unsigned long long)((shiftu_mono_ns() - t0) / 1000000),
 			   err ? strerror(-err) : "ok");
 	sigpipe_restore(&g);
 	return err;
@@ -777,7 +769,7 @@ static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigne
 {
 	struct sigpipe_guard g;
 	bool retried = false, refused = false;
-	uint64_t t0 = kv_now_ns(), t_try;
+	uint64_t t0 = shiftu_mono_ns(), t_try;
 	unsigned int i;
 	int err;
 
@@ -791,11 +783,11 @@ static int redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigne
 			retried = true;	/* a fresh connection is not retried */
 		}
 		kv_set_timeout(kv);
-		t_try = kv_now_ns();
+		t_try = shiftu_mono_ns();
 		errno = 0;
 		err = redis_pipeline(kv, reqs, n);
 		if (!err) {
-			kv_answered(kv, kv_now_ns() - t_try);
+			kv_answered(kv, shiftu_mono_ns() - t_try);
 			break;
 		}
 		redis_drop(kv);
@@ -816,9 +808,9 @@ out:
 	if (err)
 		for (i = 0; i < n; i++)
 			reqs[i].ret = err;
-	if (kv_now_ns() - t0 > 50000000ULL)
+	if (shiftu_mono_ns() - t0 > 50000000ULL)
 		shiftu_dbg("store %s: %u requests in one batch took %llu ms: %s", kv->desc, n,
-			   (unsigned long long)((kv_now_ns() - t0) / 1000000),
+			   (unsigned long long)((shiftu_mono_ns() - t0) / 1000000),
 			   err ? strerror(-err) : "ok");
 	sigpipe_restore(&g);
 	return err;
