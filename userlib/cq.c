@@ -185,36 +185,82 @@ static const char *wc_status_word(enum ibv_wc_status st)
 }
 
 /*
+ * A library thread's turn at @c's lock: the application's slow polls give
+ * way to it (cq_give_way()).  Without that, on a CPU the poller shares,
+ * the poller takes the lock again each time it drops it, before the woken
+ * waiter runs: a two-sided failback's replay waited 4.4 s for the send CQ
+ * of ib_send_bw -q 16 in the lab, and a drain's polls came 60 ms apart.
+ */
+static void cq_lock_urgent(struct shiftu_cq *c)
+{
+	__atomic_fetch_add(&c->urgent, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->lock);
+	__atomic_fetch_sub(&c->urgent, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The application's slow poll waits while a library thread waits for
+ * @c's lock, up to GIVE_WAY_NS: a bound, so that no wait of the library's
+ * can hang on a poll that gives way (the lock is an ordinary mutex after
+ * it).  The first millisecond yields, which on one CPU runs the waiter.
+ */
+#define GIVE_WAY_NS	(50 * 1000 * 1000ULL)
+
+static void cq_give_way(struct shiftu_cq *c)
+{
+	uint64_t t0;
+
+	if (!__atomic_load_n(&c->urgent, __ATOMIC_RELAXED))
+		return;
+	t0 = shiftu_mono_ns();
+	while (__atomic_load_n(&c->urgent, __ATOMIC_RELAXED) &&
+	       shiftu_mono_ns() - t0 < GIVE_WAY_NS)
+		shiftu_wait_step(shiftu_mono_ns() - t0);
+}
+
+/*
  * @c's lock, once no drain is under way on it: a drain drops its CQs'
  * locks now and then (for a poller to stash what it took), and nothing but
- * that poller may take completions from the CQs meanwhile.
+ * that poller may take completions from the CQs meanwhile.  @urgent: for a
+ * library thread (cq_lock_urgent()), not the application's poll.
  */
-void shiftu_cq_lock_quiet(struct shiftu_cq *c)
+static void cq_lock_quiet(struct shiftu_cq *c, bool urgent)
 {
 	uint64_t t0 = 0;
 
-	pthread_mutex_lock(&c->lock);
+	if (urgent)
+		cq_lock_urgent(c);
+	else
+		pthread_mutex_lock(&c->lock);
 	while (c->draining) {
 		pthread_mutex_unlock(&c->lock);
 		/* out of the drain's way: it may need this CPU */
 		if (!t0)
 			t0 = shiftu_mono_ns();
 		shiftu_wait_step(shiftu_mono_ns() - t0);
-		pthread_mutex_lock(&c->lock);
+		if (urgent)
+			cq_lock_urgent(c);
+		else
+			pthread_mutex_lock(&c->lock);
 	}
+}
+
+void shiftu_cq_lock_quiet(struct shiftu_cq *c)
+{
+	cq_lock_quiet(c, true);
 }
 
 /* Both CQs of a QP, locked in address order (one lock if they are one). */
 void shiftu_lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
 {
 	if (a == b) {
-		pthread_mutex_lock(&a->lock);
+		cq_lock_urgent(a);
 	} else if (a < b) {
-		pthread_mutex_lock(&a->lock);
-		pthread_mutex_lock(&b->lock);
+		cq_lock_urgent(a);
+		cq_lock_urgent(b);
 	} else {
-		pthread_mutex_lock(&b->lock);
-		pthread_mutex_lock(&a->lock);
+		cq_lock_urgent(b);
+		cq_lock_urgent(a);
 	}
 }
 
@@ -601,7 +647,7 @@ void shiftu_cq_fences(struct shiftu_cq *c)
 	 * poll may complete the fences of several (16 QPs on one CQ).  The
 	 * state is a hint here; shiftu_try_drain() reads it under fo_lock.
 	 */
-	pthread_mutex_lock(&c->lock);
+	cq_lock_urgent(c);
 	__atomic_store_n(&c->fence_due, false, __ATOMIC_RELAXED);
 	for (i = 0; i < c->n_twins; i++)
 		if (c->twins[i]->state == SHIFTU_SEND_WAIT_DRAINED)
@@ -652,7 +698,7 @@ void shiftu_hs_unpark(struct shiftu_cq *c)
 	 * otherwise hand over later ones first.  That thread takes what is
 	 * parked meanwhile.
 	 */
-	pthread_mutex_lock(&c->lock);
+	cq_lock_urgent(c);
 	if (c->unparking) {
 		pthread_mutex_unlock(&c->lock);
 		return;
@@ -668,7 +714,7 @@ void shiftu_hs_unpark(struct shiftu_cq *c)
 		pthread_mutex_unlock(&c->lock);
 		total += n;
 		shiftu_hs_deliver(msgs, n);
-		pthread_mutex_lock(&c->lock);
+		cq_lock_urgent(c);
 	}
 	c->unparking = false;
 	pthread_mutex_unlock(&c->lock);
@@ -698,7 +744,8 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 
 	if (!c)
 		return s->poll_cq(cq, num, wc);
-	shiftu_cq_lock_quiet(c);
+	cq_give_way(c);
+	cq_lock_quiet(c, false);
 	/* held ones wait, and so does what came after them */
 	n = stash_pop(c, wc, num);
 	if (n < num && !c->stash_n) {

@@ -45,10 +45,14 @@ void shiftu_ctrl_send_done(struct shiftu_vqp *vq, bool all);
 /* @vq's CQs take the slow poll while @on (their locks held). */
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on);
 
-/* @c's lock, once no drain is under way on it (drain() drops it). */
+/*
+ * @c's lock, once no drain is under way on it (drain() drops it), for a
+ * library thread: the application's polls give way to it.
+ */
 void shiftu_cq_lock_quiet(struct shiftu_cq *c);
 
-/* Both CQs of a QP, locked in address order (one lock if they are one). */
+/* Both CQs of a QP, locked in address order (one lock if they are one),
+ * the application's polls giving way. */
 void shiftu_lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b);
 void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b);
 

@@ -76,6 +76,9 @@ struct shiftu_cq {
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
 	unsigned int draining;		/* drains under way on it (failover.c) */
+	/* library threads waiting for the lock: the application's slow
+	 * polls give way to them (cq.c); atomic */
+	unsigned int urgent;
 	/* a twin's send completed while its QP waits for its fence
 	 * (shiftu_cq_fences()); atomic */
 	bool fence_due;
