@@ -48,23 +48,14 @@ ARGS=(-P "$P" -m write_imm -s 1024 -c 4 -q 16 --rate 10)
 # for their peers' counts.
 LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_COUNT_AT=5 LU_PULL_HOLD=3.5
 
-# urgent: this (sub)shell and what it starts from now on at niceness -10.
-# At 0, beside the 64 polling threads, each of its steps (a grep, a nap)
-# took seconds, and a pull meant for 1 s after the last twin was ready came
-# 28 s after it, 40 s into the round.
-urgent()
-{
-	renice -n -10 -p "$BASHPID" > /dev/null
-}
-
 # pull_ready TAG: lu_pull once the client's library has all P QPs
 # protected (their twins ready, and the peer's), 30 s at most; in a
-# subshell of its own, urgent.
+# subshell of its own, urgent (lu_urgent).
 pull_ready()
 (
 	local t0=$EPOCHREALTIME
 
-	urgent
+	lu_urgent
 
 	while [ "$(protected "$1")" -lt "$P" ] && [ "$(lu_ms "$t0")" -lt 30000 ]; do
 		lab_nap 0.1
@@ -80,7 +71,7 @@ pull_connected()
 (
 	local t0=$EPOCHREALTIME n=0
 
-	urgent
+	lu_urgent
 
 	while [ "$n" -lt "$P" ] && [ "$(lu_ms "$t0")" -lt 30000 ]; do
 		lab_nap 0.1

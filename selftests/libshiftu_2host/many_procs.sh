@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: eight processes started together, each with its own QP and
 # libshiftu on both hosts, all connect and all ride one pull of host 1's
-# rail 0 (5 s to about 8 s), five rounds in a row: every ib_write_bw pair exits
-# 0 with its result line, its QP failed over and back, its library logged
-# no warning (none left its QP unprotected: eight pollers on one guest CPU
-# keep each other waiting inside their verbs, which a move must wait out,
-# not take for a stuck thread), and rail 1 carried the traffic during the
-# outage.  The control round, the same eight without the library, shows
-# them all connecting and rail 1 carrying nothing.
+# rail 0 (1 s after all eight QPs are protected, for about 3 s; 5 s after
+# the start without the library), five rounds in a row: every ib_write_bw
+# pair exits 0 with its result line, its QP failed over and back, its
+# library logged no warning (none left its QP unprotected: eight pollers
+# on one guest CPU keep each other waiting inside their verbs, which a
+# move must wait out, not take for a stuck thread), and rail 1 carried the
+# traffic during the outage.  The control round, the same eight without
+# the library, shows them all connecting and rail 1 carrying nothing.
 #
-#     host 1: 8 x ib_write_bw client ─ rxe0 ══ rail 0 (down 5-8 s) ══ rxe0 ─ 8 x server: host 2
+#     host 1: 8 x ib_write_bw client ─ rxe0 ══ rail 0 (down ~3 s) ═══ rxe0 ─ 8 x server: host 2
 #             8 twins ─ rxe1 ── rail 1 ─────────────────────────────── rxe1 ─ 8 twins
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -21,6 +22,33 @@ ROUNDS=5
 N=8
 SECS=17
 LU_PULL_ON=1 LU_PULL_BY=link
+
+# pull TAG PRE: lu_pull of round TAG, in a subshell of its own, urgent
+# (lu_urgent); with the library (PRE 1), once the N clients' QPs are all
+# protected, 30 s at most.  Eight processes set up on the guest's one CPU
+# can take longer than lu_pull's 5 s (in one round a client had not
+# reached RTR then), and a QP whose move to RTR meets the rail down fails
+# it, library or not.
+pull()
+(
+	local t0=$EPOCHREALTIME n=0 i
+
+	lu_urgent
+	if [ "$2" != 1 ]; then
+		lu_pull "${1}_1"
+		exit
+	fi
+	while [ "$n" -lt "$N" ] && [ "$(lu_ms "$t0")" -lt 30000 ]; do
+		lab_nap 0.1
+		n=0
+		for ((i = 1; i <= N; i++)); do
+			grep -q 'protected by qp' "$FT_TMP/${1}_$i.cli.shiftu" 2> /dev/null &&
+				n=$((n + 1))
+		done
+	done
+	log "$1: $n of $N clients' QPs protected $(lu_ms "$t0") ms after they started"
+	LU_PULL_AT=1 lu_pull "${1}_1"
+)
 
 # round TAG PRE: N pairs, preloaded or not (PRE, lu_env), through one pull;
 # their files are TAG_1 ... TAG_N, the pull's TAG_1.
@@ -48,7 +76,7 @@ round()
 			-p "${ports[$((i - 1))]}" -F -s 65536 -D "$SECS" "$LU_TCP" > "$FT_TMP/$tag.cli.out" 2>&1 &
 		pids+=($!)
 	done
-	lu_pull "${r}_1"
+	pull "$r" "$pre"
 	for ((i = 1; i <= N; i++)); do
 		tag=${r}_$i rc=0
 		wait "${pids[$((i - 1))]}" || rc=$?
