@@ -185,17 +185,26 @@ static const char *wc_status_word(enum ibv_wc_status st)
 }
 
 /*
- * A library thread's turn at @c's lock: the application's slow polls give
- * way to it (cq_give_way()).  Without that, on a CPU the poller shares,
+ * @c's lock; @urgent: a library thread's turn, to which the application's
+ * slow polls give way (cq_give_way()).  Without that, on a CPU the poller shares,
  * the poller takes the lock again each time it drops it, before the woken
  * waiter runs: a two-sided failback's replay waited 4.4 s for the send CQ
  * of ib_send_bw -q 16 in the lab, and a drain's polls came 60 ms apart.
  */
-static void cq_lock_urgent(struct shiftu_cq *c)
+static void cq_lock(struct shiftu_cq *c, bool urgent)
 {
+	if (!urgent) {
+		pthread_mutex_lock(&c->lock);
+		return;
+	}
 	__atomic_fetch_add(&c->urgent, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&c->lock);
 	__atomic_fetch_sub(&c->urgent, 1, __ATOMIC_RELAXED);
+}
+
+static void cq_lock_urgent(struct shiftu_cq *c)
+{
+	cq_lock(c, true);
 }
 
 /*
@@ -222,26 +231,20 @@ static void cq_give_way(struct shiftu_cq *c)
  * @c's lock, once no drain is under way on it: a drain drops its CQs'
  * locks now and then (for a poller to stash what it took), and nothing but
  * that poller may take completions from the CQs meanwhile.  @urgent: for a
- * library thread (cq_lock_urgent()), not the application's poll.
+ * library thread (cq_lock()), not the application's poll.
  */
 static void cq_lock_quiet(struct shiftu_cq *c, bool urgent)
 {
 	uint64_t t0 = 0;
 
-	if (urgent)
-		cq_lock_urgent(c);
-	else
-		pthread_mutex_lock(&c->lock);
+	cq_lock(c, urgent);
 	while (c->draining) {
 		pthread_mutex_unlock(&c->lock);
 		/* out of the drain's way: it may need this CPU */
 		if (!t0)
 			t0 = shiftu_mono_ns();
 		shiftu_wait_step(shiftu_mono_ns() - t0);
-		if (urgent)
-			cq_lock_urgent(c);
-		else
-			pthread_mutex_lock(&c->lock);
+		cq_lock(c, urgent);
 	}
 }
 
