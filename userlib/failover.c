@@ -55,7 +55,6 @@
 #define DRAIN_NS	(10ULL * 1000 * 1000 * 1000)
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define SLOW_DRAIN_NS	(500ULL * 1000 * 1000)	/* a drain this long says why */
-#define PROBE_NS	(1000ULL * 1000 * 1000)
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
 #define QUIESCE_MAX_S	5
 #define TWIN_WAIT_NS	(2000ULL * 1000 * 1000)
@@ -348,6 +347,13 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
 		      vq->sctx->poll_cq(c->app, n, wc);
 }
 
+/* A poller waits for @a's or @b's lock to stash an error it took. */
+static bool stasher_waits(const struct shiftu_cq *a, const struct shiftu_cq *b)
+{
+	return __atomic_load_n(&a->stashers, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&b->stashers, __ATOMIC_RELAXED);
+}
+
 /*
  * Stop the QP a move leaves (the default one, or the twin when going back)
  * and collect its error completions: every send and receive work request
@@ -363,7 +369,8 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
  * -errno.  Context: fo_lock and both CQs' locks held; the CQs are marked
  * draining (their slow polls leave the application's CQ alone), and their
  * locks are dropped now and then: a poller that took some of the QP's
- * completions before the move began must be let stash them.
+ * completions before the move began must be let stash them
+ * (stasher_waits()).
  */
 static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			struct shiftu_hs_msg *msgs, int *n_msgs)
@@ -453,6 +460,14 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (none) {
 			if (shiftu_mono_ns() > deadline)
 				return -ETIMEDOUT;
+			if (!stasher_waits(cqs[0], cqs[1])) {
+				/* the locks kept: a slow poll waits outside
+				 * them while we drain (cq.c); dropped at each
+				 * step, they only let a poller take them and,
+				 * on a busy CPU, keep them until its next turn */
+				shiftu_wait_step(shiftu_mono_ns() - t0);
+				continue;
+			}
 			/* a poller waiting to stash what it took from us */
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
 			shiftu_wait_step(shiftu_mono_ns() - t0);
@@ -500,11 +515,11 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 	};
 	int ret;
 
-	vq->scq->draining++;
-	vq->rcq->draining++;
+	__atomic_fetch_add(&vq->scq->draining, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&vq->rcq->draining, 1, __ATOMIC_RELAXED);
 	ret = drain_locked(vq, twin, &d, msgs, n_msgs);
-	vq->scq->draining--;
-	vq->rcq->draining--;
+	__atomic_fetch_sub(&vq->scq->draining, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&vq->rcq->draining, 1, __ATOMIC_RELAXED);
 	if (shiftu_mono_ns() - d.t0 > SLOW_DRAIN_NS)
 		shiftu_info("qp %u on %s: a slow drain of its %s QP: %.3f ms, send marker after %.3f ms, receive marker after %.3f ms, %u polls, %u kicks",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, twin ? "backup" : "default",
@@ -967,6 +982,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			return FO_NONE;
 		break;
 	}
+	/* a going back still due is this one, or one a move overtook */
+	__atomic_store_n(&vq->back_due_ns, 0, __ATOMIC_RELAXED);
 	from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
 	/* leaving the default QP for a twin a failback drained: renew it */
 	if (kind == MOVE_REJOIN && !from_twin &&
@@ -1727,19 +1744,14 @@ bool shiftu_probe_by_send(struct shiftu_vqp *vq)
 /*
  * The default QP was reconnected: send an empty WRITE (or READ) through
  * it, or with @by_send an empty SEND into the control receive the peer
- * posted for it (handshake.h), and wait (1 s) for its completion, which
- * only a working path in both directions gives.  Returns true when it
- * came back good.  Context: the shadow thread.
+ * posted for it (handshake.h).  Only a working path in both directions
+ * completes it; shiftu_probe_step() looks for that.  Returns false when
+ * it could not be posted.  Context: the shadow thread.
  */
-bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
+bool shiftu_probe(struct shiftu_vqp *vq, bool by_send)
 {
 	struct ibv_send_wr p = { .wr_id = PROBE_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct shiftu_cq *c = vq->scq;
-	uint64_t t0 = shiftu_mono_ns(), deadline = t0 + PROBE_NS;
-	struct ibv_wc wc[16];
-	int k, i, n_msgs;
 
 	if (by_send)
 		p.opcode = IBV_WR_SEND;
@@ -1751,35 +1763,63 @@ bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send)
 	shiftu_dbg("qp %u: probe posted (%s)", vq->reg.app_qp->qp_num,
 		   by_send ? "an empty SEND" : p.opcode == IBV_WR_RDMA_READ ? "an empty READ" :
 		   "an empty WRITE");
-	while (vq->probe_state == 1 && shiftu_mono_ns() < deadline) {
-		n_msgs = 0;
-		shiftu_cq_lock_quiet(c);
-		k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
-		if (k > 0) {
-			/* the probe's completion, and a peer's message, taken out */
-			k = shiftu_app_own(c, wc, k, msgs, &n_msgs);
-			shiftu_took(vq->sctx, wc, k);
-		}
-		for (i = 0; i < k; i++)
-			shiftu_stash_push(c, &wc[i]);
-		pthread_mutex_unlock(&c->lock);
-		shiftu_hs_deliver(msgs, n_msgs);
-		shiftu_hs_unpark(c);
-		if (k <= 0)
-			shiftu_wait_step(shiftu_mono_ns() - t0);
+	return true;
+}
+
+/*
+ * Whether @vq's probe has completed: the application's slow polls take its
+ * completion (shiftu_app_own()); so does one poll of the send CQ here, for
+ * an application that polls nothing.  Returns the probe's state.  It does
+ * not wait: the shadow thread probes every QP that is ready at once, and
+ * one slow probe (a second beside 64 polling threads on the lab's one
+ * CPU) no longer holds up the others.  Context: the shadow thread.
+ */
+int shiftu_probe_step(struct shiftu_vqp *vq)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct shiftu_cq *c = vq->scq;
+	struct ibv_wc wc[16];
+	int k, i, n_msgs = 0;
+
+	if (vq->probe_state != 1)
+		return vq->probe_state;
+	shiftu_cq_lock_quiet(c);
+	k = vq->sctx->poll_cq(c->app, SHIFTU_ARRAY_SIZE(wc), wc);
+	if (k > 0) {
+		/* the probe's completion, and a peer's message, taken out */
+		k = shiftu_app_own(c, wc, k, msgs, &n_msgs);
+		shiftu_took(vq->sctx, wc, k);
 	}
-	shiftu_dbg("qp %u: probe %s", vq->reg.app_qp->qp_num,
-		   vq->probe_state == 2 ? "good" : vq->probe_state == 3 ? "failed" : "timed out");
-	if (vq->probe_state != 2)
-		return false;
-	if (!fence)
-		return true;
+	for (i = 0; i < k; i++)
+		shiftu_stash_push(c, &wc[i]);
+	pthread_mutex_unlock(&c->lock);
+	shiftu_hs_deliver(msgs, n_msgs);
+	shiftu_hs_unpark(c);
+	return vq->probe_state;
+}
+
+void shiftu_probe_fence(struct shiftu_vqp *vq)
+{
 	pthread_mutex_lock(&vq->fo_lock);
 	if (vq->state == SHIFTU_SEND_FALLBACK) {
 		vq->state = SHIFTU_SEND_WAIT_SIGNALED;
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_SIGNALED);
 	}
 	pthread_mutex_unlock(&vq->fo_lock);
+}
+
+void shiftu_back_due(struct shiftu_vqp *vq)
+{
+	__atomic_store_n(&vq->back_due_ns, shiftu_mono_ns(), __ATOMIC_RELEASE);
+	__atomic_store_n(&vq->scq->back_due, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&vq->rcq->back_due, true, __ATOMIC_RELEASE);
+}
+
+bool shiftu_take_back(struct shiftu_vqp *vq)
+{
+	if (!__atomic_exchange_n(&vq->back_due_ns, 0, __ATOMIC_ACQ_REL))
+		return false;
+	shiftu_switch_back(vq);
 	return true;
 }
 

@@ -70,19 +70,36 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq);
 
 /*
  * Failing back: after the shadow thread reconnected the default QP with the
- * peer, probe it (true: good, the QP now waits for its fence), @by_send
- * with an empty SEND that a control receive of the peer's takes; and
- * release the held requests once the twin has drained.
+ * peer, probe it (false: it could not be posted), @by_send with an empty
+ * SEND that a control receive of the peer's takes; shiftu_probe_step()
+ * says how it went (1 under way, 2 good, 3 failed) without waiting.  A
+ * one-sided failback's good probe makes the QP wait for its fence
+ * (shiftu_probe_fence()), and the held requests are released once the
+ * twin has drained.
  */
-bool shiftu_probe(struct shiftu_vqp *vq, bool fence, bool by_send);
+bool shiftu_probe(struct shiftu_vqp *vq, bool by_send);
+int shiftu_probe_step(struct shiftu_vqp *vq);
+void shiftu_probe_fence(struct shiftu_vqp *vq);
 /*
  * @vq's requests give an empty WRITE or READ nothing to aim at: the peer
  * may grant no remote access, and refuse it.  A two-sided failback then
  * probes with a SEND (the peer posts a control receive for it).
  */
 bool shiftu_probe_by_send(struct shiftu_vqp *vq);
-/* A two-sided failback, once the probe was good (the shadow thread). */
+/* A two-sided failback, once the probe was good. */
 void shiftu_switch_back(struct shiftu_vqp *vq);
+/*
+ * A two-sided failback's probe was good: going back is due.  The thread
+ * that goes back drains the twin, which beside a busy application takes
+ * seconds (the NIC's flush of the twin's requests waits for the CPU, on
+ * Soft-RoCE): the application's next slow poll of one of @vq's CQs takes
+ * it (shiftu_cq_backs()), so that the QPs of a process with one polling
+ * thread each go back side by side; the shadow thread takes it if none
+ * has after a moment.  shiftu_take_back() goes back if it is still due
+ * (true), once.  Context: no CQ lock held.
+ */
+void shiftu_back_due(struct shiftu_vqp *vq);
+bool shiftu_take_back(struct shiftu_vqp *vq);
 void shiftu_try_drain(struct shiftu_vqp *vq);
 
 /* Record a send request in @vq's ring without posting it (datapath.c). */

@@ -485,9 +485,14 @@ struct shiftu_vqp {
 	uint32_t fb_psn;
 	uint64_t fb_next_ns;		/* next attempt (backoff) */
 	uint32_t fb_backoff_ms;
-	uint8_t fb_stage;		/* 0 idle, 1 asked the peer */
+	uint8_t fb_stage;		/* 0 idle, 1 asked the peer, 2 probing */
 	uint8_t probe_state;		/* 0 none, 1 posted, 2 good, 3 failed */
 	uint8_t fb_by_send;		/* our failback's probe is a SEND (shadow.c) */
+	uint8_t fb_mode;		/* the peer's answer's mode (shadow.c) */
+	uint64_t fb_probe_ns;		/* the probe's deadline */
+	/* the probe came back good and the peer waits: going back is due
+	 * since then (shiftu_back_due()), 0 once a thread took it; atomic */
+	uint64_t back_due_ns;
 	/* the peer's side: the last request it answered */
 	uint32_t fb_answered;
 	uint64_t fb_poll_ns;

@@ -1104,6 +1104,10 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 #define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
 #define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
 #define FB_POLL_NS	(500ULL * 1000 * 1000)
+/* how long a probe may take; how long a due going back waits for the
+ * application's poll before the shadow thread takes it (shiftu_back_due()) */
+#define FB_PROBE_NS	(2000ULL * 1000 * 1000)
+#define FB_BACK_WAIT_NS	(100ULL * 1000 * 1000)
 
 /* the longest batch of late, decaying by an eighth a batch (batch_send()) */
 static uint64_t store_ns;
@@ -1266,6 +1270,45 @@ static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
 }
 
 /*
+ * The probe failback_step() posted: the pass looks each time (it does
+ * not wait, every QP's probe is under way at once), and once it is good,
+ * a two-sided failback's going back is due (shiftu_back_due()), a
+ * one-sided one waits for its fence.
+ */
+static void failback_probed(struct shiftu_vqp *vq)
+{
+	int st = shiftu_probe_step(vq);
+
+	if (st == 1 && shiftu_mono_ns() < vq->fb_probe_ns)
+		return;
+	shiftu_dbg("qp %u: probe %s", vq->reg.app_qp->qp_num,
+		   st == 2 ? "good" : st == 3 ? "failed" : "timed out");
+	if (st != 2) {
+		shiftu_dbg("qp %u: probe of %s failed: trying again later",
+			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		return fb_backoff(vq, FB_MAX_MS);
+	}
+	vq->fb_stage = 0;
+	vq->fb_backoff_ms = 0;
+	if (!vq->fb_mode) {
+		shiftu_probe_fence(vq);
+		shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		return;
+	}
+	shiftu_info("qp %u on %s: probe good%s: going back with the peer",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+		    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "");
+	if (shiftu_config()->failback_delay_ms) {
+		shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			    shiftu_config()->failback_delay_ms);
+		usleep(shiftu_config()->failback_delay_ms * 1000U);
+	}
+	shiftu_back_due(vq);
+}
+
+/*
  * The side that failed over, once the table shows its primary good again:
  * ask the peer (through the store) to reset its QP for a new PSN, reset
  * ours with the peer's, probe, and hand over to the posting path (fence).
@@ -1278,6 +1321,10 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	bool by_send;
 	int i;
 
+	if (vq->fb_stage == 2) {
+		failback_probed(vq);
+		return;
+	}
 	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_ready())
 		return;
 	if (vq->fb_stage == 0) {
@@ -1337,29 +1384,15 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	/* one-sided (mode 0): the peer posts no control receive, nor takes
 	 * part; a QP whose peer grants no remote access cannot go back so */
 	by_send = (mode & FB_PROBE_SEND) && vq->fb_by_send;
-	mode &= FB_TWIN_RECVS;
-	if (qp_reconnect(vq, psn, vq->fb_psn, mode) || !shiftu_probe(vq, !mode, by_send)) {
+	vq->fb_by_send = by_send;
+	vq->fb_mode = mode & FB_TWIN_RECVS;
+	if (qp_reconnect(vq, psn, vq->fb_psn, vq->fb_mode) || !shiftu_probe(vq, by_send)) {
 		shiftu_dbg("qp %u: probe of %s failed: trying again later",
 			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 		return fb_backoff(vq, FB_MAX_MS);
 	}
-	vq->fb_stage = 0;
-	vq->fb_backoff_ms = 0;
-	if (mode) {
-		shiftu_info("qp %u on %s: probe good%s: going back with the peer",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-			    by_send ? " (an empty SEND: the peer grants no remote access)" : "");
-		if (shiftu_config()->failback_delay_ms) {
-			shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-				    shiftu_config()->failback_delay_ms);
-			usleep(shiftu_config()->failback_delay_ms * 1000U);
-		}
-		shiftu_switch_back(vq);
-		return;
-	}
-	shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+	vq->fb_stage = 2;
+	vq->fb_probe_ns = shiftu_mono_ns() + FB_PROBE_NS;
 }
 
 /*
@@ -1424,7 +1457,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	char key[96], val[96], g[33];
 	char word[16];
 	uint32_t ours;
-	bool busy, down, leads;
+	bool busy, down, leads, going;
 	int i;
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
@@ -1461,8 +1494,12 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * back by the handshake, the peer first.
 	 */
 	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
+	/* our own failback, once the peer granted it: probing, or going
+	 * back due (shiftu_back_due()); it leads, whichever side asked */
+	going = vq->fb_stage == 2 || __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE) ||
+		shiftu_going_back(vq);
 	if (mode)
-		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin ||
+		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin || going ||
 		       (vq->fb_stage == 1 && fb_leader(vq));
 	else
 		busy = vq->sq.head != 0;
@@ -1480,7 +1517,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 *   ourselves once the port is back (unless we are passive).
 	 */
 	down = port_down(vq);
-	leads = mode && ((vq->fb_stage == 1 && fb_leader(vq)) || shiftu_going_back(vq));
+	leads = mode && ((vq->fb_stage == 1 && fb_leader(vq)) || going);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
 	if (busy || down || qp_reconnect(vq, psn, ours, ctrl)) {
 		snprintf(val, sizeof(val), "%u %s %u %u 0", seq,
@@ -1793,7 +1830,7 @@ static void serve_awaiting(void)
 /* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
-	uint64_t now = shiftu_mono_ns(), served;
+	uint64_t now = shiftu_mono_ns(), served, due;
 	unsigned int first_late;
 	bool pending = false;
 	struct shiftu_ctx *s;
@@ -1924,6 +1961,17 @@ static bool shadow_pass(void)
 			rejoin_ask(vq);
 		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq, pq);
+		else if (vq->fb_stage == 2)
+			vq->fb_stage = 0;	/* back by the peer's word */
+		if (vq->fb_stage == 2)
+			pending = true;		/* its probe: look again soon */
+		due = __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE);
+		if (due) {
+			/* the application does not poll its CQs: go back here */
+			if (shiftu_mono_ns() - due > FB_BACK_WAIT_NS)
+				shiftu_take_back(vq);
+			pending = true;
+		}
 		report_step(vq);
 		if (vq->bak_rtr) {
 			failback_answer(vq, pq);

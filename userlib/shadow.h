@@ -75,13 +75,20 @@ struct shiftu_cq {
 	struct shiftu_vqp *twins[64];
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
-	unsigned int draining;		/* drains under way on it (failover.c) */
+	/* drains under way on it (failover.c): written under @lock, read
+	 * without it by the slow polls that wait for them; atomic */
+	unsigned int draining;
+	/* pollers waiting for @lock to stash an error they took (cq.c):
+	 * a drain drops the lock for them; atomic */
+	unsigned int stashers;
 	/* library threads waiting for the lock: the application's slow
 	 * polls give way to them (cq.c); atomic */
 	unsigned int urgent;
 	/* a twin's send completed while its QP waits for its fence
 	 * (shiftu_cq_fences()); atomic */
 	bool fence_due;
+	/* one of its twins' QPs may go back now (shiftu_back_due()); atomic */
+	bool back_due;
 	/* the peers' control messages a poll took beyond its caller's
 	 * SHIFTU_HS_BATCH, oldest first, until shiftu_hs_unpark() */
 	struct shiftu_hs_msg *park;
