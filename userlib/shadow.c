@@ -1104,10 +1104,15 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 #define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
 #define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
 #define FB_POLL_NS	(500ULL * 1000 * 1000)
-/* how long a probe may take; how long a due going back waits for the
- * application's poll before the shadow thread takes it (shiftu_back_due()) */
+/*
+ * How long a probe may take; how long a due going back waits for the
+ * application's poll before the shadow thread takes it (shiftu_back_due()):
+ * long enough for a poller that a busy CPU runs late, since the shadow
+ * thread goes back one QP after the other (a pass of it took 0.2 to 2.5 s
+ * beside 64 polling threads in the lab).
+ */
 #define FB_PROBE_NS	(2000ULL * 1000 * 1000)
-#define FB_BACK_WAIT_NS	(100ULL * 1000 * 1000)
+#define FB_BACK_WAIT_NS	(1000ULL * 1000 * 1000)
 
 /* the longest batch of late, decaying by an eighth a batch (batch_send()) */
 static uint64_t store_ns;
