@@ -208,30 +208,23 @@ static void cq_lock_urgent(struct shiftu_cq *c)
 }
 
 /*
- * The application's slow poll waits, outside @c's lock, while a library
- * thread waits for the lock, up to GIVE_WAY_NS (a bound, so that no wait
- * of the library's can hang on a poll that gives way: the lock is an
- * ordinary mutex after it), and while a drain is under way on @c (which
- * it would wait for inside cq_lock_quiet() anyway).  The first
- * millisecond yields, which on one CPU runs the waiter.
+ * The application's slow poll waits while a library thread waits for
+ * @c's lock, up to GIVE_WAY_NS: a bound, so that no wait of the library's
+ * can hang on a poll that gives way (the lock is an ordinary mutex after
+ * it).  The first millisecond yields, which on one CPU runs the waiter.
  */
 #define GIVE_WAY_NS	(50 * 1000 * 1000ULL)
 
 static void cq_give_way(struct shiftu_cq *c)
 {
-	uint64_t t0, waited;
+	uint64_t t0;
 
-	if (!__atomic_load_n(&c->urgent, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&c->draining, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&c->urgent, __ATOMIC_RELAXED))
 		return;
 	t0 = shiftu_mono_ns();
-	for (;;) {
-		waited = shiftu_mono_ns() - t0;
-		if (!__atomic_load_n(&c->draining, __ATOMIC_RELAXED) &&
-		    (!__atomic_load_n(&c->urgent, __ATOMIC_RELAXED) || waited >= GIVE_WAY_NS))
-			break;
-		shiftu_wait_step(waited);
-	}
+	while (__atomic_load_n(&c->urgent, __ATOMIC_RELAXED) &&
+	       shiftu_mono_ns() - t0 < GIVE_WAY_NS)
+		shiftu_wait_step(shiftu_mono_ns() - t0);
 }
 
 /*
@@ -245,7 +238,7 @@ static void cq_lock_quiet(struct shiftu_cq *c, bool urgent)
 	uint64_t t0 = 0;
 
 	cq_lock(c, urgent);
-	while (__atomic_load_n(&c->draining, __ATOMIC_RELAXED)) {
+	while (c->draining) {
 		pthread_mutex_unlock(&c->lock);
 		/* out of the drain's way: it may need this CPU */
 		if (!t0)
@@ -442,11 +435,8 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 		/* the error and what follows it wait in the stash: the
 		 * failover counts the errors there, and what it leaves is
 		 * served in order.  Not the quiet lock: a drain waits for
-		 * this poller's window, and drops its locks while this
-		 * poller says it waits (shiftu_cq.stashers). */
-		__atomic_fetch_add(&c->stashers, 1, __ATOMIC_RELAXED);
+		 * this poller's window. */
 		pthread_mutex_lock(&c->lock);
-		__atomic_fetch_sub(&c->stashers, 1, __ATOMIC_RELAXED);
 		n = hold_error(s, c, wc, n, &vq, &first);
 		pthread_mutex_unlock(&c->lock);
 	}

@@ -347,13 +347,6 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
 		      vq->sctx->poll_cq(c->app, n, wc);
 }
 
-/* A poller waits for @a's or @b's lock to stash an error it took. */
-static bool stasher_waits(const struct shiftu_cq *a, const struct shiftu_cq *b)
-{
-	return __atomic_load_n(&a->stashers, __ATOMIC_RELAXED) ||
-	       __atomic_load_n(&b->stashers, __ATOMIC_RELAXED);
-}
-
 /*
  * Stop the QP a move leaves (the default one, or the twin when going back)
  * and collect its error completions: every send and receive work request
@@ -369,8 +362,7 @@ static bool stasher_waits(const struct shiftu_cq *a, const struct shiftu_cq *b)
  * -errno.  Context: fo_lock and both CQs' locks held; the CQs are marked
  * draining (their slow polls leave the application's CQ alone), and their
  * locks are dropped now and then: a poller that took some of the QP's
- * completions before the move began must be let stash them
- * (stasher_waits()).
+ * completions before the move began must be let stash them.
  */
 static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			struct shiftu_hs_msg *msgs, int *n_msgs)
@@ -460,14 +452,6 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (none) {
 			if (shiftu_mono_ns() > deadline)
 				return -ETIMEDOUT;
-			if (!stasher_waits(cqs[0], cqs[1])) {
-				/* the locks kept: a slow poll waits outside
-				 * them while we drain (cq.c); dropped at each
-				 * step, they only let a poller take them and,
-				 * on a busy CPU, keep them until its next turn */
-				shiftu_wait_step(shiftu_mono_ns() - t0);
-				continue;
-			}
 			/* a poller waiting to stash what it took from us */
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
 			shiftu_wait_step(shiftu_mono_ns() - t0);
@@ -515,11 +499,11 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 	};
 	int ret;
 
-	__atomic_fetch_add(&vq->scq->draining, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&vq->rcq->draining, 1, __ATOMIC_RELAXED);
+	vq->scq->draining++;
+	vq->rcq->draining++;
 	ret = drain_locked(vq, twin, &d, msgs, n_msgs);
-	__atomic_fetch_sub(&vq->scq->draining, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&vq->rcq->draining, 1, __ATOMIC_RELAXED);
+	vq->scq->draining--;
+	vq->rcq->draining--;
 	if (shiftu_mono_ns() - d.t0 > SLOW_DRAIN_NS)
 		shiftu_info("qp %u on %s: a slow drain of its %s QP: %.3f ms, send marker after %.3f ms, receive marker after %.3f ms, %u polls, %u kicks",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, twin ? "backup" : "default",

@@ -75,12 +75,7 @@ struct shiftu_cq {
 	struct shiftu_vqp *twins[64];
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
-	/* drains under way on it (failover.c): written under @lock, read
-	 * without it by the slow polls that wait for them; atomic */
-	unsigned int draining;
-	/* pollers waiting for @lock to stash an error they took (cq.c):
-	 * a drain drops the lock for them; atomic */
-	unsigned int stashers;
+	unsigned int draining;		/* drains under way on it (failover.c) */
 	/* library threads waiting for the lock: the application's slow
 	 * polls give way to them (cq.c); atomic */
 	unsigned int urgent;
