@@ -20,7 +20,12 @@ set -e
 lu_ride_setup ib_write_bw
 ROUNDS=5
 N=8
-SECS=17
+# 27 s: the QPs are protected 8 to 10 s in, the rail is down from 1 s
+# after that for about 3 s, and each client's failback is one-sided: after
+# its probe its fence waits for the 128 writes of 64 KiB in flight on the
+# twin, at about 0.85 MB/s a process with eight on the guest's CPU, 6 to
+# 11 s (at 17 s, one client's run ended 11.7 s after its probe, unreturned)
+SECS=27
 LU_PULL_ON=1 LU_PULL_BY=link
 
 # pull TAG PRE: lu_pull of round TAG, in a subshell of its own, urgent
