@@ -966,8 +966,6 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			return FO_NONE;
 		break;
 	}
-	/* a going back still due is this one, or one a move overtook */
-	__atomic_store_n(&vq->back_due_ns, 0, __ATOMIC_RELAXED);
 	from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
 	/* leaving the default QP for a twin a failback drained: renew it */
 	if (kind == MOVE_REJOIN && !from_twin &&
@@ -1790,21 +1788,6 @@ void shiftu_probe_fence(struct shiftu_vqp *vq)
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_SIGNALED);
 	}
 	pthread_mutex_unlock(&vq->fo_lock);
-}
-
-void shiftu_back_due(struct shiftu_vqp *vq)
-{
-	__atomic_store_n(&vq->back_due_ns, shiftu_mono_ns(), __ATOMIC_RELEASE);
-	__atomic_store_n(&vq->scq->back_due, true, __ATOMIC_RELEASE);
-	__atomic_store_n(&vq->rcq->back_due, true, __ATOMIC_RELEASE);
-}
-
-bool shiftu_take_back(struct shiftu_vqp *vq)
-{
-	if (!__atomic_exchange_n(&vq->back_due_ns, 0, __ATOMIC_ACQ_REL))
-		return false;
-	shiftu_switch_back(vq);
-	return true;
 }
 
 /* ---- slow paths ------------------------------------------------------- */

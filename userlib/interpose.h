@@ -490,9 +490,6 @@ struct shiftu_vqp {
 	uint8_t fb_by_send;		/* our failback's probe is a SEND (shadow.c) */
 	uint8_t fb_mode;		/* the peer's answer's mode (shadow.c) */
 	uint64_t fb_probe_ns;		/* the probe's deadline */
-	/* the probe came back good and the peer waits: going back is due
-	 * since then (shiftu_back_due()), 0 once a thread took it; atomic */
-	uint64_t back_due_ns;
 	/* the peer's side: the last request it answered */
 	uint32_t fb_answered;
 	uint64_t fb_poll_ns;
