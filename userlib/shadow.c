@@ -1280,11 +1280,10 @@ static void failback_probed(struct shiftu_vqp *vq)
 
 	if (st == 1 && shiftu_mono_ns() < vq->fb_probe_ns)
 		return;
-	shiftu_dbg("qp %u: probe %s", vq->reg.app_qp->qp_num,
-		   st == 2 ? "good" : st == 3 ? "failed" : "timed out");
 	if (st != 2) {
-		shiftu_dbg("qp %u: probe of %s failed: trying again later",
-			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_dbg("qp %u: probe of %s %s: trying again later",
+			   vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			   st == 3 ? "failed" : "timed out");
 		return fb_backoff(vq, FB_MAX_MS);
 	}
 	vq->fb_stage = 0;
