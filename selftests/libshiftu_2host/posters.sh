@@ -34,11 +34,14 @@ lu_ride_setup "$POSTERS"
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 
 # pull TAG: host 1's rail 0 out from 2 s to 5 s (QEMU's set_link); host 1's
-# packets per rail counted over 1.5 s of the outage; then wait (8 s at
-# most) for the client's library to fail back
+# packets per rail counted over 1.5 s of the outage; then, 2 s after the
+# client's library failed back (20 s at most; the server's goes back on
+# its word), the client (the job lu_cli started last) ends its run
+# (posters' SIGUSR1: -D 40 only bounds it).  A fixed -D 10 left the
+# failback 1.3 s in a slow CI run, whose repair came 9 s in.
 pull()
 {
-	local a0 a1
+	local cli=$! a0 a1 t=0
 
 	lab_nap 2
 	lu_cable 1 link off
@@ -48,10 +51,12 @@ pull()
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.outage"
 	lab_nap 0.5
 	lu_cable 1 link on
-	for _ in $(seq 80); do
-		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
+	while [ "$t" -lt 200 ] && ! grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null; do
 		lab_nap 0.1
+		t=$((t + 1))
 	done
+	lab_nap 2
+	pkill -USR1 -P "$cli" posters || true
 }
 
 # clean TAG: both sides exited 0 with result=ok, the server counted every
@@ -80,7 +85,7 @@ for api in ${POSTERS_APIS:-post wr}; do
 	# the control: no library, no pull
 	lu_pair "${api}_plain" 0 "$POSTERS" "${args[@]}" -D 3
 	clean "${api}_plain"
-	LU_DURING=pull lu_pair "$api" 1 "$POSTERS" "${args[@]}" -D 10
+	LU_DURING=pull lu_pair "$api" 1 "$POSTERS" "${args[@]}" -D 40
 	clean "$api"
 	for side in cli srv; do
 		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$api.$side.shiftu" ||
