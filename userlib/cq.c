@@ -660,6 +660,23 @@ void shiftu_cq_fences(struct shiftu_cq *c)
 		shiftu_try_drain(v[i]);
 }
 
+void shiftu_cq_backs(struct shiftu_cq *c)
+{
+	struct shiftu_vqp *v[SHIFTU_ARRAY_SIZE(c->twins)];
+	unsigned int i, n = 0;
+
+	if (!__atomic_load_n(&c->back_due, __ATOMIC_ACQUIRE))
+		return;
+	cq_lock_urgent(c);
+	__atomic_store_n(&c->back_due, false, __ATOMIC_RELAXED);
+	for (i = 0; i < c->n_twins; i++)
+		if (__atomic_load_n(&c->twins[i]->back_due_ns, __ATOMIC_ACQUIRE))
+			v[n++] = c->twins[i];
+	pthread_mutex_unlock(&c->lock);
+	for (i = 0; i < n; i++)
+		shiftu_take_back(v[i]);
+}
+
 void shiftu_hs_keep(struct shiftu_cq *c, struct shiftu_hs_msg *msgs, int *n_msgs,
 		    const struct shiftu_hs_msg *m)
 {
@@ -776,6 +793,7 @@ int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
 	shiftu_cq_fences(c);
+	shiftu_cq_backs(c);
 	if (fo) {
 		error_failover(fo, &first, true);
 		if (!n)

@@ -75,6 +75,13 @@ void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n);
 void shiftu_cq_fences(struct shiftu_cq *c);
 
 /*
+ * Go back with every QP of @c whose going back is due (shiftu_back_due()):
+ * the application's slow poll of @c, once it has dropped @c's lock and
+ * left its window.  Context: no lock held.
+ */
+void shiftu_cq_backs(struct shiftu_cq *c);
+
+/*
  * A peer's control message @m, taken from a CQ of @c: to @msgs while they
  * have room and nothing waits in @c's park, else to the park (its
  * completion is consumed: dropping it would leave the QP that waits for it

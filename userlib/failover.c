@@ -236,6 +236,10 @@ struct drain_state {
 	struct drained_wc *flushed;
 	unsigned int n, max, n_recv;
 	bool smark, rmark, stuck;
+	/* completions another drain handed over (twin_handover()), and what
+	 * drain_take() said of them */
+	unsigned int handed;
+	int err;
 	/* for a slow drain's line: when each marker came, since the start */
 	uint64_t t0, smark_ns, rmark_ns;
 	unsigned int kicks, polls;
@@ -280,6 +284,34 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		break;
 	}
 	return 0;
+}
+
+/*
+ * A twin's error completion @wc met on @c by the drain of another twin:
+ * when it is of a third QP whose twin's drain is under way too (two QPs
+ * that share a CQ going back side by side: each drain drops the CQs'
+ * locks now and then, and the other polls meanwhile), it is that drain's
+ * (a marker, a flush), handed to it; true then.  Context: @c's lock.
+ */
+static bool twin_handover(struct shiftu_cq *c, const struct ibv_wc *wc)
+{
+	struct shiftu_vqp *o;
+	unsigned int j;
+	int ret;
+
+	for (j = 0; j < c->n_twins; j++) {
+		o = c->twins[j];
+		if (o->bak_qp->qp_num != wc->qp_num)
+			continue;
+		if (!o->twin_drain)
+			return false;
+		o->twin_drain->handed++;
+		ret = drain_take(o, true, o->twin_drain, c, wc);
+		if (ret && !o->twin_drain->err)
+			o->twin_drain->err = ret;
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -358,8 +390,10 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
  * error completions and *@got their number, also when the drain fails, so
  * that none is lost; the library's control messages are not among them.
  * Good completions met on the way are kept for the application (a twin's
- * renamed); control messages of other QPs go to @msgs.  Returns 0 or
- * -errno.  Context: fo_lock and both CQs' locks held; the CQs are marked
+ * renamed); control messages of other QPs go to @msgs; another twin's
+ * error completions, while its own drain is under way too, go to that
+ * drain (twin_handover()).  Returns 0 or -errno.  Context: fo_lock and
+ * both CQs' locks held; the CQs are marked
  * draining (their slow polls leave the application's CQ alone), and their
  * locks are dropped now and then: a poller that took some of the QP's
  * completions before the move began must be let stash them.
@@ -408,6 +442,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	while (!d->smark || !d->rmark) {
 		bool none = true;
 
+		if (d->err)
+			return d->err;
+
 		/*
 		 * A receive posted to a QP in error is only flushed when the
 		 * responder runs, and a userspace post does not wake it
@@ -435,8 +472,13 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 				shiftu_took(vq->sctx, wc, k);
 			}
 			for (i = 0, kept = 0; i < k; i++) {
-				if (wc[i].qp_num != qp->qp_num || wc[i].status == IBV_WC_SUCCESS) {
+				if (wc[i].status == IBV_WC_SUCCESS) {
 					wc[kept++] = wc[i];
+					continue;
+				}
+				if (wc[i].qp_num != qp->qp_num) {
+					if (!twin || !twin_handover(c, &wc[i]))
+						wc[kept++] = wc[i];
 					continue;
 				}
 				ret = drain_take(vq, twin, d, c, &wc[i]);
@@ -501,14 +543,20 @@ static int drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 
 	vq->scq->draining++;
 	vq->rcq->draining++;
+	if (twin)
+		vq->twin_drain = &d;
 	ret = drain_locked(vq, twin, &d, msgs, n_msgs);
+	vq->twin_drain = NULL;
 	vq->scq->draining--;
 	vq->rcq->draining--;
 	if (shiftu_mono_ns() - d.t0 > SLOW_DRAIN_NS)
-		shiftu_info("qp %u on %s: a slow drain of its %s QP: %.3f ms, send marker after %.3f ms, receive marker after %.3f ms, %u polls, %u kicks",
+		shiftu_info("qp %u on %s: a slow drain of its %s QP: %.3f ms, send marker after %.3f ms, receive marker after %.3f ms, %u polls, %u kicks, %u completions from another drain",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, twin ? "backup" : "default",
 			    (shiftu_mono_ns() - d.t0) / 1e6, d.smark_ns / 1e6, d.rmark_ns / 1e6,
-			    d.polls, d.kicks);
+			    d.polls, d.kicks, d.handed);
+	else if (d.handed)
+		shiftu_dbg("qp %u on %s: its backup QP's drain: %u completions from another drain",
+			   vq->reg.app_qp->qp_num, vq->sctx->dev_name, d.handed);
 	*got = (int)d.n;
 	*n_recv = vq->scq != vq->rcq ? (int)d.n_recv : -1;
 	*stuck = d.stuck;
@@ -966,6 +1014,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			return FO_NONE;
 		break;
 	}
+	/* a going back still due is this one, or one a move overtook */
+	__atomic_store_n(&vq->back_due_ns, 0, __ATOMIC_RELAXED);
 	from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
 	/* leaving the default QP for a twin a failback drained: renew it */
 	if (kind == MOVE_REJOIN && !from_twin &&
@@ -1788,6 +1838,21 @@ void shiftu_probe_fence(struct shiftu_vqp *vq)
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_SIGNALED);
 	}
 	pthread_mutex_unlock(&vq->fo_lock);
+}
+
+void shiftu_back_due(struct shiftu_vqp *vq)
+{
+	__atomic_store_n(&vq->back_due_ns, shiftu_mono_ns(), __ATOMIC_RELEASE);
+	__atomic_store_n(&vq->scq->back_due, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&vq->rcq->back_due, true, __ATOMIC_RELEASE);
+}
+
+bool shiftu_take_back(struct shiftu_vqp *vq)
+{
+	if (!__atomic_exchange_n(&vq->back_due_ns, 0, __ATOMIC_ACQ_REL))
+		return false;
+	shiftu_switch_back(vq);
+	return true;
 }
 
 /* ---- slow paths ------------------------------------------------------- */

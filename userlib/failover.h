@@ -86,8 +86,20 @@ void shiftu_probe_fence(struct shiftu_vqp *vq);
  * probes with a SEND (the peer posts a control receive for it).
  */
 bool shiftu_probe_by_send(struct shiftu_vqp *vq);
-/* A two-sided failback, once the probe was good (the shadow thread). */
+/* A two-sided failback, once the probe was good. */
 void shiftu_switch_back(struct shiftu_vqp *vq);
+/*
+ * A two-sided failback's probe was good: going back is due.  The thread
+ * that goes back drains the twin, which beside a busy application takes
+ * seconds (the NIC's flush of the twin's requests waits for the CPU, on
+ * Soft-RoCE): the application's next slow poll of one of @vq's CQs takes
+ * it (shiftu_cq_backs()), so that the QPs of a process with one polling
+ * thread each go back side by side; the shadow thread takes it if none
+ * has after a moment.  shiftu_take_back() goes back if it is still due
+ * (true), once.  Context: no CQ lock held.
+ */
+void shiftu_back_due(struct shiftu_vqp *vq);
+bool shiftu_take_back(struct shiftu_vqp *vq);
 void shiftu_try_drain(struct shiftu_vqp *vq);
 
 /* Record a send request in @vq's ring without posting it (datapath.c). */

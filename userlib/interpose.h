@@ -65,6 +65,7 @@
 #include "util.h"
 
 struct rxe_queue_buf;
+struct drain_state;
 
 /*
  * The real verbs, resolved once (real.c).  Every libibverbs function
@@ -437,6 +438,10 @@ struct shiftu_vqp {
 	uint8_t rx_moved;		/* our receives live on the twin */
 	uint8_t on_twin;		/* the work goes to the twin */
 	uint8_t twin_stale;		/* a drained twin left to the shadow thread */
+	/* its twin's drain, while one is under way (failover.c; the twin's
+	 * CQs' locks): another drain on a CQ of its meets its markers and
+	 * flushes, and hands them over */
+	struct drain_state *twin_drain;
 	/*
 	 * Path reports (report.c): set by the poller that failed the QP over
 	 * on a retry-exceeded completion; the shadow thread reports the path
@@ -490,6 +495,9 @@ struct shiftu_vqp {
 	uint8_t fb_by_send;		/* our failback's probe is a SEND (shadow.c) */
 	uint8_t fb_mode;		/* the peer's answer's mode (shadow.c) */
 	uint64_t fb_probe_ns;		/* the probe's deadline */
+	/* the probe came back good and the peer waits: going back is due
+	 * since then (shiftu_back_due()), 0 once a thread took it; atomic */
+	uint64_t back_due_ns;
 	/* the peer's side: the last request it answered */
 	uint32_t fb_answered;
 	uint64_t fb_poll_ns;

@@ -1104,8 +1104,15 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 #define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
 #define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
 #define FB_POLL_NS	(500ULL * 1000 * 1000)
-/* how long a probe may take */
+/*
+ * How long a probe may take; how long a due going back waits for the
+ * application's poll before the shadow thread takes it (shiftu_back_due()):
+ * long enough for a poller that a busy CPU runs late, since the shadow
+ * thread goes back one QP after the other (a pass of it took 0.2 to 2.5 s
+ * beside 64 polling threads in the lab).
+ */
 #define FB_PROBE_NS	(2000ULL * 1000 * 1000)
+#define FB_BACK_WAIT_NS	(1000ULL * 1000 * 1000)
 
 /* the longest batch of late, decaying by an eighth a batch (batch_send()) */
 static uint64_t store_ns;
@@ -1270,9 +1277,8 @@ static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
 /*
  * The probe failback_step() posted: the pass looks each time (it does
  * not wait, every QP's probe is under way at once), and once it is good,
- * a two-sided failback goes back (its twin's drain, one QP after the
- * other: two drains of twins on one CQ must not meet, each would take the
- * other's markers), a one-sided one waits for its fence.
+ * a two-sided failback's going back is due (shiftu_back_due()), a
+ * one-sided one waits for its fence.
  */
 static void failback_probed(struct shiftu_vqp *vq)
 {
@@ -1303,7 +1309,7 @@ static void failback_probed(struct shiftu_vqp *vq)
 			    shiftu_config()->failback_delay_ms);
 		usleep(shiftu_config()->failback_delay_ms * 1000U);
 	}
-	shiftu_switch_back(vq);
+	shiftu_back_due(vq);
 }
 
 /*
@@ -1493,8 +1499,9 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 */
 	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
 	/* our own failback, once the peer granted it: probing, or going
-	 * back; it leads, whichever side asked */
-	going = vq->fb_stage == 2 || shiftu_going_back(vq);
+	 * back due (shiftu_back_due()); it leads, whichever side asked */
+	going = vq->fb_stage == 2 || __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE) ||
+		shiftu_going_back(vq);
 	if (mode)
 		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin || going ||
 		       (vq->fb_stage == 1 && fb_leader(vq));
@@ -1827,7 +1834,7 @@ static void serve_awaiting(void)
 /* One step of every record; returns true while something is still pending. */
 static bool shadow_pass(void)
 {
-	uint64_t now = shiftu_mono_ns(), served;
+	uint64_t now = shiftu_mono_ns(), served, due;
 	unsigned int first_late;
 	bool pending = false;
 	struct shiftu_ctx *s;
@@ -1962,6 +1969,13 @@ static bool shadow_pass(void)
 			vq->fb_stage = 0;	/* back by the peer's word */
 		if (vq->fb_stage == 2)
 			pending = true;		/* its probe: look again soon */
+		due = __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE);
+		if (due) {
+			/* the application does not poll its CQs: go back here */
+			if (shiftu_mono_ns() - due > FB_BACK_WAIT_NS)
+				shiftu_take_back(vq);
+			pending = true;
+		}
 		report_step(vq);
 		if (vq->bak_rtr) {
 			failback_answer(vq, pq);

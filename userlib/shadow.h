@@ -82,6 +82,8 @@ struct shiftu_cq {
 	/* a twin's send completed while its QP waits for its fence
 	 * (shiftu_cq_fences()); atomic */
 	bool fence_due;
+	/* one of its twins' QPs may go back now (shiftu_back_due()); atomic */
+	bool back_due;
 	/* the peers' control messages a poll took beyond its caller's
 	 * SHIFTU_HS_BATCH, oldest first, until shiftu_hs_unpark() */
 	struct shiftu_hs_msg *park;
