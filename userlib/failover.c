@@ -393,10 +393,10 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
  * renamed); control messages of other QPs go to @msgs; another twin's
  * error completions, while its own drain is under way too, go to that
  * drain (twin_handover()).  Returns 0 or -errno.  Context: fo_lock and
- * both CQs' locks held; the CQs are marked
- * draining (their slow polls leave the application's CQ alone), and their
- * locks are dropped now and then: a poller that took some of the QP's
- * completions before the move began must be let stash them.
+ * both CQs' locks held; the CQs are marked draining (their slow polls
+ * leave the application's CQ alone), and their locks are dropped now and
+ * then: a poller that took some of the QP's completions before the move
+ * began must be let stash them.
  */
 static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			struct shiftu_hs_msg *msgs, int *n_msgs)
@@ -1849,10 +1849,27 @@ void shiftu_back_due(struct shiftu_vqp *vq)
 
 bool shiftu_take_back(struct shiftu_vqp *vq)
 {
-	if (!__atomic_exchange_n(&vq->back_due_ns, 0, __ATOMIC_ACQ_REL))
+	uint8_t none = 0;
+
+	if (!__atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE) ||
+	    !__atomic_compare_exchange_n(&vq->back_taken, &none, 1, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return false;
+	/* taken before it stops being due: shiftu_back_pending() sees one */
+	if (!__atomic_exchange_n(&vq->back_due_ns, 0, __ATOMIC_ACQ_REL)) {
+		__atomic_store_n(&vq->back_taken, 0, __ATOMIC_RELEASE);
+		return false;
+	}
 	shiftu_switch_back(vq);
+	/* back (its state says so), or not going: either way no longer taken */
+	__atomic_store_n(&vq->back_taken, 0, __ATOMIC_RELEASE);
 	return true;
+}
+
+bool shiftu_back_pending(const struct shiftu_vqp *vq)
+{
+	return __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&vq->back_taken, __ATOMIC_ACQUIRE);
 }
 
 /* ---- slow paths ------------------------------------------------------- */

@@ -96,10 +96,14 @@ void shiftu_switch_back(struct shiftu_vqp *vq);
  * it (shiftu_cq_backs()), so that the QPs of a process with one polling
  * thread each go back side by side; the shadow thread takes it if none
  * has after a moment.  shiftu_take_back() goes back if it is still due
- * (true), once.  Context: no CQ lock held.
+ * (true), once.  shiftu_back_pending(): due, or a thread is going back
+ * (its drain takes seconds, and the shadow thread must not grant the
+ * peer's own request meanwhile: that resets the default QP under the
+ * move).  Context: no CQ lock held.
  */
 void shiftu_back_due(struct shiftu_vqp *vq);
 bool shiftu_take_back(struct shiftu_vqp *vq);
+bool shiftu_back_pending(const struct shiftu_vqp *vq);
 void shiftu_try_drain(struct shiftu_vqp *vq);
 
 /* Record a send request in @vq's ring without posting it (datapath.c). */

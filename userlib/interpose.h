@@ -498,6 +498,9 @@ struct shiftu_vqp {
 	/* the probe came back good and the peer waits: going back is due
 	 * since then (shiftu_back_due()), 0 once a thread took it; atomic */
 	uint64_t back_due_ns;
+	/* a thread took it and goes back (drains the twin, seconds on a busy
+	 * CPU): still ours, not the peer's to grant; atomic */
+	uint8_t back_taken;
 	/* the peer's side: the last request it answered */
 	uint32_t fb_answered;
 	uint64_t fb_poll_ns;

@@ -1329,7 +1329,8 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		failback_probed(vq);
 		return;
 	}
-	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_ready())
+	/* its probe was good: going back, not asking again */
+	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_ready() || shiftu_back_pending(vq))
 		return;
 	if (vq->fb_stage == 0) {
 		/*
@@ -1498,10 +1499,10 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * back by the handshake, the peer first.
 	 */
 	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
-	/* our own failback, once the peer granted it: probing, or going
-	 * back due (shiftu_back_due()); it leads, whichever side asked */
-	going = vq->fb_stage == 2 || __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE) ||
-		shiftu_going_back(vq);
+	/* our own failback, once the peer granted it: probing, going back
+	 * due or under way in another thread (shiftu_back_pending()), or
+	 * gone back; it leads, whichever side asked */
+	going = vq->fb_stage == 2 || shiftu_back_pending(vq) || shiftu_going_back(vq);
 	if (mode)
 		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin || going ||
 		       (vq->fb_stage == 1 && fb_leader(vq));
