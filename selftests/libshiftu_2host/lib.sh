@@ -206,7 +206,7 @@ lu_bw_rode()
 	local s0 s1
 
 	read -r s0 s1 < "$FT_TMP/$1.outage"
-	log "$1: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; the client failed back about $(cat "$FT_TMP/$1.fbwait") tenths of a second after the repair"
+	log "$1: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; the test saw the client's failback $(cat "$FT_TMP/$1.fbwait") ms after the repair"
 	lu_exited_ok "$1"
 	[ -n "$(awk '$1 == 65536 && NF >= 4' "$FT_TMP/$1.cli.out")" ] ||
 		lu_fail "$1" "no result line from the client"
@@ -322,9 +322,11 @@ lu_ms()
 # per rail are counted for 1.5 s from 0.7 s into the outage (LU_PULL_COUNT_AT,
 # for QPs that take longer to move; it lengthens the outage; TAG.outage:
 # rail 0's, rail 1's) and again for 1.5 s from 0.3 s after the client's
-# library failed back, 12 s at most after the repair (TAG.fbwait: how long
-# it took, in tenths of a second; LU_PULL_FB_TENTHS: another bound, 0 for a
-# QP that cannot fail back); with no library, 3 s after the repair
+# library failed back, 120 looks at its log at most after the repair
+# (LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail back; a
+# look takes 0.1 s, or seconds when the pollers leave no CPU; TAG.fbwait:
+# how long after the repair the test saw it, in ms); with no library, 3 s
+# after the repair
 # (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
 # from the start of lu_pull.  No process is started but grep's and ip's:
 # the pollers leave the guests little CPU.
@@ -351,7 +353,7 @@ lu_pull()
 			lab_nap 0.1
 			t=$((t + 1))
 		done
-		echo "$t" > "$FT_TMP/$tag.fbwait"
+		echo "$(($(lu_ms "$t0") - on))" > "$FT_TMP/$tag.fbwait"
 		lab_nap 0.3
 	else
 		lab_nap 3
@@ -409,7 +411,7 @@ lu_rode()
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	read -r r0 r1 < "$FT_TMP/$tag.after"
 	read -r off on < "$FT_TMP/$tag.times"
-	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY from $off ms to $on ms after the client's start; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1 (the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair)"
+	log "$tag: host $LU_PULL_ON's rail 0 down by $LU_PULL_BY from $off ms to $on ms after the client's start; packets sent by host 1 during the outage: rail 0 $s0, rail 1 $s1; after the repair: rail 0 $r0, rail 1 $r1 (the test saw the client's failback $(cat "$FT_TMP/$tag.fbwait") ms after the repair)"
 	lu_exited_ok "$tag"
 	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$tag.cli.shiftu" ||
 		lu_fail "$tag" "the client's QP did not fail over"

@@ -114,7 +114,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	LU_CLI_SECS=130 LU_SRV_SECS=140 LU_DURING=pull_ready \
 		lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 90
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
-	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the client failed back about $(cat "$FT_TMP/$tag.fbwait") tenths of a second after the repair"
+	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the test saw the client's failback $(cat "$FT_TMP/$tag.fbwait") ms after the repair"
 	lu_gen_clean "$tag"
 	for side in cli srv; do
 		[ "$(conns "$tag" $side)" = "$P" ] ||
