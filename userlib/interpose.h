@@ -489,6 +489,7 @@ struct shiftu_vqp {
 	uint32_t fb_seq;
 	uint32_t fb_psn;
 	uint64_t fb_next_ns;		/* next attempt (backoff) */
+	uint64_t fb_asked_ns;		/* when the last request was made */
 	uint32_t fb_backoff_ms;
 	uint8_t fb_stage;		/* 0 idle, 1 asked the peer, 2 probing */
 	uint8_t probe_state;		/* 0 none, 1 posted, 2 good, 3 failed */

@@ -1296,13 +1296,17 @@ static void failback_probed(struct shiftu_vqp *vq)
 	vq->fb_backoff_ms = 0;
 	if (!vq->fb_mode) {
 		shiftu_probe_fence(vq);
-		shiftu_info("qp %u on %s: probe good: failing back at the next signaled request",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_info("qp %u on %s: probe good: failing back at the next signaled request (request %u, asked %.3f s ago, probe posted %.3f s ago)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->fb_seq,
+			    (shiftu_mono_ns() - vq->fb_asked_ns) / 1e9,
+			    (shiftu_mono_ns() + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
 		return;
 	}
-	shiftu_info("qp %u on %s: probe good%s: going back with the peer",
+	shiftu_info("qp %u on %s: probe good%s: going back with the peer (request %u, asked %.3f s ago, probe posted %.3f s ago)",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-		    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "");
+		    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "",
+		    vq->fb_seq, (shiftu_mono_ns() - vq->fb_asked_ns) / 1e9,
+		    (shiftu_mono_ns() + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
 	if (shiftu_config()->failback_delay_ms) {
 		shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
@@ -1361,6 +1365,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			 (vq->fb_by_send ? FB_PROBE_SEND : 0));
 		reqs[i].fb = vq;
 		vq->fb_stage = 1;
+		vq->fb_asked_ns = shiftu_mono_ns();
 		/* the wait for the answer starts again once the store has
 		 * the request (late_batch()) */
 		vq->fb_next_ns = shiftu_mono_ns() + fb_answer_ns();
@@ -1538,8 +1543,8 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			 * for its message (or its request to join: rejoin) */
 			vq->tw_old = 1;
 		}
-		shiftu_info("qp %u on %s: reset for the peer's failback",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_info("qp %u on %s: reset for the peer's failback (its request %u)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, seq);
 		/* one-sided: the peer's next failover finds a control receive
 		 * on our twin again (it holds nothing else: we stayed) */
 		pthread_mutex_lock(&vq->fo_lock);
