@@ -29,6 +29,7 @@ SMR_REDIS_NICE=-10
 lu_gen_ride_setup
 ROUNDS=5
 P=64
+FB_SECS=150
 # 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins.
 # 10 messages a second per connection, about half of what the lab's one
 # guest CPU carries: it is also the NIC (Soft-RoCE computes every packet's
@@ -49,11 +50,15 @@ ARGS=(-P "$P" -m write_imm -s 1024 -c 4 -q 16 --rate 10)
 LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_COUNT_AT=5 LU_PULL_HOLD=3.5
 
 # pull_ready TAG: lu_pull once the client's library has all P QPs
-# protected (their twins ready, and the peer's), 30 s at most; in a
-# subshell of its own, urgent (lu_urgent).
+# protected (their twins ready, and the peer's), 30 s at most; then, once
+# the client's library has failed all P back (FB_SECS after the client's
+# start at most) and 3 s more (the server's library goes back on the
+# client's word), the client (the job lu_cli started last) ends its run
+# (shiftgen's SIGUSR1: -D only bounds it).  In a subshell of its own,
+# urgent (lu_urgent).
 pull_ready()
 (
-	local t0=$EPOCHREALTIME
+	local cli=$! t0=$EPOCHREALTIME
 
 	lu_urgent
 
@@ -62,7 +67,22 @@ pull_ready()
 	done
 	log "$1: $(protected "$1") of $P QPs protected $(lu_ms "$t0") ms after the client started"
 	LU_PULL_AT=1 lu_pull "$1"
+	while [ "$(failed_back "$1")" -lt "$P" ] && [ "$(lu_ms "$t0")" -lt $((FB_SECS * 1000)) ]; do
+		lab_nap 0.5
+	done
+	log "$1: $(failed_back "$1") of $P QPs failed back $(lu_ms "$t0") ms after the client started"
+	lab_nap 3
+	pkill -USR1 -P "$cli" shiftgen || true
 )
+
+# failed_back TAG: how many of the client's QPs its library failed back
+failed_back()
+{
+	local n
+
+	n=$(grep -c 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null) || true
+	echo "${n:-0}"
+}
 
 # pull_connected TAG: lu_pull once all P connections are up, 30 s at most
 # (64 set up on a guest's one CPU can take longer than lu_pull's 5 s, and
@@ -108,11 +128,14 @@ lu_gen_clean plain
 for ((r = 1; r <= ROUNDS; r++)); do
 	tag=p64_$r
 	lu_keep "$tag" many_gen
-	# 90 s: the 64 twins are ready 9 to 20 s in, the rail is down for
-	# 10 s from 1 s after that, and the last failback came 3 to 18 s
-	# after the repair: the rest is margin for the lab's busy guests
-	LU_CLI_SECS=130 LU_SRV_SECS=140 LU_DURING=pull_ready \
-		lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D 90
+	# the 64 twins are ready 6 to 21 s in, the rail is down for 10 s
+	# from 1 s after that, and the last failback came 3 to 96 s after
+	# the repair (the slowest, 120 s after the client's start, went
+	# back twice: its first going back met no word from the peer): a
+	# round ends 3 s after it, FB_SECS at most; -D and the timeouts
+	# leave margin beyond that
+	LU_CLI_SECS=200 LU_SRV_SECS=210 LU_DURING=pull_ready \
+		lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D $((FB_SECS + 20))
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
 	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the test saw the client's failback $(cat "$FT_TMP/$tag.fbwait") ms after the repair"
 	lu_gen_clean "$tag"
