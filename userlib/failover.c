@@ -1851,8 +1851,7 @@ bool shiftu_take_back(struct shiftu_vqp *vq)
 {
 	uint8_t none = 0;
 
-	if (!__atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE) ||
-	    !__atomic_compare_exchange_n(&vq->back_taken, &none, 1, false,
+	if (!__atomic_compare_exchange_n(&vq->back_taken, &none, 1, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return false;
 	/* taken before it stops being due: shiftu_back_pending() sees one */

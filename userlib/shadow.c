@@ -1283,6 +1283,7 @@ static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
 static void failback_probed(struct shiftu_vqp *vq)
 {
 	int st = shiftu_probe_step(vq);
+	uint64_t now;
 
 	if (st == 1 && shiftu_mono_ns() < vq->fb_probe_ns)
 		return;
@@ -1294,19 +1295,18 @@ static void failback_probed(struct shiftu_vqp *vq)
 	}
 	vq->fb_stage = 0;
 	vq->fb_backoff_ms = 0;
-	if (!vq->fb_mode) {
+	now = shiftu_mono_ns();
+	if (!vq->fb_mode)
 		shiftu_probe_fence(vq);
-		shiftu_info("qp %u on %s: probe good: failing back at the next signaled request (request %u, asked %.3f s ago, probe posted %.3f s ago)",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->fb_seq,
-			    (shiftu_mono_ns() - vq->fb_asked_ns) / 1e9,
-			    (shiftu_mono_ns() + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
-		return;
-	}
-	shiftu_info("qp %u on %s: probe good%s: going back with the peer (request %u, asked %.3f s ago, probe posted %.3f s ago)",
+	shiftu_info("qp %u on %s: probe good%s: %s (request %u, asked %.3f s ago, probe posted %.3f s ago)",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
 		    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "",
-		    vq->fb_seq, (shiftu_mono_ns() - vq->fb_asked_ns) / 1e9,
-		    (shiftu_mono_ns() + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
+		    vq->fb_mode ? "going back with the peer" :
+				  "failing back at the next signaled request",
+		    vq->fb_seq, (now - vq->fb_asked_ns) / 1e9,
+		    (now + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
+	if (!vq->fb_mode)
+		return;
 	if (shiftu_config()->failback_delay_ms) {
 		shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
