@@ -267,7 +267,7 @@ static void config_read(void)
 		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
 			    config.failback_delay_ms, config.failback_delay_ms);
 	if (config.serve_delay_ms)
-		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits %u ms before each look for a failback's message and before keeping what it found, and an answer on a default QP leaves %u ms late (a test setting)",
+		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits for the application's poll to take a failback's message before each look (0.5 s at most) and %u ms before keeping what it found, and an answer on a default QP leaves %u ms late (a test setting)",
 			    config.serve_delay_ms, config.serve_delay_ms, config.serve_delay_ms / 2);
 	if (config.watch_delay_ms)
 		shiftu_info("config: SHIFTU_TEST_WATCH_DELAY_MS=%u: the watcher thread waits %u ms before it serves the backup CQs' events (a test setting)",

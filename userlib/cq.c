@@ -561,11 +561,29 @@ static int app_ctrl(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 }
 
 /*
- * SHIFTU_TEST_SERVE_DELAY_MS: shiftu_app_serve() is held before its look,
- * so that the message comes to the application's poll meanwhile, and
- * again before it keeps what it found, so that a poll of the application's
- * on the common path, were it let run meanwhile, would overtake it.
+ * SHIFTU_TEST_SERVE_DELAY_MS: shiftu_app_serve() is held before its look
+ * until the message came to the application's poll, for half a second at
+ * most (so that the turn right after a good probe, which a leader's
+ * failback starts from, finds it taken, whichever thread went back and
+ * however long the peer took); and for that long before it keeps what it
+ * found, so that a poll
+ * of the application's on the common path, were it let run meanwhile,
+ * would overtake it.
  */
+#define SERVE_TEST_WAIT_NS	(500ULL * 1000 * 1000)
+
+static void serve_test_wait(const struct shiftu_vqp *vq)
+{
+	uint64_t until = shiftu_mono_ns() + SERVE_TEST_WAIT_NS;
+
+	if (!shiftu_config()->serve_delay_ms)
+		return;
+	/* not shiftu_awaits_default(): false for a moment in a going back */
+	while (__atomic_load_n(&vq->ctrl_default, __ATOMIC_RELAXED) &&
+	       shiftu_mono_ns() < until)
+		usleep(1000);
+}
+
 static void serve_test_delay(void)
 {
 	uint32_t ms = shiftu_config()->serve_delay_ms;
@@ -594,7 +612,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	struct ibv_wc wc[16], first;
 	int k, i, n_msgs = 0;
 
-	serve_test_delay();
+	serve_test_wait(vq);
 	shiftu_cq_lock_quiet(c);
 	if (!shiftu_awaits_default(vq)) {
 		pthread_mutex_unlock(&c->lock);

@@ -21,14 +21,15 @@
 # and gives each QP one CQ for both queues, as NCCL does (the library then
 # counts receive completions as they are polled).  In that run the backup
 # threads, which look for the failback's message on the default QP's CQ
-# while the application may not poll it, are held 50 ms before each look
-# and before keeping what a look found (SHIFTU_TEST_SERVE_DELAY_MS), and
+# while the application may not poll it, are held before each look until
+# the application's poll took the message (half a second at most), and
+# 50 ms before keeping what a look found (SHIFTU_TEST_SERVE_DELAY_MS);
 # the peer's answer leaves 25 ms late (else the move that sent the first
-# message may take the answer itself, and no look is ever made), so
-# that the message comes to the application's own poll meanwhile and the
-# QP goes back under the held thread: it must then leave the CQ to the
-# application, whose polls are on the common path again, or the messages
-# it took would arrive after later ones.
+# message may take the answer itself).  So the leader's answer comes to
+# the application's own poll while the look that followed its good probe
+# is held, and the QP goes back under the held thread: it must then leave
+# the CQ to the application, whose polls are on the common path again, or
+# the messages it took would arrive after later ones.
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 2 s in ═══════ eth0 ─ rxe0
@@ -134,17 +135,25 @@ RINGS="in the provider's rings"
 PULL=1
 ride imm_cli write_imm
 PULL=2
+lu_keep send_srv twosided
 RINGS="copied as posted" LU_LOG=debug \
 	LU_ENV="SHIFTU_RECORD=copy SHIFTU_TEST_SERVE_DELAY_MS=50" ride send_srv send --one-cq
-taken=
+# the side that led the failback (its probe was good) waited for the
+# peer's answer, and its backup thread's look, held until then, found it
+# taken by the application's poll
+taken='' lead=''
 for side in cli srv; do
 	n=$(grep -c "the failback's message came to the application's poll meanwhile" \
 		"$FT_TMP/send_srv.$side.shiftu") || true
 	taken="$taken $side $n"
+	if grep -q 'probe good.*going back with the peer' "$FT_TMP/send_srv.$side.shiftu"; then
+		lead=$side
+		[ "$n" -gt 0 ] ||
+			lu_fail send_srv "$side led the failback, and its backup thread never found the peer's answer taken before its look"
+	fi
 done
-log "send_srv: looks of the backup threads that found the failback's message taken:$taken"
-[ "$taken" != " cli 0 srv 0" ] ||
-	lu_fail send_srv "the backup threads never found the failback's message taken before their look"
+[ -n "$lead" ] || lu_fail send_srv "neither side's probe was good"
+log "send_srv: $lead led the failback; looks of the backup threads that found the failback's message taken:$taken"
 PULL=1
 HOLD=1 ride wrapi_cli send --wr-api --poll-in-batch
 for side in cli srv; do
