@@ -503,13 +503,13 @@ void shiftu_ctx_health(struct shiftu_ctx *s)
 	v = cap ? malloc(cap * sizeof(*v)) : NULL;
 	for (n = vqp_list; v && n; n = n->next)
 		if (n->vq.sctx == s && n->vq.rings) {
-			__atomic_fetch_add(&n->vq.sweep_pins, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&n->vq.pins, 1, __ATOMIC_RELAXED);
 			v[k++] = &n->vq;
 		}
 	pthread_mutex_unlock(&vqp_lock);
 	for (i = 0; i < k; i++) {
 		shiftu_vqp_health(v[i]);
-		__atomic_fetch_sub(&v[i]->sweep_pins, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&v[i]->pins, 1, __ATOMIC_RELEASE);
 	}
 	free(v);
 }
@@ -543,12 +543,13 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.poster_changes += vq->poster_changes;
 	pthread_mutex_unlock(&vqp_lock);
 	/*
-	 * A sweep that collected it before it left the list (it is dead:
-	 * the sweep moves nothing).  The sweep may be moving the QPs it
-	 * collected before this one: a QP destroyed as its port fails can
-	 * wait for their moves.
+	 * A sweep that collected it before it left the list, or a backer
+	 * that has it (it is dead: neither moves anything).  The sweep may
+	 * be moving the QPs it collected before this one, the backer going
+	 * back with one handed earlier: a QP destroyed as its port fails,
+	 * or as it goes back, can wait for their moves.
 	 */
-	while (__atomic_load_n(&vq->sweep_pins, __ATOMIC_ACQUIRE))
+	while (__atomic_load_n(&vq->pins, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
@@ -947,7 +948,7 @@ bool shiftu_interpose_fork_child(void)
 		n->vq.rings = SHIFTU_RINGS_NONE;
 		pthread_mutex_init(&n->vq.lock, NULL);
 		pthread_mutex_init(&n->vq.fo_lock, NULL);
-		n->vq.sweep_pins = 0;	/* the parent's sweeping threads */
+		n->vq.pins = 0;	/* the parent's sweeps and backers */
 		retired.qps--;
 		retired.post_sends -= n->vq.sq.head - n->vq.wr_posts;
 		retired.post_recvs -= n->vq.rq.head;

@@ -373,11 +373,13 @@ struct shiftu_vqp {
 	 */
 	uint32_t rc_qpn;
 	/*
-	 * Health sweeps (shiftu_ctx_health()) that collected this QP and have
-	 * not looked at it yet: its ibv_destroy_qp() waits for them before
-	 * the node's locks go and the node is reused.  Atomic.
+	 * The library's threads that hold this QP outside its locks: health
+	 * sweeps (shiftu_ctx_health()) that collected it and have not looked
+	 * at it yet, a backer that has it to go back (shadow.c).  Its
+	 * ibv_destroy_qp() waits for them before the node's locks go and the
+	 * node is reused.  Atomic.
 	 */
-	uint32_t sweep_pins;
+	uint32_t pins;
 	/*
 	 * A QP on an SRQ that the library protects (srq.h): its receives are
 	 * the SRQ's, posted with ibv_post_srq_recv(), which finds the QP by
@@ -502,6 +504,9 @@ struct shiftu_vqp {
 	/* a thread took it and goes back (drains the twin, seconds on a busy
 	 * CPU): still ours, not the peer's to grant; atomic */
 	uint8_t back_taken;
+	/* handed to a backer, which has not gone back yet (backer_lock) */
+	uint8_t backer_handed;
+	struct shiftu_vqp *backer_next;	/* the backers' queue (backer_lock) */
 	/* the peer's side: the last request it answered */
 	uint32_t fb_answered;
 	uint64_t fb_poll_ns;

@@ -55,6 +55,12 @@ static bool shadow_started;
 static unsigned int shadow_gen;		/* bumped by every record: wakes */
 static int shadow_poked;		/* shiftu_shadow_poke(), lock-free */
 
+/* The backers (going back for an application that does not poll). */
+static pthread_mutex_t backer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t backer_wake = PTHREAD_COND_INITIALIZER;
+static struct shiftu_vqp *backer_head, **backer_tail = &backer_head;
+static unsigned int n_backers, backers_idle;
+
 static struct shiftu_pd *pds;
 static struct shiftu_mr *mrs;
 static struct shiftu_cq *cqs;
@@ -556,6 +562,88 @@ void shiftu_shadow_fork_child(void)
 	shadow_gen = 0;
 	shadow_poked = 0;
 	pthread_cond_init(&shadow_wake, NULL);
+	/* the backers are the parent's, and the QPs they had too */
+	pthread_mutex_init(&backer_lock, NULL);
+	pthread_cond_init(&backer_wake, NULL);
+	backer_head = NULL;
+	backer_tail = &backer_head;
+	n_backers = 0;
+	backers_idle = 0;
+}
+
+/* ---- going back for an application that does not poll ----------------- */
+
+/*
+ * A good probe makes a QP's going back due, and the application's next
+ * slow poll of its CQs takes it (failover.c).  For an application that
+ * has not polled for FB_BACK_WAIT_NS (it only posts, sleeps, or waits for
+ * the CPU), a backer goes back: a thread of the library's, not the shadow
+ * thread, because a going back drains the twin, which waits for the NIC's
+ * flush (seconds a QP on a busy host), and the shadow thread meanwhile
+ * probes and answers for every other QP.  Up to BACKERS run at once,
+ * started as they are needed and kept; a QP handed to one is pinned
+ * (interpose.h) until the backer is done with it.
+ */
+#define BACKERS		4
+
+static void *backer(void *arg)
+{
+	struct shiftu_vqp *vq;
+
+	(void)arg;
+	pthread_mutex_lock(&backer_lock);
+	for (;;) {
+		while (!backer_head) {
+			backers_idle++;
+			pthread_cond_wait(&backer_wake, &backer_lock);
+			backers_idle--;
+		}
+		vq = backer_head;
+		backer_head = vq->backer_next;
+		if (!backer_head)
+			backer_tail = &backer_head;
+		pthread_mutex_unlock(&backer_lock);
+		/* taken by an application's poll meanwhile: nothing */
+		shiftu_take_back(vq);
+		pthread_mutex_lock(&backer_lock);
+		vq->backer_handed = 0;
+		/* last: ibv_destroy_qp() may free it at once */
+		__atomic_fetch_sub(&vq->pins, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* Context: the shadow thread, shadow_lock and vq->lock held. */
+static void backer_hand(struct shiftu_vqp *vq)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&backer_lock);
+	if (vq->backer_handed) {
+		pthread_mutex_unlock(&backer_lock);
+		return;
+	}
+	if (!backers_idle && n_backers < BACKERS) {
+		err = shiftu_thread_start(backer, NULL);
+		if (!err)
+			n_backers++;
+	}
+	if (!n_backers) {
+		pthread_mutex_unlock(&backer_lock);
+		shiftu_warn("qp %u on %s: cannot start a thread to go back: %s: going back in the backup thread",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(err));
+		shiftu_take_back(vq);
+		return;
+	}
+	shiftu_info("qp %u on %s: no poll of the application's took its going back for a second: a backer goes back",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+	vq->backer_handed = 1;
+	__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
+	vq->backer_next = NULL;
+	*backer_tail = vq;
+	backer_tail = &vq->backer_next;
+	pthread_cond_signal(&backer_wake);
+	pthread_mutex_unlock(&backer_lock);
 }
 
 /* ---- lookups for the failover path ----------------------------------- */
@@ -1106,10 +1194,9 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 #define FB_POLL_NS	(500ULL * 1000 * 1000)
 /*
  * How long a probe may take; how long a due going back waits for the
- * application's poll before the shadow thread takes it (shiftu_back_due()):
- * long enough for a poller that a busy CPU runs late, since the shadow
- * thread goes back one QP after the other (a pass of it took 0.2 to 2.5 s
- * beside 64 polling threads in the lab).
+ * application's poll before a backer takes it (shiftu_back_due()): long
+ * enough for a poller that a busy CPU runs late, since the application's
+ * threads go back side by side, the backers a few at a time.
  */
 #define FB_PROBE_NS	(2000ULL * 1000 * 1000)
 #define FB_BACK_WAIT_NS	(1000ULL * 1000 * 1000)
@@ -1977,9 +2064,9 @@ static bool shadow_pass(void)
 			pending = true;		/* its probe: look again soon */
 		due = __atomic_load_n(&vq->back_due_ns, __ATOMIC_ACQUIRE);
 		if (due) {
-			/* the application does not poll its CQs: go back here */
+			/* the application does not poll its CQs: a backer goes */
 			if (shiftu_mono_ns() - due > FB_BACK_WAIT_NS)
-				shiftu_take_back(vq);
+				backer_hand(vq);
 			pending = true;
 		}
 		report_step(vq);
