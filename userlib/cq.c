@@ -566,9 +566,8 @@ static int app_ctrl(struct shiftu_cq *c, struct ibv_wc *wc, int k,
  * most (so that the turn right after a good probe, which a leader's
  * failback starts from, finds it taken, whichever thread went back and
  * however long the peer took); and for that long before it keeps what it
- * found, so that a poll
- * of the application's on the common path, were it let run meanwhile,
- * would overtake it.
+ * found, so that a poll of the application's on the common path, were it
+ * let run meanwhile, would overtake it.
  */
 #define SERVE_TEST_WAIT_NS	(500ULL * 1000 * 1000)
 
