@@ -52,6 +52,7 @@ const struct shiftu_lock_ref shiftu_lock_order[] = {
 	{ "records", NULL },		/* QPs', fo_locks, cq_lock, CQs' */
 	{ "mr_lock", &mr_lock },
 	{ "kv_fast_lock", &kv_fast_lock },
+	{ "backer_lock", &backer_lock },
 	{ "nl_lock", &nl_lock },
 	{ "vqp_lock", &vqp_lock },
 	{ "ctx_lock", &ctx_lock },

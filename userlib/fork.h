@@ -24,6 +24,7 @@ extern pthread_mutex_t shadow_lock;			/* shadow.h */
 extern pthread_mutex_t mr_lock SHIFTU_HIDDEN;		/* shadow.c */
 extern pthread_mutex_t cq_lock SHIFTU_HIDDEN;		/* shadow.c */
 extern pthread_mutex_t kv_fast_lock SHIFTU_HIDDEN;	/* shadow.c */
+extern pthread_mutex_t backer_lock SHIFTU_HIDDEN;	/* shadow.c */
 extern pthread_mutex_t nl_lock SHIFTU_HIDDEN;		/* report.c */
 extern pthread_mutex_t vqp_lock SHIFTU_HIDDEN;		/* interpose.c */
 extern pthread_mutex_t ctx_lock SHIFTU_HIDDEN;		/* interpose.c */

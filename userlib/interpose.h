@@ -35,7 +35,7 @@
  *       vq->fo_lock		a QP's moves; one QP's at a time
  *         cq_lock		the CQ records' list (shadow.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
- *           leaves: mr_lock, kv_fast_lock (shadow.c), nl_lock (report.c),
+ *           leaves: mr_lock, kv_fast_lock, backer_lock (shadow.c), nl_lock (report.c),
  *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), srq_lock (srq.c),
  *           reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),

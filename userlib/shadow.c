@@ -56,7 +56,7 @@ static unsigned int shadow_gen;		/* bumped by every record: wakes */
 static int shadow_poked;		/* shiftu_shadow_poke(), lock-free */
 
 /* The backers (going back for an application that does not poll). */
-static pthread_mutex_t backer_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t backer_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 static pthread_cond_t backer_wake = PTHREAD_COND_INITIALIZER;
 static struct shiftu_vqp *backer_head, **backer_tail = &backer_head;
 static unsigned int n_backers, backers_idle;
@@ -563,7 +563,6 @@ void shiftu_shadow_fork_child(void)
 	shadow_poked = 0;
 	pthread_cond_init(&shadow_wake, NULL);
 	/* the backers are the parent's, and the QPs they had too */
-	pthread_mutex_init(&backer_lock, NULL);
 	pthread_cond_init(&backer_wake, NULL);
 	backer_head = NULL;
 	backer_tail = &backer_head;
@@ -635,8 +634,6 @@ static void backer_hand(struct shiftu_vqp *vq)
 		shiftu_take_back(vq);
 		return;
 	}
-	shiftu_info("qp %u on %s: no poll of the application's took its going back for a second: a backer goes back",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 	vq->backer_handed = 1;
 	__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
 	vq->backer_next = NULL;
@@ -644,6 +641,9 @@ static void backer_hand(struct shiftu_vqp *vq)
 	backer_tail = &vq->backer_next;
 	pthread_cond_signal(&backer_wake);
 	pthread_mutex_unlock(&backer_lock);
+	/* under shadow_lock: the QP cannot go meanwhile */
+	shiftu_info("qp %u on %s: no poll of the application's took its going back for a second: a backer goes back",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 }
 
 /* ---- lookups for the failover path ----------------------------------- */
