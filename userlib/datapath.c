@@ -789,6 +789,8 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 		return;		/* unbound, no page, or no row for the port: unknown */
 	if (down == vq->down)
 		return;
+	/* which, for a failover another thread starts on seeing @down */
+	vq->down_path = path == SHIFT_FT_PATH_DOWN;
 	vq->down = down;
 	/*
 	 * Set here, cleared only by the slow paths under fo_lock: a move

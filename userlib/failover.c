@@ -911,6 +911,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 	}
 	vq->fb_wait_ns = 0;
 	vq->down = port_down_now(vq);
+	vq->down_path = 0;
 	shiftu_vqp_set_slow(vq, vq->down, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&vq->reg.failbacks, 1, __ATOMIC_RELAXED);
 	shiftu_info("qp %u on %s: failed back from %s, %" PRIu64 " requests replayed",
@@ -1454,6 +1455,11 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 	return shiftu_failover(vq, why);
 }
 
+const char *shiftu_down_why(const struct shiftu_vqp *vq)
+{
+	return __atomic_load_n(&vq->down_path, __ATOMIC_RELAXED) ? "path down" : "port down";
+}
+
 bool shiftu_going_back(const struct shiftu_vqp *vq)
 {
 	return __atomic_load_n(&vq->state, __ATOMIC_RELAXED) == SHIFTU_SEND_HANDSHAKE &&
@@ -1700,6 +1706,7 @@ static bool release_held(struct shiftu_vqp *vq)
 		vq->ctrl_rq = 1;
 	__atomic_store_n(&vq->back_ns, shiftu_mono_ns(), __ATOMIC_RELAXED);
 	vq->down = port_down_now(vq);
+	vq->down_path = 0;
 	shiftu_vqp_set_slow(vq, vq->down, __ATOMIC_RELAXED);
 	if (ret) {
 		shiftu_warn("qp %u on %s: cannot post the held requests after failing back: %s",
@@ -1890,7 +1897,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	int ret = 0;
 
 	if (vq->state == SHIFTU_SEND_DEFAULT && vq->down)
-		shiftu_failover(vq, "port or path down");
+		shiftu_failover(vq, shiftu_down_why(vq));
 	/*
 	 * Under fo_lock: a move another thread is making (the state still
 	 * reads Default until it is done) must not see a request reach the

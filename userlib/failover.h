@@ -48,6 +48,9 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
  * Relaxed reads. */
 bool shiftu_going_back(const struct shiftu_vqp *vq);
 
+/* Why @vq is down (vq->down set): the words a failover logs for it. */
+const char *shiftu_down_why(const struct shiftu_vqp *vq);
+
 /*
  * A two-sided failback's message may come to @vq's default QP, whose CQ
  * the application may then not poll: true while @vq is on its twin or

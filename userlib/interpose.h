@@ -308,6 +308,7 @@ struct shiftu_vqp {
 		uint64_t seen_gate_r;
 	};
 	uint8_t down;			/* the table shows our port or path down */
+	uint8_t down_path;		/* @down is the path's (for the log) */
 	uint8_t port_num;		/* from ibv_modify_qp(IBV_QP_PORT), 0: unset */
 	uint8_t has_dgid;
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */

@@ -2028,7 +2028,9 @@ static bool shadow_pass(void)
 			 */
 			if (!was_ready && vq->bak_ready && vq->down &&
 			    vq->state == SHIFTU_SEND_DEFAULT)
-				shiftu_failover(vq, "port or path down (its twin is ready now)");
+				shiftu_failover(vq, vq->down_path ?
+						"path down (its twin is ready now)" :
+						"port down (its twin is ready now)");
 		}
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
 		    !twin_reset_later(vq, &pending)) {
@@ -2039,7 +2041,7 @@ static bool shadow_pass(void)
 			pthread_mutex_unlock(&vq->fo_lock);
 			/* the port failed again while the twin was stale */
 			if (vq->bak_ready && vq->down)
-				shiftu_failover(vq, "port or path down");
+				shiftu_failover(vq, shiftu_down_why(vq));
 		}
 		if (shiftu_going_back(vq)) {
 			if (__atomic_load_n(&vq->rejoin_want, __ATOMIC_ACQUIRE))
