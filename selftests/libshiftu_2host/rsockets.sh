@@ -54,25 +54,26 @@ rs_retries()
 	echo "$r/$n/$o"
 }
 
-# rs_watch TAG: until host 1's rstream exits (60 s at most), a line of
+# rs_watch TAG: until host 1's rstream exits (150 s at most), a line of
 # TAG.watch every half second: ms from the start, host 1's packets sent on
 # rail 0 and rail 1, each rail's rs_retries, and each of the client's
 # threads' TID:STATE:WCHAN (/proc), so that a stall shows where the client
 # waited, and whether a packet was lost
 rs_watch()
 {
-	local t0=$EPOCHREALTIME pid='' p0 p1 line st wc t i
+	local t0=$EPOCHREALTIME pid='' p0 p1 ms line st wc t i
 
 	for i in $(seq 50); do
 		pid=$(pgrep -n -x rstream) && break
 		sleep 0.1
 	done
 	[ -n "$pid" ] || return 0
-	for i in $(seq 120); do
-		[ -d "/proc/$pid" ] || break
+	while [ -d "/proc/$pid" ]; do
+		ms=$(lu_ms "$t0")
+		[ "$ms" -lt 150000 ] || break
 		lu_pkts rxe0 p0
 		lu_pkts rxe1 p1
-		line="$(lu_ms "$t0") $p0 $p1 $(rs_retries rxe0) $(rs_retries rxe1)"
+		line="$ms $p0 $p1 $(rs_retries rxe0) $(rs_retries rxe1)"
 		for t in /proc/"$pid"/task/*; do
 			st='' wc=''
 			{ read -r st < "$t/stat"; } 2> /dev/null || true
