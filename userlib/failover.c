@@ -979,6 +979,30 @@ static uint64_t posted_end(const struct shiftu_vqp *vq)
  * yet, and the peer speaks first once it is.
  * Context: fo_lock held; the caller delivers @msgs once it is dropped.
  */
+/*
+ * Debug: the receives a move posted, @n from @from, by their length: a
+ * receive too short for the peer's messages fails the QP (the NIC answers
+ * "invalid request") as many messages later as receives lay before it.
+ */
+static void rx_moved_dbg(struct shiftu_vqp *vq, uint64_t from, uint64_t n, bool to_twin)
+{
+	uint64_t i, len, lo = UINT64_MAX, hi = 0;
+	const struct shiftu_rwqe *e;
+	uint32_t s;
+
+	if (!n || !shiftu_log_enabled(SHIFTU_LOG_DEBUG))
+		return;
+	for (i = from; i < from + n; i++) {
+		e = shiftu_rwqe_at(&vq->rq, i);
+		for (len = 0, s = 0; s < e->num_sge; s++)
+			len += e->sge[s].length;
+		lo = len < lo ? len : lo;
+		hi = len > hi ? len : hi;
+	}
+	shiftu_dbg("qp %u: %" PRIu64 " receives posted on its %s, %" PRIu64 " to %" PRIu64 " bytes each",
+		   vq->reg.app_qp->qp_num, n, to_twin ? "twin" : "default QP", lo, hi);
+}
+
 static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bool asking,
 				  const char *why, struct shiftu_hs_msg *msgs, int *n_msgs)
 {
@@ -1217,6 +1241,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		}
 	}
 	srq_emptied = false;		/* all of them posted */
+	rx_moved_dbg(vq, vq->rq.head - n_r, n_r, to_twin);
 	if (srq_counted)
 		shiftu_info("qp %u on %s: %" PRIu64 " receives of srq %u moved %s (%u taken by the NIC and flushed)",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n_r,

@@ -46,8 +46,11 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 {
 	struct ibv_recv_wr w = { .wr_id = SHIFTU_CTRL_RECV_ID }, *bad;
 
-	if (!twin)
+	if (!twin) {
 		w.wr_id = SHIFTU_CTRL_DEF_ID(++vq->ctrl_gen);
+		shiftu_dbg("qp %u: a control receive on the default QP (generation %u)",
+			   vq->reg.app_qp->qp_num, (uint16_t)vq->ctrl_gen);
+	}
 
 	/* the provider's own (the application's context's ops are ours), to
 	 * the QP's SRQ if it has one */

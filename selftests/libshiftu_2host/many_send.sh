@@ -31,9 +31,12 @@ lu_pull_plain many_send ib_send_bw -F -q $Q -s 65536 -D 11
 
 tag=send16
 lu_keep "$tag" many_send
-# the client took 43 s for a 35 s run: 90 s for a 45 s one
-LU_CLI_SECS=90 LU_SRV_SECS=100 LU_ENV="SHIFTU_TEST_WATCH_DELAY_MS=1000" LU_DURING=lu_pull \
-	lu_pair "$tag" 1 ib_send_bw -F -q $Q -s 65536 -D 45
+# the client took 43 s for a 35 s run: 90 s for a 45 s one; debug logs,
+# for the receives each move posted and the library's control receives
+# (a run in 8 or so ended in "Failed status 9" on both sides, seconds after
+# a good failback)
+LU_LOG=debug LU_CLI_SECS=90 LU_SRV_SECS=100 LU_ENV="SHIFTU_TEST_WATCH_DELAY_MS=1000" \
+	LU_DURING=lu_pull lu_pair "$tag" 1 ib_send_bw -F -q $Q -s 65536 -D 45
 # kept N: how many messages came beyond a poll's batch, on either side
 kept=$(cat "$FT_TMP/$tag".{cli,srv}.shiftu |
        sed -n "s/.*: \([0-9]*\) of the peers' control messages came beyond .*/\1/p" |
