@@ -36,7 +36,11 @@ lu_pull_plain many_qps ib_write_bw -F -q $Q -s 65536 -D 14
 for ((r = 1; r <= ROUNDS; r++)); do
 	tag=q16_$r
 	lu_keep "$tag" many_qps
-	LU_PULL_HOLD=8 LU_DURING=lu_pull_urgent lu_pair "$tag" 1 ib_write_bw -F -q $Q -s 65536 -D 30
+	# 45 s: in one round of make many the probes were seen good 17 s
+	# after the repair (the shadow thread beside the pollers), and the
+	# 30 s run ended 2 s later, before the fence that fails back
+	LU_CLI_SECS=90 LU_SRV_SECS=100 LU_PULL_HOLD=8 LU_DURING=lu_pull_urgent \
+		lu_pair "$tag" 1 ib_write_bw -F -q $Q -s 65536 -D 45
 	lu_bw_rode "$tag" $Q
 	log "$tag: QPs whose twin was not ready yet at the pull: $(grep -c 'twin is not ready yet' "$FT_TMP/$tag.cli.shiftu" || true) of $Q"
 done
