@@ -1482,7 +1482,8 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 
 const char *shiftu_down_why(const struct shiftu_vqp *vq)
 {
-	return __atomic_load_n(&vq->down_path, __ATOMIC_RELAXED) ? "path down" : "port down";
+	/* read as vq->down is: a stale value costs only the word */
+	return vq->down_path ? "path down" : "port down";
 }
 
 bool shiftu_going_back(const struct shiftu_vqp *vq)
