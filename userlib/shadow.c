@@ -1423,6 +1423,15 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	/* its probe was good: going back, not asking again */
 	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_ready() || shiftu_back_pending(vq))
 		return;
+	/*
+	 * The pass read Fallback before the flags above: a going back that
+	 * another thread finished in between has left Fallback, and its
+	 * flags clear only after that (shiftu_take_back()), so the state
+	 * read again tells.  Asking then would reset the peer's QP under the
+	 * traffic that went back.
+	 */
+	if (__atomic_load_n(&vq->state, __ATOMIC_ACQUIRE) != SHIFTU_SEND_FALLBACK)
+		return;
 	if (vq->fb_stage == 0) {
 		/*
 		 * A passive side (no RTS of its own, nothing posted: perftest's
@@ -1599,7 +1608,14 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin || going ||
 		       (vq->fb_stage == 1 && fb_leader(vq));
 	else
-		busy = vq->sq.head != 0;
+		/*
+		 * A reset would drop the receives on our default QP, and a
+		 * one-sided failback reposts none: a QP that posts receives
+		 * follows the peer's failover, and goes back two-sided.  One
+		 * still on its default QP with receives (it went back before
+		 * this request) stays so; the peer asks again.
+		 */
+		busy = vq->sq.head != 0 || vq->rq.head != shiftu_count_start();
 	/*
 	 * Busy asks the peer again within FB_BUSY_MS.  Two answers ask it
 	 * again within FB_MAX_MS, where asking every second for each of

@@ -675,7 +675,34 @@ lu_fail()
 		case $f in *.cli.out) ;; *) lu_show "$f" ;; esac
 	done
 	lu_show "$FT_TMP/$1".cli.out
+	lu_culprit "$1"
 	fail "$1: $2"
+}
+
+# lu_culprit TAG: for a perftest run that printed "Failed status S: wr_id
+# K", the libshiftu lines of the QP K on that side and of its peer on the
+# other, last, where a failure's tail shows them: perftest's wr_id is the
+# QP's index, and its "local address" lines name the QPs in that order.
+lu_culprit()
+{
+	local side other k qpn peer
+	for side in cli srv; do
+		other=srv; [ $side = srv ] && other=cli
+		k=$(sed -n 's/.*Failed status[^:]*: wr_id \([0-9]*\).*/\1/p' \
+			"$FT_TMP/$1.$side.out" 2> /dev/null | head -n 1)
+		[ -n "$k" ] || continue
+		qpn=$(grep -o 'local address: .*QPN 0x[0-9a-f]*' "$FT_TMP/$1.$side.out" |
+		      sed -n "$((k + 1))s/.*QPN //p")
+		peer=$(grep -o 'remote address: .*QPN 0x[0-9a-f]*' "$FT_TMP/$1.$side.out" |
+		       sed -n "$((k + 1))s/.*QPN //p")
+		[ -n "$qpn" ] && [ -n "$peer" ] || continue
+		log "$1: $side's QP $k failed: qp $((qpn)), its peer qp $((peer)) on the $other side"
+		grep -E "qp $((qpn))([: ]|$)" "$FT_TMP/$1.$side.shiftu" 2> /dev/null |
+			tail -n 40 | sed "s|^|# $side qp $((qpn)): |"
+		grep -E "qp $((peer))([: ]|$)" "$FT_TMP/$1.$other.shiftu" 2> /dev/null |
+			tail -n 40 | sed "s|^|# $other qp $((peer)): |"
+	done
+	return 0
 }
 
 # lu_exit_lines FILE: the "exit:" lines of a libshiftu log.
