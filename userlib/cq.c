@@ -119,6 +119,7 @@ static void own_dropped(struct shiftu_ctx *s, const struct ibv_wc *wc)
 {
 	struct shiftu_vqp *vq;
 
+	shiftu_ctrl_recv_check(wc);
 	if (shiftu_wrid_kind(wc->wr_id) == SHIFTU_WRID_CTRL_SEND &&
 	    (vq = shiftu_vqp_by_num(s, wc->qp_num)))
 		shiftu_ctrl_send_done(vq, false);
@@ -180,6 +181,9 @@ static const char *wc_status_word(enum ibv_wc_status st)
 	case IBV_WC_WR_FLUSH_ERR:	return "work request flushed";
 	case IBV_WC_REM_ACCESS_ERR:	return "remote access error";
 	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
+	case IBV_WC_LOC_LEN_ERR:	return "local length error";
+	case IBV_WC_REM_INV_REQ_ERR:	return "remote invalid request error";
+	case IBV_WC_REM_OP_ERR:		return "remote operation error";
 	default:			return "error completion";
 	}
 }
@@ -477,6 +481,7 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			break;
 		case SHIFTU_WRID_CTRL_RECV:
 			/* a peer's control message; flushed, nobody's */
+			shiftu_ctrl_recv_check(&wc[i]);
 			if (!t)
 				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
 			if (t && wc[i].status == IBV_WC_SUCCESS) {

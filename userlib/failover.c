@@ -266,6 +266,7 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		break;
 	case SHIFTU_WRID_CTRL_RECV:
 	case SHIFTU_WRID_CTRL_DEF:
+		shiftu_ctrl_recv_check(wc);
 		if (twin)
 			vq->ctrl_rq = 0;
 		break;

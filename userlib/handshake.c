@@ -57,6 +57,17 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 	return twin ? shiftu_twin_post_recv(vq, &w, &bad) : vq->post_recv(vq->reg.app_qp, &w, &bad);
 }
 
+void shiftu_ctrl_recv_check(const struct ibv_wc *wc)
+{
+	enum shiftu_wrid kind = shiftu_wrid_kind(wc->wr_id);
+
+	if ((kind != SHIFTU_WRID_CTRL_RECV && kind != SHIFTU_WRID_CTRL_DEF) ||
+	    wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_WR_FLUSH_ERR)
+		return;
+	shiftu_warn("qp %u: a control receive on its %s completed with status %d: a message of the peer's application came where the peer's control message was due",
+		    wc->qp_num, kind == SHIFTU_WRID_CTRL_DEF ? "default QP" : "twin", wc->status);
+}
+
 int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 {
 	uint64_t count = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);

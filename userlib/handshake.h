@@ -55,6 +55,15 @@ struct shiftu_hs_msg {
  * reset for a two-sided failback.  Returns 0 or an errno. */
 int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin);
 
+/*
+ * @wc, a completion of one of the library's control receives taken out of
+ * a CQ: one that failed other than flushed is warned of, since a message
+ * of the peer's application took the place of the peer's control message
+ * (an empty receive: Soft-RoCE fails the QP, and the peer's request gets
+ * IBV_WC_REM_OP_ERR).  Context: any.
+ */
+void shiftu_ctrl_recv_check(const struct ibv_wc *wc);
+
 /* Send the peer our receive count (@ack: as an answer), on the QP the work
  * is on (@vq->on_twin).  Context: fo_lock. */
 int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack);
