@@ -695,7 +695,7 @@ lu_culprit()
 		      sed -n "$((k + 1))s/.*QPN //p")
 		peer=$(grep -o 'remote address: .*QPN 0x[0-9a-f]*' "$FT_TMP/$1.$side.out" |
 		       sed -n "$((k + 1))s/.*QPN //p")
-		[ -n "$qpn" ] && [ -n "$peer" ] || continue
+		{ [ -n "$qpn" ] && [ -n "$peer" ]; } || continue
 		log "$1: $side's QP $k failed: qp $((qpn)), its peer qp $((peer)) on the $other side"
 		grep -E "qp $((qpn))([: ]|$)" "$FT_TMP/$1.$side.shiftu" 2> /dev/null |
 			tail -n 40 | sed "s|^|# $side qp $((qpn)): |"
