@@ -487,6 +487,8 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			if (t && wc[i].status == IBV_WC_SUCCESS) {
 				struct shiftu_hs_msg m = {
 					.vq = t, .imm = be32toh(wc[i].imm_data),
+					.gen = __atomic_load_n(&t->reconnects,
+							       __ATOMIC_RELAXED),
 				};
 
 				shiftu_hs_keep(c, msgs, n_msgs, &m);

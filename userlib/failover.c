@@ -1610,7 +1610,14 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 			   vq->reg.app_qp->qp_num, m->gen, (uint16_t)vq->ctrl_gen);
 		goto out;
 	}
-	if (!on_default && vq->ctrl_rq)
+	/*
+	 * A message on the twin took its control receive, unless the twin
+	 * was renewed since: a move's drain took it from the old twin and
+	 * hands it over now, and the renewed twin's receive is still there
+	 * (counted gone, a second would be posted behind it, and the peer's
+	 * first SEND after its next failover's message would land in that).
+	 */
+	if (!on_default && vq->ctrl_rq && m->gen == (uint16_t)vq->reconnects)
 		vq->ctrl_rq--;
 	/* a failback we granted, unless we have joined the peer anew since */
 	expected = on_default && vq->ctrl_default;

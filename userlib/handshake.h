@@ -48,7 +48,9 @@ struct shiftu_hs_msg {
 	struct shiftu_vqp *vq;
 	uint32_t imm;
 	bool on_default;		/* came on the default QP, not the twin */
-	uint16_t gen;			/* on the default QP: its generation */
+	/* on the default QP: its control receive's generation; on a twin:
+	 * the twin's renewals when the message was polled */
+	uint16_t gen;
 };
 
 /* Post a control receive on @vq's twin, or (!@twin) on its default QP being

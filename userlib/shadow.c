@@ -1153,7 +1153,8 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 	}
 	/* a reset empties a receive queue; an SRQ's twin is emptied likewise */
 	shiftu_srq_twin_reset(vq);
-	vq->reconnects++;
+	/* read by pollers of the twin's CQs without fo_lock */
+	__atomic_store_n(&vq->reconnects, vq->reconnects + 1, __ATOMIC_RELAXED);
 	twin_connect(vq);
 	vq->twin_stale = 0;
 	return __atomic_load_n(&vq->bak_ready, __ATOMIC_RELAXED) ? 0 : -EIO;
