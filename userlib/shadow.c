@@ -1613,8 +1613,9 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		 * A reset would drop the receives on our default QP, and a
 		 * one-sided failback reposts none: a QP that posts receives
 		 * follows the peer's failover, and goes back two-sided.  One
-		 * still on its default QP with receives (it went back before
-		 * this request) stays so; the peer asks again.
+		 * on its default QP with receives (it has not followed yet,
+		 * or went back before this request) stays so; the peer asks
+		 * again.
 		 */
 		busy = vq->sq.head != 0 || vq->rq.head != shiftu_count_start();
 	/*
