@@ -37,6 +37,12 @@
 #define SHIFTU_CTRL_DEF_ID(gen)	(0x5348494654440000ULL | (uint16_t)(gen))
 /* a bell's receive (bell.h): "SHIFTBLL" */
 #define SHIFTU_BELL_ID		0x5348494654424c4cULL
+/*
+ * An application's receive posted on an SRQ whose QPs the library moves
+ * one by one: "SHIFTQ" and its entry in the SRQ's table (srqtab.h), whose
+ * completion hands the application its own id back.
+ */
+#define SHIFTU_SRQ_ID(i)	(0x5348494654510000ULL | (uint16_t)(i))
 
 /* What a work request's id says it is. */
 enum shiftu_wrid {
@@ -48,6 +54,7 @@ enum shiftu_wrid {
 	SHIFTU_WRID_CTRL_RECV,	/* a control receive on a twin */
 	SHIFTU_WRID_CTRL_DEF,	/* a control receive on a default QP */
 	SHIFTU_WRID_BELL,	/* a bell's receive */
+	SHIFTU_WRID_SRQ,	/* an application's receive on a table's SRQ */
 };
 
 /* The kind of the work request id @id.  Any thread; no state read. */
@@ -68,13 +75,27 @@ static inline enum shiftu_wrid shiftu_wrid_kind(uint64_t id)
 	}
 	if ((id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0))
 		return SHIFTU_WRID_CTRL_DEF;
+	if ((id & ~0xffffULL) == SHIFTU_SRQ_ID(0))
+		return SHIFTU_WRID_SRQ;
 	return SHIFTU_WRID_APP;
 }
 
-/* A completion of one of the library's own requests, never the application's. */
+/*
+ * A completion of one of the library's own requests, never the
+ * application's.  An SRQ table's id is not: it is the application's
+ * receive under the library's name, renamed before the application sees it.
+ */
 static inline bool shiftu_wc_ours(const struct ibv_wc *wc)
 {
-	return shiftu_wrid_kind(wc->wr_id) != SHIFTU_WRID_APP;
+	enum shiftu_wrid k = shiftu_wrid_kind(wc->wr_id);
+
+	return k != SHIFTU_WRID_APP && k != SHIFTU_WRID_SRQ;
+}
+
+/* The table entry an SRQ id names (SHIFTU_WRID_SRQ). */
+static inline uint32_t shiftu_srq_id_index(uint64_t id)
+{
+	return (uint16_t)id;
 }
 
 /* A control receive's generation on a default QP (SHIFTU_WRID_CTRL_DEF). */
