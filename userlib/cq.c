@@ -27,6 +27,7 @@
 #include "log.h"
 #include "quiesce.h"
 #include "shadow.h"
+#include "srq.h"
 #include "util.h"
 
 uint64_t shiftu_twin_wcs;
@@ -478,6 +479,7 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			}
 		switch (shiftu_wrid_kind(wc[i].wr_id)) {
 		case SHIFTU_WRID_APP:
+		case SHIFTU_WRID_SRQ:	/* renamed on its way out (srq.h) */
 			break;
 		case SHIFTU_WRID_CTRL_RECV:
 			/* a peer's control message; flushed, nobody's */
@@ -777,8 +779,20 @@ void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq)
 	__atomic_store_n(&c->park_n, kept, __ATOMIC_RELAXED);
 }
 
+static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc);
+
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			struct ibv_wc *wc)
+{
+	int n = poll_cq_slow(s, cq, num, wc);
+
+	/* receives posted through an SRQ's table: the application's ids back */
+	if (__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED) && n > 0)
+		shiftu_srq_out(wc, n);
+	return n;
+}
+
+static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];

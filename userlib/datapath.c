@@ -552,62 +552,24 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 }
 
 /*
- * ibv_post_srq_recv() to the SRQ of a QP the library protects (srq.h): the
- * QP's receives, counted as post_recv_common() counts them, and posted to
- * the SRQ by the provider.  The slow path (post_recv_other()) is the QP's:
- * while the QP is on its twin, they go to the SRQ's twin.
+ * ibv_post_srq_recv(): through the SRQ's table, whose side the receive
+ * goes to (srq.h), under the table's lock; an SRQ the library did not
+ * record, the provider's post.
  */
-static __attribute__((always_inline)) inline int post_srq_recv_common(struct shiftu_vqp *vq,
-								      struct ibv_srq *srq,
-								      struct ibv_recv_wr *wr,
-								      struct ibv_recv_wr **bad_wr)
-{
-	int ret;
-
-	shiftu_window_open();
-	/* the receive queue's gate: its poster counts rq.head (posters.h) */
-	if (unlikely(!shiftu_vqp_open_r(vq)) || unlikely(wr->next))
-		return post_recv_other(vq->reg.app_qp, wr, bad_wr, vq);
-	vq->rq.head++;
-	ret = vq->post_srq_recv(srq, wr, bad_wr);
-	if (unlikely(ret))
-		shiftu_window.vq->rq.head--;
-	shiftu_window_close();
-	return ret;
-}
-
-/*
- * @srq is not the thread's QP's: its record's QP becomes the thread's, or,
- * for an SRQ the library does not protect, the provider's post.
- */
-static __attribute__((noinline)) int post_srq_recv_find(struct ibv_srq *srq,
-							 struct ibv_recv_wr *wr,
-							 struct ibv_recv_wr **bad_wr)
+int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr)
 {
 	struct shiftu_srq *r = shiftu_srq_find(srq);
-	struct shiftu_vqp *vq = r ? __atomic_load_n(&r->vq, __ATOMIC_RELAXED) : NULL;
 	struct shiftu_ctx *s;
 
-	if (likely(vq) && likely(__atomic_load_n(&vq->app_srq, __ATOMIC_RELAXED) == srq)) {
-		shiftu_vqp_anchor(vq);
-		return post_srq_recv_common(vq, srq, wr, bad_wr);
-	}
-	s = r ? r->sctx : shiftu_ctx_find(srq->context);
+	if (likely(r))
+		return shiftu_srq_post(r, wr, bad_wr);
+	s = shiftu_ctx_find(srq->context);
 	if (!s || !s->post_srq_recv) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	return s->post_srq_recv(srq, wr, bad_wr);
-}
-
-int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			 struct ibv_recv_wr **bad_wr)
-{
-	struct shiftu_vqp *vq = shiftu_window.vq;
-
-	if (unlikely(vq->app_srq != srq))
-		return post_srq_recv_find(srq, wr, bad_wr);
-	return post_srq_recv_common(vq, srq, wr, bad_wr);
 }
 
 _Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&
@@ -657,6 +619,10 @@ static __attribute__((noinline)) int poll_took(int n, int i)
 			shiftu_count_recv(s, wc[i].qp_num);
 	}
 	shiftu_poll_leave();
+	/* receives posted through an SRQ's table: the application's ids back
+	 * (their QPs are not in the receive cache: they come here) */
+	if (unlikely(__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED) != 0) && n > 0)
+		shiftu_srq_out(wc, n);
 	return n;
 }
 

@@ -58,6 +58,8 @@
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
 #define QUIESCE_MAX_S	5
 #define TWIN_WAIT_NS	(2000ULL * 1000 * 1000)
+/* receives of its SRQ a drain of one QP may meet flushed (Soft-RoCE: 1) */
+#define SRQ_FLUSHED	8
 
 /* ---- failover --------------------------------------------------------- */
 
@@ -226,6 +228,7 @@ static void swqe_flush(struct shiftu_vqp *vq, const struct shiftu_swqe *e)
 struct drained_wc {
 	struct ibv_wc wc;
 	bool rcq;
+	bool srq;		/* a receive its SRQ's table names (srq.h) */
 };
 
 /*
@@ -275,6 +278,12 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			return -EOVERFLOW;
 		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq };
 		d->n_recv += rcq;
+		break;
+	case SHIFTU_WRID_SRQ:
+		/* the receive the NIC took from the SRQ for a message cut short */
+		if (d->n == d->max)
+			return -EOVERFLOW;
+		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq, .srq = true };
 		break;
 	case SHIFTU_WRID_CTRL_SEND:
 		if (!twin)
@@ -822,23 +831,17 @@ static void flush_held(struct shiftu_vqp *vq, uint64_t from)
 }
 
 /*
- * The recorded receives from @from on complete flushed, as a receive
- * queue's would on a QP in error (an SRQ emptied by a move that could not
- * post them where the work went).  Context: both CQs' locks held.
+ * @flushed[0..n) without the receives its SRQ's table names, which a move
+ * posted again.  Returns how many are left.
  */
-static void flush_recvs(struct shiftu_vqp *vq, uint64_t from)
+static int drop_srq(struct drained_wc *flushed, int n)
 {
-	struct ibv_wc wc;
-	uint64_t i;
+	int i, j;
 
-	for (i = from; i < vq->rq.head; i++) {
-		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = shiftu_rwqe_at(&vq->rq, i)->wr_id;
-		wc.status = IBV_WC_WR_FLUSH_ERR;
-		wc.opcode = IBV_WC_RECV;
-		wc.qp_num = vq->reg.app_qp->qp_num;
-		shiftu_stash_push(vq->rcq, &wc);
-	}
+	for (i = 0, j = 0; i < n; i++)
+		if (!flushed[i].srq)
+			flushed[j++] = flushed[i];
+	return j;
 }
 
 /*
@@ -1015,10 +1018,9 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	struct drained_wc *flushed = NULL;
 	uint64_t t0 = shiftu_mono_ns(), start, end, i, n_r, replayed = 0;
 	uint64_t t_q = 0, t_d = 0;		/* quiesced, drained: for the log */
-	uint64_t consumed, srq_from = 0;	/* the first receive not posted */
-	uint32_t srq_taken = 0;
+	uint64_t consumed, srq_ids[SRQ_FLUSHED];
+	unsigned int n_srq = 0;
 	int n = 0, nr, n_s, ret;
-	bool srq_counted = false, srq_emptied = false;
 	bool atomic = false, held = false, from_twin, to_twin = kind != MOVE_BACK;
 	bool stuck = false, unposted = true;
 	enum fo_result r;
@@ -1135,20 +1137,24 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 */
 	consumed = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
 	n_r = nr >= 0 ? (uint64_t)nr : vq->rq.head - consumed;
-	if (vq->init_attr.srq) {
+	if (vq->app_srq) {
 		/*
-		 * The SRQ's receives are not flushed but for one the NIC had
-		 * taken: posted less counted complete are outstanding, the
-		 * SRQ's ring tells which were taken (srq.c).
+		 * Its receives are its SRQ's table's, not its own: the one the
+		 * NIC took for a message cut short, if any, completed flushed
+		 * under the table's id, and is posted again where the QP goes
+		 * (srq.c).  Its receive completions were counted as polled.
 		 */
-		ret = shiftu_srq_outstanding(vq, from_twin, &flushed[0].wc, sizeof(*flushed), n,
-					     nr, &n_r, &srq_taken);
-		if (ret) {
-			shiftu_warn("qp %u on %s: its SRQ's receives do not add up: unprotected",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-			goto dead;
+		n_r = 0;
+		for (i = 0; i < (uint64_t)n; i++) {
+			if (!flushed[i].srq)
+				continue;
+			if (n_srq == SRQ_FLUSHED) {
+				shiftu_warn("qp %u on %s: more than %d receives of its SRQ flushed: unprotected",
+					    vq->reg.app_qp->qp_num, vq->sctx->dev_name, SRQ_FLUSHED);
+				goto dead;
+			}
+			srq_ids[n_srq++] = flushed[i].wc.wr_id;
 		}
-		srq_counted = true;
 	} else if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
 		       SHIFTU_WC_LOOK_ERRORS) {
 		__atomic_store_n(&vq->consumed, vq->rq.head - n_r, __ATOMIC_RELAXED);
@@ -1159,8 +1165,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		shiftu_dbg("qp %u: %" PRIu64 " receive completions not counted yet",
 			   vq->reg.app_qp->qp_num, owed);
 	}
-	/* an SRQ's: the flushed were sends but for the receive the NIC took */
-	n_s = n - (int)(srq_counted ? srq_taken : n_r);
+	/* an SRQ's: the flushed were sends but for the receives its table names */
+	n_s = n - (int)(vq->app_srq ? n_srq : n_r);
 	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
 	    (uint64_t)n_s > end) {
 		shiftu_warn("qp %u on %s: %d flushed, %" PRIu64 " receives outstanding: the count does not add up: unprotected",
@@ -1195,16 +1201,6 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 * whatever becomes of this move; a test may put that off to the
 	 * shadow thread (SHIFTU_TEST_TWIN_RESET_MS).
 	 */
-	/*
-	 * The twin's SRQ is emptied before the twin is renewed (which puts
-	 * a control receive in it): its receives, recorded as they were
-	 * posted there, go where the work goes, or complete flushed.
-	 */
-	if (from_twin && srq_counted) {
-		shiftu_srq_rewind(vq, true);
-		srq_emptied = true;
-		srq_from = vq->rq.head - n_r;
-	}
 	if (from_twin) {
 		/* drained: the shadow thread must not connect it as it is */
 		vq->twin_stale = 1;
@@ -1220,16 +1216,18 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		}
 	}
 	/*
-	 * The default QP's SRQ is emptied now that nothing can keep its
-	 * receives from the other side: they are all read (the provider's
-	 * ring, or the copies), and nothing consumes from it any more.
+	 * The receives first: the peer may send as soon as it hears from us.
+	 * An SRQ's: the one the NIC flushed goes where the QP goes, and the
+	 * side it leaves is emptied if no QP is left there (srq.c).
 	 */
-	if (!from_twin && srq_counted) {
-		shiftu_srq_rewind(vq, false);
-		srq_emptied = true;
+	if (vq->app_srq && shiftu_srq_move(vq, from_twin, to_twin, srq_ids, n_srq)) {
+		shiftu_warn("qp %u on %s: its SRQ's receives cannot move: unprotected",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		goto dead;
 	}
-	srq_from = vq->rq.head - n_r;
-	/* the receives first: the peer may send as soon as it hears from us */
+	/* they are posted: the drain's flushes of them are not the application's */
+	if (n_srq)
+		n = drop_srq(flushed, n);
 	vq->on_twin = to_twin;
 	unposted = false;
 	for (i = vq->rq.head - n_r; i < vq->rq.head; i++) {
@@ -1237,17 +1235,10 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		if (ret) {
 			shiftu_warn("qp %u on %s: cannot repost a receive: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			srq_from = i;
 			goto dead;
 		}
 	}
-	srq_emptied = false;		/* all of them posted */
 	rx_moved_dbg(vq, vq->rq.head - n_r, n_r, to_twin);
-	if (srq_counted)
-		shiftu_info("qp %u on %s: %" PRIu64 " receives of srq %u moved %s (%u taken by the NIC and flushed)",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n_r,
-			    vq->init_attr.srq->handle,
-			    to_twin ? "to its twin" : "back from its twin", srq_taken);
 	vq->rx_moved = to_twin;
 	shiftu_qp_set_recv_state(&vq->reg, to_twin ? SHIFTU_RECV_FALLBACK : SHIFTU_RECV_DEFAULT);
 	if (!vq->hs_sent && !asking) {
@@ -1293,12 +1284,6 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	return r;
 
 dead:
-	/*
-	 * An SRQ emptied and its receives not all posted where the work
-	 * went: the rest complete flushed, as a receive queue's would.
-	 */
-	if (srq_emptied)
-		flush_recvs(vq, srq_from);
 	/* before the receives moved, the held sends were posted nowhere */
 	go_dead(vq, flushed, n, unposted ? posted_end(vq) : vq->sq.head);
 	shiftu_unlock_cqs(c, rc);

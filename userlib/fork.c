@@ -50,6 +50,7 @@ const struct shiftu_lock_ref shiftu_lock_order[] = {
 	{ "serve_lock", &serve_lock },
 	{ "shadow_lock", &shadow_lock },
 	{ "records", NULL },		/* QPs', fo_locks, cq_lock, CQs' */
+	{ "srq_lock", &srq_lock },
 	{ "mr_lock", &mr_lock },
 	{ "kv_fast_lock", &kv_fast_lock },
 	{ "backer_lock", &backer_lock },
@@ -57,7 +58,7 @@ const struct shiftu_lock_ref shiftu_lock_order[] = {
 	{ "vqp_lock", &vqp_lock },
 	{ "ctx_lock", &ctx_lock },
 	{ "cqx_lock", &cqx_lock },
-	{ "srq_lock", &srq_lock },
+	{ "box_lock", &box_lock },
 	{ "reg_lock", &reg_lock },
 	{ "health_lock", &health_lock },
 	{ "windows_lock", &windows_lock },

@@ -29,6 +29,7 @@ extern pthread_mutex_t nl_lock SHIFTU_HIDDEN;		/* report.c */
 extern pthread_mutex_t vqp_lock SHIFTU_HIDDEN;		/* interpose.c */
 extern pthread_mutex_t ctx_lock SHIFTU_HIDDEN;		/* interpose.c */
 extern pthread_mutex_t cqx_lock SHIFTU_HIDDEN;		/* cqex.c */
+extern pthread_mutex_t box_lock SHIFTU_HIDDEN;		/* box.c */
 extern pthread_mutex_t srq_lock SHIFTU_HIDDEN;		/* srq.c */
 extern pthread_mutex_t reg_lock SHIFTU_HIDDEN;		/* qp.c */
 extern pthread_mutex_t health_lock SHIFTU_HIDDEN;	/* health.c */

@@ -46,6 +46,9 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 {
 	struct ibv_recv_wr w = { .wr_id = SHIFTU_CTRL_RECV_ID }, *bad;
 
+	/* a twin SRQ's peer writes its message into the QP's mailbox */
+	if (twin && vq->app_srq)
+		return 0;
 	if (!twin) {
 		w.wr_id = SHIFTU_CTRL_DEF_ID(++vq->ctrl_gen);
 		shiftu_dbg("qp %u: a control receive on the default QP (generation %u)",
@@ -93,8 +96,12 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 	if (due)
 		shiftu_ctrl_sent(vq);
 	qp = vq->on_twin ? vq->bak_qp : vq->reg.app_qp;
-	ret = vq->on_twin ? qp->context->ops.post_send(qp, &w, &bad) :
-			    vq->post_send(qp, &w, &bad);
+	if (vq->on_twin && vq->peer.box_rkey)
+		/* the peer's twin takes its receives from an SRQ: its mailbox */
+		ret = shiftu_box_send(vq, be32toh(w.imm_data));
+	else
+		ret = vq->on_twin ? qp->context->ops.post_send(qp, &w, &bad) :
+				    vq->post_send(qp, &w, &bad);
 	if (ret && due)
 		shiftu_ctrl_send_done(vq, false);
 	if (!ret) {
@@ -138,7 +145,8 @@ static void *watcher(void *arg)
 	int page = shiftu_health_fd();
 	unsigned int i, n;
 	uint64_t gen;
-	bool stale;
+	bool stale, boxes = false;
+	int ret;
 
 	(void)arg;
 	for (;;) {
@@ -153,8 +161,11 @@ static void *watcher(void *arg)
 		pthread_mutex_unlock(&ch_lock);
 		fds[n].fd = page;	/* negative without a page: ignored */
 		fds[n].events = POLLIN;
-		/* new channels are picked up within 200 ms */
-		if (poll(fds, n + 1, 200) <= 0)
+		/* new channels are picked up within 200 ms; mailboxes are
+		 * looked at every SHIFTU_BOX_MS */
+		ret = poll(fds, n + 1, boxes ? SHIFTU_BOX_MS : 200);
+		boxes = shiftu_box_sweep();
+		if (ret <= 0)
 			continue;
 		/* SHIFTU_TEST_WATCH_DELAY_MS: the peers' messages pile up */
 		if (shiftu_config()->watch_delay_ms && n &&

@@ -53,8 +53,46 @@ struct shiftu_hs_msg {
 	uint16_t gen;
 };
 
+/*
+ * A twin whose receives come from an SRQ cannot keep a control receive of
+ * the library's at its head (srq.h): the peer writes its message into
+ * the QP's mailbox instead, 16 bytes of the library's memory registered on
+ * the twin's protection domain for remote writes and published with the
+ * twin (box.c).  @word is the message's sequence number (high half) and
+ * the immediate a SEND would carry (low half); @check is @word ^
+ * SHIFTU_BOX_KEY, so that a look that meets a write half done waits for
+ * the next one.  The watcher looks every SHIFTU_BOX_MS.
+ */
+struct shiftu_box {
+	uint64_t word;
+	uint64_t check;
+};
+
+#define SHIFTU_BOX_KEY		0x5348494654424f58ULL	/* "SHIFTBOX" */
+#define SHIFTU_BOX_MS		5
+
+/*
+ * @vq's mailbox, registered on @bak_pd (the twin's protection domain).
+ * Returns 0 or -errno.  Context: the shadow thread, as the twin is made.
+ */
+int shiftu_box_open(struct shiftu_vqp *vq, struct ibv_pd *bak_pd);
+
+/* ...gone with its QP.  Context: the destroy verb, the twin destroyed. */
+void shiftu_box_close(struct shiftu_vqp *vq);
+
+/*
+ * Hand the handshake every message a peer wrote into a mailbox since the
+ * last look.  Returns whether any mailbox is open.  Context: the watcher,
+ * no lock held.
+ */
+bool shiftu_box_sweep(void);
+
+/* Send @vq's peer @imm in its mailbox, through @vq's twin.  Context: fo_lock. */
+int shiftu_box_send(struct shiftu_vqp *vq, uint32_t imm);
+
 /* Post a control receive on @vq's twin, or (!@twin) on its default QP being
- * reset for a two-sided failback.  Returns 0 or an errno. */
+ * reset for a two-sided failback.  Returns 0 or an errno.  A twin on an SRQ
+ * takes none: its peer's message comes to its mailbox. */
 int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin);
 
 /*

@@ -290,7 +290,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
 	struct ibv_qp_ex *qpx = send_ops ? shiftu_real.qp_to_qp_ex(qp) : NULL;
-	const char *why = NULL;
+	const char *why = NULL, *srq_why = NULL;
 	struct vqp_node *n;
 	struct shiftu_vqp *vq;
 
@@ -311,9 +311,17 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->poster = vq->poster_r = SHIFTU_POSTER_NONE;
 	/* 0, but where a test build says (serial.h) */
 	vq->sent2 = vq->consumed = vq->rq.head = shiftu_count_start();
+	vq->reg.app_qp = qp;
+	/*
+	 * A QP on an SRQ joins it whatever becomes of it: one the library
+	 * does not protect consumes from the SRQ all the same, which keeps
+	 * the SRQ's receives where they are (srq.h).
+	 */
+	if (attr->srq)
+		srq_why = shiftu_srq_qp_attach(vq, attr->srq);
 	/*
 	 * RC only, with replayable operations, and on an SRQ only when the
-	 * SRQ can move with it (srq.h): others are not recorded.
+	 * SRQ's receives can move (srq.h): others are not recorded.
 	 */
 	if (attr->qp_type != IBV_QPT_RC)
 		why = "not an RC QP";
@@ -321,14 +329,11 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = "its extended send operations are not all replayable";
 	else if (!shiftu_cq_find(attr->send_cq) || !shiftu_cq_find(attr->recv_cq))
 		why = "a CQ of its is not served by the library";
-	else if (attr->srq && (why = shiftu_srq_qp_attach(vq, attr->srq)))
-		;
+	else if (srq_why)
+		why = srq_why;
 	else if (ring_init(vq))
 		why = "out of memory";
-	if (why && vq->srq)
-		shiftu_srq_qp_unlink(vq);
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
-	vq->reg.app_qp = qp;
 	vq->rc_qpn = qp->qp_num;
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
@@ -339,12 +344,9 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->post_send = s->post_send;
 	vq->post_recv = s->post_recv;
 	if (vq->rings && attr->srq) {
-		/* its receives are its SRQ's: posted there, read from its ring */
+		/* its receives are its SRQ's table's (srq.c); the library's
+		 * own control receive goes to the SRQ */
 		vq->post_recv = shiftu_srq_qp_post_recv;
-		vq->post_srq_recv = s->post_srq_recv;
-		if (vq->rings == SHIFTU_RINGS_PROVIDER)
-			vq->prq = vq->srq->ring;
-		shiftu_srq_adopt(vq);
 		__atomic_store_n(&vq->app_srq, attr->srq, __ATOMIC_RELAXED);
 	}
 	if (shiftu_qp_register(&vq->reg)) {
@@ -367,7 +369,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	 * pollers, which read this after the provider's poll gave them the
 	 * completion, count it.
 	 */
-	if (vq->rings && (attr->send_cq == attr->recv_cq || vq->app_srq) &&
+	if (((vq->rings && attr->send_cq == attr->recv_cq) || vq->srq) &&
 	    __atomic_exchange_n(&shiftu_wc_look, SHIFTU_WC_LOOK_RECVS, __ATOMIC_RELAXED) !=
 	    SHIFTU_WC_LOOK_RECVS)
 		shiftu_dbg("qp %u on %s: %s: receive completions are counted as they are polled",
@@ -461,7 +463,8 @@ struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 
 	pthread_mutex_lock(&vqp_lock);
 	vq = vqp_by_num_locked(s, qp_num);
-	if (vq && !__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED))
+	/* a QP on an SRQ's table: its receives need the poll's look (srq.h) */
+	if (vq && !__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) && !vq->srq)
 		__atomic_store_n(&s->rcache[qp_num & 63], vq, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&vqp_lock);
 	return vq;

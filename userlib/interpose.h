@@ -35,8 +35,11 @@
  *       vq->fo_lock		a QP's moves; one QP's at a time
  *         cq_lock		the CQ records' list (shadow.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
+ *           srq_lock	the SRQs' tables and every post to a tabled SRQ
+ *			(srq.c); takes only mr_lock, for a receive's keys on
+ *			the backup device
  *           leaves: mr_lock, kv_fast_lock, backer_lock (shadow.c), nl_lock (report.c),
- *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), srq_lock (srq.c),
+ *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
  *           reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
  *           cb_lock (event.c), config_lock (config.c): none is held while
@@ -254,6 +257,9 @@ struct shiftu_peer {
 	uint32_t qpn;
 	uint32_t psn;
 	uint64_t node_guid;
+	/* its twin's mailbox (handshake.h), if its receives come from an SRQ */
+	uint64_t box_addr;
+	uint32_t box_rkey;
 };
 
 /*
@@ -382,18 +388,25 @@ struct shiftu_vqp {
 	 */
 	uint32_t pins;
 	/*
-	 * A QP on an SRQ that the library protects (srq.h): its receives are
-	 * the SRQ's, posted with ibv_post_srq_recv(), which finds the QP by
-	 * @app_srq (the post path's compare; NULL for any other QP) and
-	 * calls the provider's @post_srq_recv; @post_recv posts to the QP's
-	 * SRQ too, for the cold paths.  After the members the other verbs'
-	 * common paths use, which keep their places.  @srq: the SRQ's
-	 * record, for any QP on an SRQ the library recorded.
+	 * A QP on an SRQ (srq.h).  @srq: the SRQ's record, for any QP on an
+	 * SRQ the library recorded; @app_srq: the SRQ, for one the library
+	 * protects (NULL for any other QP).  Its receives are the SRQ's
+	 * table's; @post_recv posts the library's own control receive of a
+	 * failback to the SRQ.  @srq_side: the side its receives come from
+	 * (srq_lock).
 	 */
 	struct ibv_srq *app_srq;
-	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			     struct ibv_recv_wr **bad_wr);
 	struct shiftu_srq *srq;
+	uint8_t srq_side;
+	uint8_t srq_told;		/* said it stays for its shared SRQ */
+	/*
+	 * Its twin's mailbox (handshake.h; box.c): the peer's messages, the
+	 * last sequence number handed over (the watcher's), and ours.
+	 */
+	struct shiftu_box *box;
+	struct ibv_mr *box_mr;
+	uint32_t box_seen;
+	uint32_t box_sent;
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the

@@ -471,6 +471,7 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 		shiftu_real.destroy_qp(vq->bak_qp);
 	vq->bak_qp = NULL;
 	pthread_mutex_unlock(&shadow_lock);
+	shiftu_box_close(vq);
 	for (r = vq->rkeys; r; r = next) {
 		next = r->next;
 		free(r);
@@ -852,8 +853,17 @@ static bool qp_create(struct shiftu_vqp *vq)
 	}
 	a.qp_context = NULL;
 	a.cap.max_recv_wr++;		/* the control receive (handshake.h) */
+	/* a message to a peer's mailbox goes inline (box.c) */
+	if (a.cap.max_inline_data < sizeof(struct shiftu_box))
+		a.cap.max_inline_data = sizeof(struct shiftu_box);
 	a.send_cq = vq->scq->bak;
 	a.recv_cq = vq->rcq->bak;
+	/* the peer's messages come to a twin on an SRQ in its mailbox */
+	if (a.srq && shiftu_box_open(vq, p->bak)) {
+		shiftu_unprotect(vq, "its twin's mailbox cannot be registered");
+		vq->published = 2;
+		return false;
+	}
 	vq->bak_qp = shiftu_real.create_qp(p->bak, &a);
 	if (!vq->bak_qp) {
 		shiftu_warn("qp %u: cannot create its twin on %s: %s",
@@ -958,8 +968,10 @@ static void qp_publish_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
 	/* our default rq_psn lets the peer tell this record from a stale one
 	 * left by an earlier process with the same GID and QPN */
-	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s %u %u %016" PRIx64 " %u", g2,
-		 vq->bak_qp->qp_num, vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn);
+	/* last, the twin's mailbox if it has one (box.c), else 0 0 */
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s %u %u %016" PRIx64 " %u %" PRIx64 " %u",
+		 g2, vq->bak_qp->qp_num, vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn,
+		 vq->box ? (uint64_t)(uintptr_t)vq->box : 0, vq->box ? vq->box_mr->rkey : 0);
 	pq->pub = i;
 }
 
@@ -993,17 +1005,19 @@ static void qp_peer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 /* Its answer: none yet (the next pass asks again), or the peer's twin. */
 static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	unsigned int qpn, psn, rq_psn;
+	unsigned int qpn, psn, rq_psn, box_rkey = 0;
 	const char *key, *val;
+	uint64_t guid, box_addr = 0;
 	char gs[40];
-	uint64_t guid;
+	int n;
 
 	if (vq->peer_known || req_ret(pq->peer))
 		return;
 	key = reqs[pq->peer].key;
 	val = reqs[pq->peer].val;
-	if (sscanf(val, "%39s %u %u %" SCNx64 " %u", gs, &qpn, &psn, &guid, &rq_psn) != 5 ||
-	    gid_parse(gs, vq->peer.gid.raw)) {
+	n = sscanf(val, "%39s %u %u %" SCNx64 " %u %" SCNx64 " %u", gs, &qpn, &psn, &guid,
+		   &rq_psn, &box_addr, &box_rkey);
+	if ((n != 5 && n != 7) || gid_parse(gs, vq->peer.gid.raw)) {
 		shiftu_warn("qp %u: bad peer record %s = %s", vq->reg.app_qp->qp_num,
 			    key, val);
 		vq->published = 2;
@@ -1015,6 +1029,8 @@ static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	vq->peer.qpn = qpn;
 	vq->peer.psn = psn;
 	vq->peer.node_guid = guid;
+	vq->peer.box_addr = box_addr;
+	vq->peer.box_rkey = box_rkey;
 	vq->peer_known = 1;
 }
 
@@ -1059,7 +1075,11 @@ static void twin_connect(struct shiftu_vqp *vq)
 		goto rts;
 	a = st->init;
 	a.port_num = vq->sctx->bak_port;
-	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->init_mask | IBV_QP_PORT);
+	/* the peer writes its messages into a mailbox (box.c) */
+	if (vq->box)
+		a.qp_access_flags |= IBV_ACCESS_REMOTE_WRITE;
+	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->init_mask | IBV_QP_PORT |
+				    (vq->box ? IBV_QP_ACCESS_FLAGS : 0));
 	if (ret)
 		goto fail;
 	/* at the head of the receive queue before the peer can reach it */
@@ -1151,8 +1171,10 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 		vq->twin_stale = 0;
 		return -ret;
 	}
-	/* a reset empties a receive queue; an SRQ's twin is emptied likewise */
-	shiftu_srq_twin_reset(vq);
+	/*
+	 * A reset empties a receive queue, not an SRQ: the twin SRQ's
+	 * receives are the application's, for every QP on it (srq.h).
+	 */
 	/* read by pollers of the twin's CQs without fo_lock */
 	__atomic_store_n(&vq->reconnects, vq->reconnects + 1, __ATOMIC_RELAXED);
 	twin_connect(vq);
@@ -1252,8 +1274,8 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	 * holds only control receives of earlier attempts, and the QP, reset,
 	 * consumes nothing (srq.c).
 	 */
-	if (vq->app_srq && vq->rx_moved)
-		shiftu_srq_rewind(vq, false);
+	if (vq->app_srq)
+		shiftu_srq_default_reset(vq);
 	a = st->init;
 	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
 	if (ret)
@@ -1443,6 +1465,14 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			return;
 		if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
+		/* a QP whose SRQ others share stays (srq.h) */
+		if (shiftu_srq_shared(vq)) {
+			if (!vq->srq_told++)
+				shiftu_info("qp %u on %s: its port is back, but it shares its SRQ with other QPs: it stays on %s",
+					    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+					    vq->sctx->bak_name);
+			return;
+		}
 		/* the request goes in the pass's last batch (late_batch()),
 		 * with every other QP's: a failed one backs this one off */
 		i = req_add(SHIFTU_KV_PUT, 0);
@@ -1631,7 +1661,8 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 *   probe would fail, backing it off past our repair; we ask
 	 *   ourselves once the port is back (unless we are passive).
 	 */
-	down = port_down(vq);
+	/* a QP whose SRQ others share does not go back (srq.h): as down */
+	down = port_down(vq) || shiftu_srq_shared(vq);
 	leads = mode && ((vq->fb_stage == 1 && fb_leader(vq)) || going);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
 	if (busy || down || qp_reconnect(vq, psn, ours, ctrl)) {

@@ -1,41 +1,26 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * srq.c: shared receive queues, and the twins of those the library
- * protects (srq.h).
+ * srq.c: shared receive queues, their tables and their twins (srq.h).
  *
- * A receive posted to an SRQ is consumed by whichever QP on it takes a
- * message first, and a posted receive cannot be recalled through the
- * verbs.  Copies of an SRQ's outstanding receives posted to its twin while
- * any QP still consumes from the SRQ could have one buffer filled twice.
- * So the receives move only when nothing can consume them where they are:
- * here, when the SRQ's only QP has been stopped and drained by its move.
- * Then the SRQ is inert, and what it holds is known exactly:
+ * What the library relies on in Soft-RoCE's SRQ ring, shared with the
+ * kernel in the format of <rdma/rdma_user_rxe.h>:
  *
- * - Soft-RoCE's SRQ ring is shared with the kernel in the format of
- *   <rdma/rdma_user_rxe.h>; the kernel reads the producer index from the
- *   ring every time it takes a receive (smp_load_acquire, rxe_queue.h)
- *   and publishes its consumer index there once it has copied the receive
- *   out (get_srq_wqe(), under the SRQ's consumer lock).  A QP in the error
- *   state takes no more (check_resource() in rxe_resp.c) and does not
- *   flush the SRQ: only the receive a message was cut in the middle of,
- *   which the kernel had taken, completes flushed.
- * - The application's receives still in the ring are outstanding and were
- *   not taken; the QP's receives posted and not counted complete are
- *   outstanding; the difference, 0 or 1, is the receive the NIC took and
- *   flushed.  The counts are the QP's (struct shiftu_vqp: rq.head,
- *   consumed), since its SRQ's receives are its own; receive completions
- *   are counted as they are polled (shiftu_wc_look): a drain cannot count
- *   receives by their flushes when an SRQ flushes none.
- * - Once the move has read them (the provider's ring, or the copies the
- *   library made), the SRQ's producer index goes back to the NIC's
- *   consumer index: the SRQ is empty, and nothing it held can be consumed
- *   on this side again.  librxe keeps no copy of the index
- *   (providers/rxe/rxe_queue.h reads the ring's under the SRQ's lock); the
- *   library's own posts go through the window that every move waits for.
+ * - the kernel reads the producer index from the ring every time it takes
+ *   a receive (smp_load_acquire, rxe_queue.h) and publishes its consumer
+ *   index there once it has copied the receive out (get_srq_wqe(), under
+ *   the SRQ's consumer lock);
+ * - a QP in the error state takes no more (check_resource() in
+ *   rxe_resp.c) and does not flush the SRQ: only the receive a message
+ *   was cut in the middle of, which the kernel had taken, completes
+ *   flushed, with the QP's number and the receive's id;
+ * - librxe keeps no copy of the producer index (providers/rxe/rxe_queue.h
+ *   reads the ring's under the SRQ's lock), so a side nobody consumes from
+ *   any more is emptied by setting its producer index back to the kernel's
+ *   consumer index.  Every post to a tabled SRQ is made under srq_lock,
+ *   which the emptying holds too.
  *
- * Moving a group of QPs that share an SRQ together is not done yet: such
- * QPs are not protected.  A QP whose SRQ has no ring the library knows
- * (another provider) is not either: it could not empty it.
+ * Which side a QP is on is @vq->srq_side: where its receives come from,
+ * the default SRQ until its first failover has moved it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,14 +33,25 @@
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"
-#include "serial.h"
+#include "shadow.h"
 #include "srq.h"
 #include "wrid.h"
 
+#define MAX_SGE		16
+
 /* The records, newest first: pushed with release, never freed. */
 static struct shiftu_srq *srq_list;
-/* A leaf (interpose.h): guards the records' QP links and twins; fork.h. */
+/*
+ * Guards the records' tables, QP lists and twins, and every post to a
+ * tabled SRQ; takes mr_lock (a receive's keys on the backup device) and
+ * no other (interpose.h); fork.h.
+ */
 pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The tabled records by their number in the ids (wrid.h); srq_lock. */
+static struct shiftu_srq *tables[SHIFTU_SRQ_TABLES];
+uint32_t shiftu_srq_tables;
+
+static const char *const side_name[] = { "default SRQ", "twin SRQ" };
 
 static const struct rxe_recv_wqe *slot(const struct rxe_queue_buf *q, uint32_t i)
 {
@@ -84,17 +80,31 @@ void shiftu_srq_caps_tell(struct ibv_srq_init_attr *attr, bool grown)
 		attr->attr.max_wr--;
 }
 
+/* A free table number, or -1.  srq_lock. */
+static int table_no(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < SHIFTU_SRQ_TABLES; i++)
+		if (!tables[i])
+			return (int)i;
+	return -1;
+}
 
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		       const struct ibv_srq_init_attr *attr, bool room)
 {
 	struct rxe_queue_buf *ring = NULL;
+	const char *why = NULL;
 	struct shiftu_srq *r;
 	bool fresh = false;
+	int no, ret;
 
 	/* without its entry for a failback's control receive, no protection */
-	if (room && shiftu_provq_find_srq(srq, &attr->attr, &ring))
-		ring = NULL;
+	if (!room)
+		why = "the device refused it a receive more for the library";
+	else if (shiftu_provq_find_srq(srq, &attr->attr, &ring))
+		why = "its ring is not one the library can empty";
 	pthread_mutex_lock(&srq_lock);
 	for (r = srq_list; r && r->app; r = r->next)
 		;
@@ -115,32 +125,54 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	r->ring = ring;
 	r->bak = NULL;
 	r->bak_ring = NULL;
-	r->vq = NULL;
 	r->n_qps = 0;
-	r->shared = false;
+	r->tabled = false;
+	no = why ? -1 : table_no();
+	if (!why && no < 0)
+		why = "too many SRQs";
+	if (!why) {
+		ret = shiftu_srqtab_init(&r->tab, (uint32_t)no, attr->attr.max_wr,
+					 attr->attr.max_sge);
+		if (ret)
+			why = ret == -ENOMEM ? "out of memory" : "it is too large";
+	}
+	if (!why) {
+		r->tabled = true;
+		tables[no] = r;
+		__atomic_fetch_add(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
+	}
 	/* the record is whole before a walker can match it */
 	__atomic_store_n(&r->app, srq, __ATOMIC_RELEASE);
 	if (fresh)
 		__atomic_store_n(&srq_list, r, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&srq_lock);
-	shiftu_dbg("srq %u on %s: %u receives%s", srq->handle, s->dev_name, attr->attr.max_wr,
-		   ring ? ", its ring found" : ", no ring the library can empty");
+	if (why)
+		shiftu_info("srq %u on %s: %s: its QPs are not protected", srq->handle,
+			    s->dev_name, why);
+	else
+		shiftu_dbg("srq %u on %s: %u receives, table %d", srq->handle, s->dev_name,
+			   attr->attr.max_wr, no);
 }
 
 void shiftu_srq_resize(struct ibv_srq *srq)
 {
 	struct shiftu_srq *r = shiftu_srq_find(srq);
-	struct shiftu_vqp *vq;
+	struct shiftu_vqp **v = NULL;
+	unsigned int i, n = 0;
 
 	if (!r)
 		return;
 	pthread_mutex_lock(&srq_lock);
-	vq = __atomic_load_n(&r->vq, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->vq, NULL, __ATOMIC_RELAXED);
 	r->ring = NULL;
+	if (r->n_qps && (v = malloc(r->n_qps * sizeof(*v)))) {
+		n = r->n_qps;
+		memcpy(v, r->qps, n * sizeof(*v));
+	}
 	pthread_mutex_unlock(&srq_lock);
-	if (vq)
-		shiftu_unprotect(vq, "its SRQ is resized");
+	/* a record's QPs are destroyed only after its SRQ is resized: verbs rules */
+	for (i = 0; i < n; i++)
+		shiftu_unprotect(v[i], "its SRQ is resized");
+	free(v);
 }
 
 void shiftu_srq_detach(struct ibv_srq *srq)
@@ -154,7 +186,14 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 	bak = r->bak;
 	r->bak = NULL;
 	r->bak_ring = NULL;
-	__atomic_store_n(&r->vq, NULL, __ATOMIC_RELAXED);
+	r->ring = NULL;
+	if (r->tabled) {
+		tables[r->tab.no] = NULL;
+		shiftu_srqtab_fini(&r->tab);
+		r->tabled = false;
+		__atomic_fetch_sub(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
+	}
+	r->n_qps = 0;
 	__atomic_store_n(&r->app, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&srq_lock);
 	/* its QPs are gone (the verbs refuse to destroy an SRQ in use), their twins with them */
@@ -162,63 +201,200 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 		shiftu_warn("srq %u: cannot destroy its twin", r->id);
 }
 
+/*
+ * Post the work request @w, whose keys are the application's, on @side's
+ * SRQ.  Returns 0 or an errno.  srq_lock.
+ */
+static int side_post(struct shiftu_srq *r, enum shiftu_side side, struct ibv_recv_wr *w)
+{
+	struct ibv_recv_wr *bad;
+	struct ibv_sge sge[MAX_SGE];
+	struct shiftu_vqp *any;
+	int i;
+
+	if (side == SHIFTU_SIDE_DEFAULT)
+		return r->sctx->post_srq_recv(r->app, w, &bad);
+	if (!r->bak || !r->n_qps || w->num_sge > MAX_SGE)
+		return EINVAL;
+	/* the backup device's keys for the same memory */
+	any = r->qps[0];
+	for (i = 0; i < w->num_sge; i++) {
+		sge[i] = w->sg_list[i];
+		if (shiftu_backup_lkey(any, sge[i].lkey, &sge[i].lkey))
+			return EINVAL;
+	}
+	w->sg_list = sge;
+	return r->bak->context->ops.post_srq_recv(r->bak, w, &bad);
+}
+
+/* Post entry @id again, on @side.  Returns 0 or an errno.  srq_lock. */
+static int repost(struct shiftu_srq *r, uint64_t id, enum shiftu_side side)
+{
+	struct ibv_sge sg[MAX_SGE];
+	struct ibv_recv_wr w;
+
+	if (r->tab.max_sge > MAX_SGE || shiftu_srqtab_wr(&r->tab, id, &w, sg) ||
+	    shiftu_srqtab_move(&r->tab, id, side))
+		return EINVAL;
+	return side_post(r, side, &w);
+}
+
+int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	enum shiftu_side side;
+	struct ibv_recv_wr w;
+	uint64_t id, app;
+	int ret = 0;
+
+	pthread_mutex_lock(&srq_lock);
+	if (!r->tabled) {
+		pthread_mutex_unlock(&srq_lock);
+		return r->sctx->post_srq_recv(r->app, wr, bad_wr);
+	}
+	for (; wr; wr = wr->next) {
+		side = shiftu_srqtab_route(&r->tab);
+		ret = -shiftu_srqtab_put(&r->tab, wr, side, &id);
+		if (!ret) {
+			w = *wr;
+			w.wr_id = id;
+			w.next = NULL;
+			ret = side_post(r, side, &w);
+			if (ret)
+				shiftu_srqtab_take(&r->tab, id, &app);
+		}
+		if (ret) {
+			*bad_wr = wr;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&srq_lock);
+	return ret;
+}
+
+static void settle(struct shiftu_srq *r);
+
 const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
 {
 	struct shiftu_srq *r = shiftu_srq_find(srq);
-	struct shiftu_vqp *first = NULL;
 	const char *why = NULL;
 
 	if (!r)
 		return "its SRQ was not made by ibv_create_srq";
-	/* its receive queue is the SRQ: the rings and the drain size by it */
+	/* its receive queue is the SRQ: the drain sizes by it */
 	vq->init_attr.cap.max_recv_wr = r->attr.max_wr;
 	vq->init_attr.cap.max_recv_sge = r->attr.max_sge;
 	pthread_mutex_lock(&srq_lock);
-	r->n_qps++;
-	vq->srq = r;
-	if (r->n_qps > 1) {
-		if (!r->shared)
-			first = r->vq;
-		r->shared = true;
-		__atomic_store_n(&r->vq, NULL, __ATOMIC_RELAXED);
-		why = "it shares its SRQ with another QP";
-	} else if (!r->ring) {
-		why = "its SRQ's ring is not one the library can empty";
-	} else {
-		/* before the application has the QP, so before it receives */
-		__atomic_store_n(&r->vq, vq, __ATOMIC_RELAXED);
+	if (!r->tabled) {
+		why = "its SRQ's receives cannot be moved";
+	} else if (r->n_qps == r->cap_qps) {
+		unsigned int cap = r->cap_qps ? 2 * r->cap_qps : 4;
+		struct shiftu_vqp **q = realloc(r->qps, cap * sizeof(*q));
+
+		if (q) {
+			r->qps = q;
+			r->cap_qps = cap;
+		} else {
+			why = "out of memory";
+		}
+	}
+	if (!why) {
+		r->qps[r->n_qps++] = vq;
+		vq->srq = r;
+		vq->srq_side = SHIFTU_SIDE_DEFAULT;
+		shiftu_srqtab_join(&r->tab, SHIFTU_SIDE_DEFAULT);
+		/* receives a destroyed QP left on the twin come here */
+		settle(r);
 	}
 	pthread_mutex_unlock(&srq_lock);
-	if (first)
-		shiftu_unprotect(first, "it shares its SRQ with another QP");
 	return why;
 }
 
-void shiftu_srq_qp_unlink(struct shiftu_vqp *vq)
+/*
+ * No QP is left on @from: its SRQ is inert, and what it holds of the
+ * application's goes to @to's, in its order; the library's control
+ * receives are dropped.  The SRQ is then empty.  Returns how many moved,
+ * or -errno.  srq_lock.
+ */
+static int empty_side(struct shiftu_srq *r, enum shiftu_side from, enum shiftu_side to)
 {
-	struct shiftu_srq *r = vq->srq;
+	struct rxe_queue_buf *q = from == SHIFTU_SIDE_TWIN ? r->bak_ring : r->ring;
+	uint32_t prod, cons, i;
+	int n = 0, ret;
 
-	if (!r)
-		return;
-	pthread_mutex_lock(&srq_lock);
-	if (__atomic_load_n(&r->vq, __ATOMIC_RELAXED) == vq)
-		__atomic_store_n(&r->vq, NULL, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&srq_lock);
+	if (!q)
+		return -EPROTO;
+	prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
+	cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
+	/* nothing takes from it now: back to where the NIC stopped */
+	__atomic_store_n(&q->producer_index, cons, __ATOMIC_RELEASE);
+	for (i = cons; i != prod; i = (i + 1) & q->index_mask) {
+		uint64_t id = slot(q, i)->wr_id;
+
+		if (!shiftu_srqtab_find(&r->tab, id))
+			continue;	/* a control receive of ours */
+		ret = repost(r, id, to);
+		if (ret) {
+			shiftu_warn("srq %u on %s: cannot post a receive on its %s: %s",
+				    r->id, r->sctx->dev_name, side_name[to], strerror(ret));
+			return -ret;
+		}
+		n++;
+	}
+	return n;
+}
+
+/*
+ * A side with no QP that still holds receives, while the other has QPs:
+ * they move there (its last QP was destroyed, say).  srq_lock.
+ */
+static void settle(struct shiftu_srq *r)
+{
+	enum shiftu_side s;
+	int n;
+
+	for (s = SHIFTU_SIDE_DEFAULT; s < SHIFTU_SIDES; s++) {
+		if (r->tab.members[s] || !r->tab.members[!s] ||
+		    !shiftu_srqtab_outstanding(&r->tab, s))
+			continue;
+		n = empty_side(r, s, !s);
+		if (n > 0)
+			shiftu_info("srq %u on %s: %d receives moved from its %s, which no QP uses now, to its %s",
+				    r->id, r->sctx->dev_name, n, side_name[s], side_name[!s]);
+	}
 }
 
 void shiftu_srq_qp_detach(struct shiftu_vqp *vq)
 {
 	struct shiftu_srq *r = vq->srq;
+	unsigned int i;
 
 	if (!r)
 		return;
 	pthread_mutex_lock(&srq_lock);
-	if (r->n_qps)
-		r->n_qps--;
-	if (__atomic_load_n(&r->vq, __ATOMIC_RELAXED) == vq)
-		__atomic_store_n(&r->vq, NULL, __ATOMIC_RELAXED);
+	for (i = 0; i < r->n_qps; i++)
+		if (r->qps[i] == vq) {
+			/* not settled here: the QP is destroyed after this, and
+			 * may still take a receive; the next QP to join or move
+			 * settles the SRQ */
+			r->qps[i] = r->qps[--r->n_qps];
+			shiftu_srqtab_leave(&r->tab, vq->srq_side);
+			break;
+		}
 	pthread_mutex_unlock(&srq_lock);
 	vq->srq = NULL;
+}
+
+bool shiftu_srq_shared(const struct shiftu_vqp *vq)
+{
+	struct shiftu_srq *r = vq->srq;
+	bool shared;
+
+	if (!r)
+		return false;
+	pthread_mutex_lock(&srq_lock);
+	shared = r->n_qps > 1;
+	pthread_mutex_unlock(&srq_lock);
+	return shared;
 }
 
 struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
@@ -232,7 +408,7 @@ struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
 		return r->bak;
 	if (!bak_pd)
 		return NULL;
-	/* the same entries: the application's, and the control receive */
+	/* as many entries: it may hold every receive */
 	a.attr.srq_limit = 0;
 	bak = shiftu_real.create_srq(bak_pd, &a);
 	if (!bak) {
@@ -255,42 +431,21 @@ struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
 	return bak;
 }
 
-void shiftu_srq_adopt(struct shiftu_vqp *vq)
-{
-	const struct rxe_queue_buf *q = vq->srq->ring;
-	uint32_t prod, cons, i, k, n = 0;
-
-	prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
-	cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
-	for (i = cons; i != prod && n <= vq->rq.mask; i = (i + 1) & q->index_mask, n++) {
-		const struct rxe_recv_wqe *w = slot(q, i);
-		struct shiftu_rwqe *e = shiftu_rwqe_at(&vq->rq, vq->rq.head);
-
-		e->wr_id = w->wr_id;
-		e->num_sge = w->dma.num_sge < vq->init_attr.cap.max_recv_sge ?
-				     w->dma.num_sge : vq->init_attr.cap.max_recv_sge;
-		for (k = 0; k < e->num_sge; k++) {
-			e->sge[k].addr = w->dma.sge[k].addr;
-			e->sge[k].length = w->dma.sge[k].length;
-			e->sge[k].lkey = w->dma.sge[k].lkey;
-		}
-		vq->rq.head++;
-	}
-	if (n)
-		shiftu_dbg("qp %u: %u receives already on its SRQ are its own",
-			   vq->reg.app_qp->qp_num, n);
-}
-
 int shiftu_srq_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
+	int ret;
 
 	if (!s || !qp->srq || !s->post_srq_recv) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	return s->post_srq_recv(qp->srq, wr, bad_wr);
+	/* not while a move empties it */
+	pthread_mutex_lock(&srq_lock);
+	ret = s->post_srq_recv(qp->srq, wr, bad_wr);
+	pthread_mutex_unlock(&srq_lock);
+	return ret;
 }
 
 int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
@@ -304,75 +459,78 @@ int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 	return t->context->ops.post_recv(t, wr, bad_wr);
 }
 
-static struct rxe_queue_buf *side_ring(const struct shiftu_vqp *vq, bool twin)
+void shiftu_srq_out(struct ibv_wc *wc, int n)
 {
-	return twin ? vq->srq->bak_ring : vq->srq->ring;
+	struct shiftu_srq *r;
+	uint64_t app;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (__builtin_expect(shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_SRQ, 1))
+			continue;
+		pthread_mutex_lock(&srq_lock);
+		r = tables[shiftu_srq_id_table(wc[i].wr_id)];
+		if (r && !shiftu_srqtab_take(&r->tab, wc[i].wr_id, &app))
+			wc[i].wr_id = app;
+		pthread_mutex_unlock(&srq_lock);
+	}
 }
 
-int shiftu_srq_outstanding(struct shiftu_vqp *vq, bool twin, const struct ibv_wc *flushed,
-			   unsigned int stride, int n, int nr, uint64_t *n_r, uint32_t *f)
+int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
+		    const uint64_t *ids, unsigned int n)
 {
-	const struct rxe_queue_buf *q = side_ring(vq, twin);
-	uint32_t prod, cons, i, app = 0, lib = 0;
-	uint64_t wr_id;
-	int k;
+	enum shiftu_side from = from_twin ? SHIFTU_SIDE_TWIN : SHIFTU_SIDE_DEFAULT;
+	enum shiftu_side to = to_twin ? SHIFTU_SIDE_TWIN : SHIFTU_SIDE_DEFAULT;
+	struct shiftu_srq *r = vq->srq;
+	unsigned int i;
+	int ret = 0, moved = 0;
 
-	if (!q)
-		return -EPROTO;
-	/* only this move posts to it now; the NIC's index, published with release */
-	prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
-	cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
-	for (i = cons; i != prod; i = (i + 1) & q->index_mask) {
-		if (shiftu_wrid_kind(slot(q, i)->wr_id) != SHIFTU_WRID_APP)
-			lib++;
-		else
-			app++;
+	pthread_mutex_lock(&srq_lock);
+	for (i = 0; i < n && !ret; i++)
+		ret = -repost(r, ids[i], to);
+	if (ret) {
+		shiftu_warn("qp %u on %s: the receive its NIC took from srq %u cannot be posted on its %s: %s",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, r->id, side_name[to],
+			    strerror(-ret));
+		goto out;
 	}
-	*n_r = vq->rq.head - __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
-	/*
-	 * The NIC takes receives in order: one it took and flushed is the
-	 * oldest outstanding, and follows any control receive of ours.
-	 */
-	if (shiftu_seq64_lt(*n_r, app) || *n_r - app > 1 || (*n_r != app && lib)) {
-		shiftu_warn("qp %u: %" PRIu64 " receives outstanding, its SRQ holds %u (%u of the library's)",
-			    vq->reg.app_qp->qp_num, *n_r, app, lib);
-		return -EPROTO;
+	if (from != to) {
+		shiftu_srqtab_join(&r->tab, to);
+		vq->srq_side = to;
+		if (shiftu_srqtab_leave(&r->tab, from) &&
+		    shiftu_srqtab_outstanding(&r->tab, from)) {
+			moved = empty_side(r, from, to);
+			if (moved < 0) {
+				ret = moved;
+				shiftu_warn("qp %u on %s: the receives of srq %u on its %s cannot move: %s",
+					    vq->reg.app_qp->qp_num, vq->sctx->dev_name, r->id,
+					    side_name[from], strerror(-ret));
+				goto out;
+			}
+		}
 	}
-	*f = *n_r - app;
-	if (nr >= 0) {
-		if (nr == (int)*f)
-			return 0;
-		shiftu_warn("qp %u: %d receives flushed, its SRQ says %u",
-			    vq->reg.app_qp->qp_num, nr, *f);
-		return -EPROTO;
-	}
-	if (!*f)
-		return 0;
-	/* one CQ for both queues: the flushed receive must be among the flushed */
-	wr_id = slot(q, cons - 1)->wr_id;
-	for (k = 0; k < n; k++)
-		if (((const struct ibv_wc *)((const char *)flushed + (size_t)k * stride))->wr_id ==
-		    wr_id)
-			return 0;
-	shiftu_warn("qp %u: the receive its NIC took from its SRQ is not among the %d flushed",
-		    vq->reg.app_qp->qp_num, n);
-	return -EPROTO;
+	shiftu_info("qp %u on %s: srq %u: %d receives moved from its %s to its %s, %u taken by the NIC and flushed; %u QPs on the default SRQ, %u on the twin",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, r->id, moved, side_name[from],
+		    side_name[to], n, r->tab.members[SHIFTU_SIDE_DEFAULT],
+		    r->tab.members[SHIFTU_SIDE_TWIN]);
+out:
+	pthread_mutex_unlock(&srq_lock);
+	return ret;
 }
 
-void shiftu_srq_rewind(struct shiftu_vqp *vq, bool twin)
+void shiftu_srq_default_reset(struct shiftu_vqp *vq)
 {
-	struct rxe_queue_buf *q = side_ring(vq, twin);
-	uint32_t cons;
+	struct shiftu_srq *r = vq->srq;
+	struct rxe_queue_buf *q;
 
-	if (!q)
+	if (!r)
 		return;
-	cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
-	/* the kernel loads it with acquire before it takes a receive */
-	__atomic_store_n(&q->producer_index, cons, __ATOMIC_RELEASE);
-}
-
-void shiftu_srq_twin_reset(struct shiftu_vqp *vq)
-{
-	if (vq->srq && vq->srq->bak_ring)
-		shiftu_srq_rewind(vq, true);
+	pthread_mutex_lock(&srq_lock);
+	q = r->ring;
+	if (q && !r->tab.members[SHIFTU_SIDE_DEFAULT] &&
+	    !shiftu_srqtab_outstanding(&r->tab, SHIFTU_SIDE_DEFAULT))
+		__atomic_store_n(&q->producer_index,
+				 __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&srq_lock);
 }

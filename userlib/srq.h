@@ -1,17 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * srq.h: shared receive queues and their twins (srq.c).
+ * srq.h: shared receive queues, their tables and their twins (srq.c).
  *
- * A receive posted to an SRQ can be consumed by any QP attached to it, and
- * a posted receive cannot be recalled through the verbs.  So the receives
- * outstanding on an SRQ can only move to its twin once nothing can consume
- * them where they are: every QP on the SRQ stopped and drained.  This
- * version protects a QP on an SRQ when the SRQ has that one QP (and only
- * on Soft-RoCE, whose SRQ ring the library finds and empties): the SRQ
- * then moves with its QP, and its receives are the QP's receives, counted
- * and moved by the QP's failover as a receive queue's would be.  A QP on
- * an SRQ shared with other QPs is not protected (it runs as without the
- * library; the log says so once per QP).
+ * A receive posted to an SRQ is consumed by whichever QP on it takes a
+ * message first, and a posted receive cannot be recalled through the
+ * verbs.  So the library keeps every receive the application posts to an
+ * SRQ in the SRQ's table (srqtab.h), posts it on one side only (the SRQ,
+ * or its twin on the backup port) under an id of the library's, and gives
+ * the application its own id back with the completion.  The QPs on the
+ * SRQ move one by one, as QPs without one do; a side's SRQ is emptied only
+ * when no QP is left on that side to consume from it, and what it held
+ * moves to the other side (Soft-RoCE's ring, which the library reads and
+ * empties, lists it).  A QP's move reposts on its new side the receive its
+ * NIC had taken for a message cut in the middle (it completes flushed,
+ * under the library's id).
+ *
+ The peer's control message to a twin on an SRQ (handshake.h) comes to
+ * the QP's mailbox (box.c), not to a receive: a control receive of the
+ * library's in the twin SRQ could be taken by a message of another QP's
+ * peer, and an application's receive may not be there yet (the SRQ's
+ * receives stay where QPs still consume them).  A two-sided failback's
+ * message on the default QP still takes a control receive of the
+ * library's in the SRQ, which is safe only while no other QP consumes from
+ * it: QPs on an SRQ with one QP fail back; QPs on an SRQ shared by several
+ * stay on the backup port once there (the next step: mailboxes on the
+ * default QPs too).
+ *
+ * Needs Soft-RoCE's SRQ ring (another provider's SRQ cannot be emptied)
+ * and an SRQ made with ibv_create_srq; other SRQs pass through, their QPs
+ * unprotected, and the log says so once per QP.
  */
 #ifndef _SHIFTU_SRQ_H
 #define _SHIFTU_SRQ_H
@@ -22,6 +39,8 @@
 #include <infiniband/verbs.h>
 
 #include <rdma/rdma_user_rxe.h>
+
+#include "srqtab.h"
 
 struct shiftu_ctx;
 struct shiftu_vqp;
@@ -39,20 +58,18 @@ struct shiftu_srq {
 	struct shiftu_ctx *sctx;
 	uint32_t id;			/* its handle, for the log */
 	struct ibv_srq_attr attr;	/* as granted, the library's entry included */
-	/* Soft-RoCE's ring of @app (provq.c), NULL if not found */
+	/* the rest under srq_lock */
+	/* Soft-RoCE's ring of @app (provq.c), NULL if not found or resized */
 	struct rxe_queue_buf *ring;
-	/* the twin on the backup context (shadow thread; srq_lock) */
+	/* the twin on the backup context (made by the shadow thread) */
 	struct ibv_srq *bak;
 	struct rxe_queue_buf *bak_ring;
-	/*
-	 * The one QP on the SRQ, which its receives follow, or NULL (none,
-	 * or several: @shared).  Written under srq_lock, read relaxed by the
-	 * post path: a QP is attached before the application has it, so
-	 * before it can receive.
-	 */
-	struct shiftu_vqp *vq;
-	unsigned int n_qps;
-	bool shared;
+	/* its receives: every one posted goes through it once @tabled */
+	struct shiftu_srqtab tab;
+	bool tabled;
+	/* the QPs on it */
+	struct shiftu_vqp **qps;
+	unsigned int n_qps, cap_qps;
 };
 
 /* The record of @srq, or NULL.  Lock free; any thread. */
@@ -60,52 +77,52 @@ struct shiftu_srq *shiftu_srq_find(const struct ibv_srq *srq);
 
 /*
  * ibv_create_srq(): ask for one receive more than the application does
- * (the control receive a two-sided failback puts at the head, handshake.h)
+ * (the control receive a two-sided failback puts on the default side)
  * and tell it what it asked for.  *@grown says whether to take it back.
  */
 void shiftu_srq_caps_ask(struct ibv_srq_init_attr *attr, bool *grown);
 void shiftu_srq_caps_tell(struct ibv_srq_init_attr *attr, bool grown);
 
 /*
- * Record @srq, created on @s as @attr says (granted); @room: with the
- * library's entry (shiftu_srq_caps_ask()), without which its QPs are not
- * protected.  Context: the create verb.
+ * Record @srq, created on @s as @attr says (granted), with its table if it
+ * can have one; @room: with the library's entry (shiftu_srq_caps_ask()).
+ * Context: the create verb, before the application has the SRQ.
  */
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		       const struct ibv_srq_init_attr *attr, bool room);
 
 /*
- * @srq is about to be resized, which maps its ring anew: the library no
- * longer reads it, and its QP is left unprotected (shiftu_unprotect()).
+ * @srq is about to be resized, which maps its ring anew: the library can
+ * no longer empty it, and its QPs are left unprotected
+ * (shiftu_unprotect()); its receives still go through its table.
  * Context: ibv_modify_srq(), before the real one.
  */
 void shiftu_srq_resize(struct ibv_srq *srq);
 
-/* Forget @srq, and destroy its twin.  Context: the destroy verb, before the real one. */
+/* Forget @srq, and destroy its twin.  Context: the destroy verb, after the real one. */
 void shiftu_srq_detach(struct ibv_srq *srq);
 
 /*
- * QP @vq, created on SRQ @srq, joins it.  Returns NULL when @vq can be
- * protected (the SRQ's first QP, on a ring the library can empty), with
- * @vq->srq set; else why not.  A second QP makes the SRQ shared: its first
- * QP is then left unprotected too (shiftu_unprotect()).  Context: the
- * create verb, before the application has the QP.
+ * ibv_post_srq_recv() to a recorded SRQ: each receive entered in its
+ * table and posted on the side the table picks; one the table cannot take
+ * fails as the provider would (ENOMEM full, EINVAL too many entries).  An
+ * SRQ without a table: the provider's post.  Returns 0 or an errno, with
+ * *@bad_wr the first not posted.
+ */
+int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/*
+ * QP @vq, created on SRQ @srq, joins it on the default side.  Returns NULL
+ * when @vq can be protected, with @vq->srq set; else why not.  Context:
+ * the create verb, before the application has the QP.
  */
 const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq);
 
-/* @vq, attached, is not protected after all: its SRQ's posts pass through. */
-void shiftu_srq_qp_unlink(struct shiftu_vqp *vq);
-
-/*
- * The receives the application posted to @vq's SRQ before @vq joined it
- * are @vq's: counted, and copied into its ring for a QP that copies its
- * requests (one that reads the provider's rings finds them there).  Context: the
- * create verb, @vq's rings made, before the application has the QP.
- */
-void shiftu_srq_adopt(struct shiftu_vqp *vq);
-
-/* @vq's QP is destroyed: it leaves its SRQ.  Context: the destroy verb. */
+/* @vq's QP is destroyed, or not protected after all: it leaves its SRQ. */
 void shiftu_srq_qp_detach(struct shiftu_vqp *vq);
+
+/* @vq's SRQ has other QPs on it: it does not fail back (above). */
+bool shiftu_srq_shared(const struct shiftu_vqp *vq);
 
 /*
  * The twin of @vq's SRQ on the backup context, made on @bak_pd (the twin
@@ -116,8 +133,8 @@ struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd);
 
 /*
  * vq->post_recv of a QP on an SRQ: the provider's post to the QP's SRQ
- * (on the application's context).  Cold: the post path calls the
- * provider's post_srq_recv itself.
+ * (on the application's context), for the library's own control receive
+ * of a failback.  Cold.
  */
 int shiftu_srq_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr);
@@ -126,34 +143,34 @@ int shiftu_srq_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 			  struct ibv_recv_wr **bad_wr);
 
+/* Whether any SRQ has a table (relaxed): else shiftu_srq_out() has nothing to do. */
+extern uint32_t shiftu_srq_tables;
+
+/*
+ * Completions @wc[0..n) on their way to the application: each with a
+ * table's id gets the application's back, and its entry is free.  Until
+ * then a completion keeps the library's id: a move's drain takes a
+ * flushed one by it (shiftu_srq_move()).  Context: any; takes srq_lock.
+ */
+void shiftu_srq_out(struct ibv_wc *wc, int n);
+
 /*
  * A move stopped and drained @vq's QP on the side it leaves (the default
- * QP, or the twin with @twin), which is the only QP on that side's SRQ:
- * nothing consumes from the SRQ any more.  How many receives are
- * outstanding (*@n_r: posted, less those counted complete), and how many
- * of them the NIC had taken from the SRQ and flushed (*@f: 0, or 1, a
- * message cut in the middle), from the @n error completions the drain
- * collected in @flushed (@nr of them receives, when the QP's two CQs tell
- * them apart, else -1).  The SRQ's ring tells which: what it still holds
- * of the application's is outstanding and not taken.  Returns 0, or
- * -EPROTO when the counts do not add up.  Context: fo_lock and the CQs'
- * locks held.
+ * QP, or the twin with @from_twin) for @to_twin's: the @n receives whose
+ * flushed completions the drain took (@ids, the library's) are posted on
+ * the new side, and if no QP is left on the old side, what its SRQ still
+ * holds moves too, and it is emptied.  Returns 0, or -errno with a line
+ * saying why (the QP is then left unprotected).  Context: fo_lock and
+ * the CQs' locks held.
  */
-int shiftu_srq_outstanding(struct shiftu_vqp *vq, bool twin, const struct ibv_wc *flushed,
-			   unsigned int stride, int n, int nr, uint64_t *n_r, uint32_t *f);
+int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
+		    const uint64_t *ids, unsigned int n);
 
 /*
- * Empty the SRQ of the side @vq's move leaves: its producer index back to
- * the NIC's consumer index.  The receives it held are reposted on the other
- * side by the move; none can be consumed here any more.  Context: as
- * above, once the move cannot fail before it reposts them.
+ * @vq's default QP is reset for a two-sided failback (its SRQ has no other
+ * QP): the control receives of earlier attempts still in the SRQ go.
+ * Context: the shadow thread, the QP reset.
  */
-void shiftu_srq_rewind(struct shiftu_vqp *vq, bool twin);
-
-/*
- * Empty the twin's SRQ as @vq's twin is reset (shiftu_twin_renew()), as a
- * reset empties a receive queue.  Context: the twin in the reset state.
- */
-void shiftu_srq_twin_reset(struct shiftu_vqp *vq);
+void shiftu_srq_default_reset(struct shiftu_vqp *vq);
 
 #endif /* _SHIFTU_SRQ_H */

@@ -14,13 +14,15 @@ static struct shiftu_srqent *ent(const struct shiftu_srqtab *t, uint32_t i)
 	return (struct shiftu_srqent *)(t->ents + (size_t)i * t->stride);
 }
 
-int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t size, uint32_t max_sge)
+int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t no, uint32_t size, uint32_t max_sge)
 {
 	uint32_t i;
 
 	memset(t, 0, sizeof(*t));
-	if (!size || size > SHIFTU_SRQTAB_MAX || max_sge > UINT16_MAX)
+	if (!size || size > SHIFTU_SRQTAB_MAX || max_sge > UINT16_MAX ||
+	    no >= SHIFTU_SRQ_TABLES)
 		return -EINVAL;
+	t->no = no;
 	t->stride = sizeof(struct shiftu_srqent) + (size_t)max_sge * sizeof(struct ibv_sge);
 	t->ents = calloc(size, t->stride);
 	if (!t->ents)
@@ -65,7 +67,8 @@ static struct shiftu_srqent *posted(const struct shiftu_srqtab *t, uint64_t id)
 	struct shiftu_srqent *e;
 	uint32_t i = shiftu_srq_id_index(id);
 
-	if (shiftu_wrid_kind(id) != SHIFTU_WRID_SRQ || i >= t->size)
+	if (shiftu_wrid_kind(id) != SHIFTU_WRID_SRQ || shiftu_srq_id_table(id) != t->no ||
+	    i >= t->size)
 		return NULL;
 	e = ent(t, i);
 	return e->posted ? e : NULL;
@@ -92,7 +95,7 @@ int shiftu_srqtab_put(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
 	e->side = side;
 	e->posted = 1;
 	t->in[side]++;
-	*id = SHIFTU_SRQ_ID(i);
+	*id = SHIFTU_SRQ_ID(t->no, i);
 	return 0;
 }
 

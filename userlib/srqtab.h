@@ -65,6 +65,7 @@ struct shiftu_srqent {
 };
 
 struct shiftu_srqtab {
+	uint32_t no;			/* its number in the ids (wrid.h) */
 	uint32_t size;			/* entries */
 	uint32_t max_sge;
 	uint32_t free;			/* first free entry, or SHIFTU_SRQTAB_MAX */
@@ -77,11 +78,12 @@ struct shiftu_srqtab {
 };
 
 /*
- * A table for an SRQ of @size receives of at most @max_sge entries each.
- * Returns 0, -EINVAL when @size is 0 or over SHIFTU_SRQTAB_MAX, or
+ * Table @no (under SHIFTU_SRQ_TABLES, named in its ids) for an SRQ of
+ * @size receives of at most @max_sge entries each.  Returns 0, -EINVAL
+ * when @size is 0 or over SHIFTU_SRQTAB_MAX or @no out of range, or
  * -ENOMEM.
  */
-int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t size, uint32_t max_sge);
+int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t no, uint32_t size, uint32_t max_sge);
 void shiftu_srqtab_fini(struct shiftu_srqtab *t);
 
 /* Receives posted on @side and not yet completed or moved off it. */
@@ -103,7 +105,7 @@ enum shiftu_side shiftu_srqtab_route(const struct shiftu_srqtab *t);
 int shiftu_srqtab_put(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
 		      enum shiftu_side side, uint64_t *id);
 
-/* The entry @id names, posted; NULL if it names none. */
+/* The entry @id names, posted; NULL if it names none of this table's. */
 const struct shiftu_srqent *shiftu_srqtab_find(const struct shiftu_srqtab *t, uint64_t id);
 
 /*

@@ -39,10 +39,14 @@
 #define SHIFTU_BELL_ID		0x5348494654424c4cULL
 /*
  * An application's receive posted on an SRQ whose QPs the library moves
- * one by one: "SHIFTQ" and its entry in the SRQ's table (srqtab.h), whose
- * completion hands the application its own id back.
+ * one by one: "SHIFT", the SRQ's table (one of SHIFTU_SRQ_TABLES: the top
+ * three bits of the sixth byte set, which no id above has) and its entry
+ * in the table (srqtab.h); its completion hands the application its own
+ * id back.
  */
-#define SHIFTU_SRQ_ID(i)	(0x5348494654510000ULL | (uint16_t)(i))
+#define SHIFTU_SRQ_TABLES	32U
+#define SHIFTU_SRQ_ID_BASE	0x5348494654e00000ULL
+#define SHIFTU_SRQ_ID(t, i)	(SHIFTU_SRQ_ID_BASE | (uint64_t)((t) & 31) << 16 | (uint16_t)(i))
 
 /* What a work request's id says it is. */
 enum shiftu_wrid {
@@ -75,7 +79,7 @@ static inline enum shiftu_wrid shiftu_wrid_kind(uint64_t id)
 	}
 	if ((id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0))
 		return SHIFTU_WRID_CTRL_DEF;
-	if ((id & ~0xffffULL) == SHIFTU_SRQ_ID(0))
+	if ((id & ~0x1fffffULL) == SHIFTU_SRQ_ID_BASE)
 		return SHIFTU_WRID_SRQ;
 	return SHIFTU_WRID_APP;
 }
@@ -92,7 +96,12 @@ static inline bool shiftu_wc_ours(const struct ibv_wc *wc)
 	return k != SHIFTU_WRID_APP && k != SHIFTU_WRID_SRQ;
 }
 
-/* The table entry an SRQ id names (SHIFTU_WRID_SRQ). */
+/* The table and the entry an SRQ id names (SHIFTU_WRID_SRQ). */
+static inline uint32_t shiftu_srq_id_table(uint64_t id)
+{
+	return (uint32_t)(id >> 16) & 31;
+}
+
 static inline uint32_t shiftu_srq_id_index(uint64_t id)
 {
 	return (uint16_t)id;

@@ -137,6 +137,7 @@ HELD(nl_lock);
 HELD(vqp_lock);
 HELD(ctx_lock);
 HELD(cqx_lock);
+HELD(box_lock);
 HELD(srq_lock);
 HELD(reg_lock);
 HELD(health_lock);

@@ -38,7 +38,7 @@ TEST(ids_name_their_entries)
 	uint64_t id[4], app;
 	int i;
 
-	ASSERT_EQ(0, shiftu_srqtab_init(&t, 4, 2));
+	ASSERT_EQ(0, shiftu_srqtab_init(&t, 3, 4, 2));
 	for (i = 0; i < 4; i++) {
 		ASSERT_EQ(0, put1(&t, 100 + i, SHIFTU_SIDE_DEFAULT, &id[i]));
 		EXPECT_EQ(SHIFTU_WRID_SRQ, shiftu_wrid_kind(id[i]));
@@ -62,7 +62,10 @@ TEST(ids_name_their_entries)
 	/* not a table's id at all: the application's, another kind, out of range */
 	EXPECT_EQ(-ENOENT, shiftu_srqtab_take(&t, 2, &app));
 	EXPECT_EQ(-ENOENT, shiftu_srqtab_take(&t, SHIFTU_CTRL_RECV_ID, &app));
-	EXPECT_EQ(-ENOENT, shiftu_srqtab_take(&t, SHIFTU_SRQ_ID(9), &app));
+	EXPECT_EQ(-ENOENT, shiftu_srqtab_take(&t, SHIFTU_SRQ_ID(3, 9), &app));
+	/* another table's */
+	EXPECT_EQ(-ENOENT, shiftu_srqtab_take(&t, SHIFTU_SRQ_ID(4, 0), &app));
+	EXPECT_EQ(3, shiftu_srq_id_table(id[0]));
 	/* the freed entry is the next one */
 	ASSERT_EQ(0, put1(&t, 300, SHIFTU_SIDE_TWIN, &app));
 	EXPECT_EQ(id[2], app);
@@ -82,9 +85,10 @@ TEST(bad_tables_and_requests)
 	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = sg, .num_sge = 3 };
 	uint64_t id;
 
-	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, 0, 1));
-	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, SHIFTU_SRQTAB_MAX + 1, 1));
-	ASSERT_EQ(0, shiftu_srqtab_init(&t, SHIFTU_SRQTAB_MAX, 1));
+	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, 0, 0, 1));
+	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, 0, SHIFTU_SRQTAB_MAX + 1, 1));
+	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, SHIFTU_SRQ_TABLES, 8, 1));
+	ASSERT_EQ(0, shiftu_srqtab_init(&t, SHIFTU_SRQ_TABLES - 1, SHIFTU_SRQTAB_MAX, 1));
 	/* more entries than the SRQ takes */
 	EXPECT_EQ(-EINVAL, shiftu_srqtab_put(&t, &wr, SHIFTU_SIDE_DEFAULT, &id));
 	wr.num_sge = -1;
@@ -102,7 +106,7 @@ TEST(routing)
 	uint64_t id;
 	int i, twin = 0;
 
-	ASSERT_EQ(0, shiftu_srqtab_init(&t, 1024, 1));
+	ASSERT_EQ(0, shiftu_srqtab_init(&t, 0, 1024, 1));
 	/* no QP yet: the default side, where QPs are created */
 	EXPECT_EQ(SHIFTU_SIDE_DEFAULT, shiftu_srqtab_route(&t));
 	for (i = 0; i < 16; i++)
@@ -304,7 +308,7 @@ TEST(model)
 	m->seen = calloc(STEPS + 1, 1);
 	ASSERT_NE(NULL, m->seen);
 	srand(20261128);
-	ASSERT_EQ(0, shiftu_srqtab_init(&m->t, SIZE, 1));
+	ASSERT_EQ(0, shiftu_srqtab_init(&m->t, 31, SIZE, 1));
 	m->next_app = 1;
 	for (q = 0; q < QPS; q++)
 		shiftu_srqtab_join(&m->t, SHIFTU_SIDE_DEFAULT);
