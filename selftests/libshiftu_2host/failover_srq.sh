@@ -33,15 +33,15 @@
 # traffic during the outage and rail 0 after, and the server counts no
 # message lost, duplicated, reordered or corrupt.
 #
-# Last, ibv_srq_pingpong -q 4: four QPs on one SRQ, one CQ, through the
-# same pull, without the library (the control) and with it.  With it each
-# QP of each side fails over on its own; the SRQ's receives stay where QPs
-# still consume them and move to the twin SRQ when the last QP has left
-# (a peer's control message takes one of the application's receives
-# there, which the library posts again); the runs exit 0 with every
-# buffer checked.  QPs that share an SRQ do not fail back yet (the client
-# says so once a pass sees its port back, which may come after the run).  The library before this gave such QPs
-# no twin (it said they were unprotected), and this part fails on it.
+# Last, ibv_srq_pingpong as it comes (16 QPs on one SRQ, one CQ) through
+# the same pull, without the library (the control) and with it.  With it
+# each QP of each side fails over on its own; the SRQ's receives stay
+# where QPs still consume them and move to the twin SRQ when the last QP
+# has left, and the peers' control messages come to the twins' mailboxes;
+# the runs exit 0 with every buffer checked.  QPs that share an SRQ do not
+# fail back yet (the client says so once a pass sees its port back, which
+# may come after the run).  The library before this gave such QPs no twin
+# (it said they were unprotected), and this part fails on it.
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -104,18 +104,18 @@ lu_check_log "$t" srv "failovers=1" "failbacks=1"
 log "$t: server: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.srv.shiftu" | tr '\n' ';')"
 log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
 
-# shared: four QPs on one SRQ through the pull, each side's moving one
+# shared: sixteen QPs on one SRQ through the pull, each side's moving one
 # by one
-lu_keep pace4 srq
-lu_pp_pair pace4 0 ibv_srq_pingpong -q 4 -c -n 300
-lu_exited_ok pace4
-lu_pp_iters pace4 11
-log "pace4: $(lu_pp_line pace4): $ITERS iterations for the pulled runs"
+lu_keep pace16 srq
+lu_pp_pair pace16 0 ibv_srq_pingpong -c -n 300
+lu_exited_ok pace16
+lu_pp_iters pace16 11
+log "pace16: $(lu_pp_line pace16): $ITERS iterations for the pulled runs"
 for pre in 0 1; do
 	t=shared.$pre
 	lu_keep "$t" srq
 	LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
-		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -q 4 -c -n "$ITERS"
+		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -c -n "$ITERS"
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	log "$t: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(lu_pp_line "$t")"
 	lu_exited_ok "$t"
@@ -123,7 +123,7 @@ for pre in 0 1; do
 	[ "$pre" = 1 ] || continue
 	for side in cli srv; do
 		n=$(grep -c 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.$side.shiftu" || true)
-		[ "$n" = 4 ] || lu_fail "$t" "$side: $n of its 4 QPs failed over"
+		[ "$n" = 16 ] || lu_fail "$t" "$side: $n of its 16 QPs failed over"
 		grep -q "$SRQ_OVER" "$FT_TMP/$t.$side.shiftu" ||
 			lu_fail "$t" "$side: the SRQ's receives did not move to its twin"
 		log "$t: $side: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.$side.shiftu" | tr '\n' ';')"
@@ -131,6 +131,6 @@ for pre in 0 1; do
 	# the run may end before a pass sees the port back
 	log "$t: client QPs that said they stay on rxe1: $(grep -c 'it shares its SRQ with other QPs: it stays on rxe1' "$FT_TMP/$t.cli.shiftu" || true)"
 	[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-	lu_check_log "$t" cli "qps=4" "failovers=4"
-	lu_check_log "$t" srv "qps=4" "failovers=4"
+	lu_check_log "$t" cli "qps=16" "failovers=16"
+	lu_check_log "$t" srv "qps=16" "failovers=16"
 done
