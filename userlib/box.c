@@ -1,24 +1,26 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * box.c: the mailboxes of twins whose receives come from an SRQ
+ * box.c: the mailboxes of QPs whose receives come from an SRQ
  * (handshake.h).
  *
- * A control receive of the library's cannot wait at the head of a twin
- * SRQ: the application's receives for the other QPs on the SRQ go there
- * too, and one of their peers' messages would land in the library's empty
- * receive (Soft-RoCE fails it: "remote operation error" at the sender).
- * Nor can the peer's message take one of the application's receives: a
- * twin SRQ holds none while every QP on the SRQ is on its default QP, and
- * the message would wait there (RNR) for the move it is meant to start.
- * An RDMA WRITE needs no receive: the peer writes its message into the
- * QP's mailbox, and the watcher thread looks at every mailbox every
- * SHIFTU_BOX_MS.
+ * A control receive of the library's cannot wait in an SRQ: the
+ * application's receives for the other QPs on the SRQ go there too, and
+ * one of their peers' messages would land in the library's empty receive
+ * (Soft-RoCE fails it: "remote operation error" at the sender).  Nor can
+ * the peer's message take one of the application's receives: the side it
+ * comes to may hold none yet (a twin SRQ, while every QP on the SRQ is on
+ * its default QP), and the message would wait there (RNR) for the move
+ * it is meant to start.  An RDMA WRITE needs no receive: the peer writes
+ * its message into the QP's mailbox on that side, and the watcher thread
+ * looks at every mailbox every SHIFTU_BOX_MS.
  *
- * A mailbox has SHIFTU_BOX_SLOTS slots; message k goes to slot k modulo
- * their number, so that two messages written between two looks are both
- * read, in order.  A peer writes a mailbox only through the twin it
- * belongs to, which a renewal resets: no message of an old connection
- * lands after a new one's.
+ * Message k goes to slot k modulo SHIFTU_BOX_SLOTS, so that messages
+ * written between two looks are all read, in order.  A peer writes a
+ * mailbox only through the QP of that side, which a reconnection resets:
+ * no message of an old connection lands after the reset, and those of
+ * before are marked seen then (shiftu_box_reset()).  A message leaves
+ * from the sender's own mailbox's out slots (registered memory: the
+ * application's QP may take no inline data).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,60 +34,77 @@
 #include "interpose.h"
 #include "log.h"
 
-#define SHIFTU_BOX_SLOTS	4
-
-/* The QPs with a mailbox: a leaf lock (interpose.h); fork.h. */
+/* The QPs with mailboxes: a leaf lock (interpose.h); fork.h. */
 pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_vqp **boxes;
 static unsigned int n_boxes, cap_boxes;
 
-int shiftu_box_open(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
-{
-	struct shiftu_box *b;
-	struct ibv_mr *mr;
-	int ret;
+static const char *const box_side[] = { "default QP", "twin" };
 
-	if (vq->box)
+/* @vq joins the watcher's list.  box_lock. */
+static int list_add(struct shiftu_vqp *vq)
+{
+	if (vq->mboxed)
 		return 0;
-	ret = posix_memalign((void **)&b, 64, SHIFTU_BOX_SLOTS * sizeof(*b));
-	if (ret)
-		return -ret;
-	memset(b, 0, SHIFTU_BOX_SLOTS * sizeof(*b));
-	mr = shiftu_real.reg_mr(bak_pd, b, SHIFTU_BOX_SLOTS * sizeof(*b),
-				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!mr) {
-		ret = -errno;
-		free(b);
-		return ret ? ret : -EIO;
-	}
-	pthread_mutex_lock(&box_lock);
 	if (n_boxes == cap_boxes) {
 		unsigned int cap = cap_boxes ? 2 * cap_boxes : 16;
 		struct shiftu_vqp **v = realloc(boxes, cap * sizeof(*v));
 
-		if (!v) {
-			pthread_mutex_unlock(&box_lock);
-			shiftu_real.dereg_mr(mr);
-			free(b);
+		if (!v)
 			return -ENOMEM;
-		}
 		boxes = v;
 		cap_boxes = cap;
 	}
-	vq->box = b;
-	vq->box_mr = mr;
-	vq->box_seen = 0;
-	vq->box_sent = 0;
 	boxes[n_boxes++] = vq;
-	pthread_mutex_unlock(&box_lock);
+	vq->mboxed = 1;
 	return 0;
+}
+
+int shiftu_box_open(struct shiftu_vqp *vq, enum shiftu_box_side side, struct ibv_pd *pd)
+{
+	struct shiftu_mailbox *m = &vq->mbox[side];
+	size_t len = 2 * SHIFTU_BOX_SLOTS * sizeof(struct shiftu_box);
+	struct shiftu_box *b;
+	struct ibv_mr *mr;
+	int ret;
+
+	if (m->mr)
+		return 0;
+	ret = posix_memalign((void **)&b, 64, len);
+	if (ret)
+		return -ret;
+	memset(b, 0, len);
+	/* libibverbs' ibv_reg_mr calls ibv_reg_mr_iova2 by its exported
+	 * name, which is the library's own (interpose.c): the real one */
+	mr = shiftu_real.reg_mr_iova2(pd, b, len, (uintptr_t)b,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr) {
+		ret = errno ? -errno : -EIO;
+		free(b);
+		return ret;
+	}
+	pthread_mutex_lock(&box_lock);
+	ret = list_add(vq);
+	if (!ret) {
+		m->slots = b;
+		m->mr = mr;
+		m->seen = 0;
+		m->sent = 0;
+	}
+	pthread_mutex_unlock(&box_lock);
+	if (ret) {
+		shiftu_real.dereg_mr(mr);
+		free(b);
+	}
+	return ret;
 }
 
 void shiftu_box_close(struct shiftu_vqp *vq)
 {
+	struct shiftu_mailbox *m;
 	unsigned int i;
 
-	if (!vq->box)
+	if (!vq->mboxed)
 		return;
 	pthread_mutex_lock(&box_lock);
 	for (i = 0; i < n_boxes; i++)
@@ -93,19 +112,24 @@ void shiftu_box_close(struct shiftu_vqp *vq)
 			boxes[i] = boxes[--n_boxes];
 			break;
 		}
+	vq->mboxed = 0;
 	pthread_mutex_unlock(&box_lock);
-	/* the sweep reads a mailbox only under box_lock */
-	if (shiftu_real.dereg_mr(vq->box_mr))
-		shiftu_warn("qp %u: cannot deregister its mailbox", vq->reg.app_qp->qp_num);
-	free(vq->box);
-	vq->box = NULL;
-	vq->box_mr = NULL;
+	/* the sweep reads a mailbox only under box_lock, of a listed QP */
+	for (m = vq->mbox; m < vq->mbox + SHIFTU_BOX_SIDES; m++) {
+		if (!m->mr)
+			continue;
+		if (shiftu_real.dereg_mr(m->mr))
+			shiftu_warn("qp %u: cannot deregister its mailbox",
+				    vq->reg.app_qp->qp_num);
+		free(m->slots);
+		memset(m, 0, sizeof(*m));
+	}
 }
 
-/* Message @seq of @vq's mailbox, if it has come whole: true, its word in *@w. */
-static bool box_read(const struct shiftu_vqp *vq, uint32_t seq, uint64_t *w)
+/* Message @seq of mailbox @m, if it has come whole: true, its word in *@w. */
+static bool box_read(const struct shiftu_mailbox *m, uint32_t seq, uint64_t *w)
 {
-	const struct shiftu_box *b = &vq->box[seq % SHIFTU_BOX_SLOTS];
+	const struct shiftu_box *b = &m->slots[seq % SHIFTU_BOX_SLOTS];
 	uint64_t word = __atomic_load_n(&b->word, __ATOMIC_ACQUIRE);
 	uint64_t check = __atomic_load_n(&b->check, __ATOMIC_ACQUIRE);
 
@@ -115,10 +139,28 @@ static bool box_read(const struct shiftu_vqp *vq, uint32_t seq, uint64_t *w)
 	return true;
 }
 
+void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side)
+{
+	struct shiftu_mailbox *m = &vq->mbox[side];
+	unsigned int i;
+
+	pthread_mutex_lock(&box_lock);
+	for (i = 0; m->mr && i < SHIFTU_BOX_SLOTS; i++) {
+		uint64_t word = __atomic_load_n(&m->slots[i].word, __ATOMIC_ACQUIRE);
+		uint64_t check = __atomic_load_n(&m->slots[i].check, __ATOMIC_ACQUIRE);
+
+		/* the newest whole message of before the reset, in serial order */
+		if ((word ^ SHIFTU_BOX_KEY) == check &&
+		    (int32_t)((uint32_t)(word >> 32) - m->seen) > 0)
+			m->seen = (uint32_t)(word >> 32);
+	}
+	pthread_mutex_unlock(&box_lock);
+}
+
 bool shiftu_box_sweep(void)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	unsigned int i, n = 0;
+	unsigned int i, s, n = 0;
 	bool any;
 	uint64_t w;
 
@@ -127,13 +169,20 @@ bool shiftu_box_sweep(void)
 	for (i = 0; i < n_boxes && n < SHIFTU_HS_BATCH; i++) {
 		struct shiftu_vqp *vq = boxes[i];
 
-		while (n < SHIFTU_HS_BATCH && box_read(vq, vq->box_seen + 1, &w)) {
-			vq->box_seen++;
-			__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
-			msgs[n++] = (struct shiftu_hs_msg){
-				.vq = vq, .imm = (uint32_t)w,
-				.gen = __atomic_load_n(&vq->reconnects, __ATOMIC_RELAXED),
-			};
+		for (s = 0; s < SHIFTU_BOX_SIDES; s++) {
+			struct shiftu_mailbox *m = &vq->mbox[s];
+
+			while (m->mr && n < SHIFTU_HS_BATCH && box_read(m, m->seen + 1, &w)) {
+				m->seen++;
+				__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
+				msgs[n++] = (struct shiftu_hs_msg){
+					.vq = vq, .imm = (uint32_t)w,
+					.on_default = s == SHIFTU_BOX_DEFAULT,
+					.gen = s == SHIFTU_BOX_DEFAULT ?
+						       __atomic_load_n(&vq->ctrl_gen, __ATOMIC_RELAXED) :
+						       __atomic_load_n(&vq->reconnects, __ATOMIC_RELAXED),
+				};
+			}
 		}
 	}
 	pthread_mutex_unlock(&box_lock);
@@ -145,31 +194,41 @@ bool shiftu_box_sweep(void)
 	return any;
 }
 
-int shiftu_box_send(struct shiftu_vqp *vq, uint32_t imm)
+int shiftu_box_send(struct shiftu_vqp *vq, enum shiftu_box_side side, uint32_t imm)
 {
-	uint32_t seq = vq->box_sent + 1;
-	struct shiftu_box m = {
-		.word = (uint64_t)seq << 32 | imm,
-	};
-	struct ibv_sge sge = { .addr = (uintptr_t)&m, .length = sizeof(m) };
+	struct shiftu_mailbox *m = &vq->mbox[side];
+	uint32_t seq = m->sent + 1;
+	struct shiftu_box *out;
+	struct ibv_sge sge;
 	struct ibv_send_wr w = {
 		.wr_id = SHIFTU_CTRL_SEND_ID,
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_INLINE,
 		.wr.rdma = {
-			.remote_addr = vq->peer.box_addr +
+			.remote_addr = vq->peer.box_addr[side] +
 				       (seq % SHIFTU_BOX_SLOTS) * sizeof(struct shiftu_box),
-			.rkey = vq->peer.box_rkey,
+			.rkey = vq->peer.box_rkey[side],
 		},
 	}, *bad;
-	struct ibv_qp *t = vq->bak_qp;
+	struct ibv_qp *qp = side == SHIFTU_BOX_TWIN ? vq->bak_qp : vq->reg.app_qp;
 	int ret;
 
-	m.check = m.word ^ SHIFTU_BOX_KEY;
-	ret = t->context->ops.post_send(t, &w, &bad);
+	if (!m->mr)
+		return EINVAL;
+	/* an out slot is written again only SHIFTU_BOX_SLOTS messages later */
+	out = &m->slots[SHIFTU_BOX_SLOTS + seq % SHIFTU_BOX_SLOTS];
+	out->word = (uint64_t)seq << 32 | imm;
+	out->check = out->word ^ SHIFTU_BOX_KEY;
+	sge = (struct ibv_sge){ .addr = (uintptr_t)out, .length = sizeof(*out),
+				.lkey = m->mr->lkey };
+	/* the provider's own: the application's context's ops are ours */
+	ret = side == SHIFTU_BOX_TWIN ? qp->context->ops.post_send(qp, &w, &bad) :
+					vq->post_send(qp, &w, &bad);
 	if (!ret)
-		vq->box_sent = seq;
+		m->sent = seq;
+	else
+		shiftu_dbg("qp %u: cannot write the peer's mailbox on its %s: %s",
+			   vq->reg.app_qp->qp_num, box_side[side], strerror(ret));
 	return ret;
 }

@@ -1773,11 +1773,21 @@ void shiftu_try_drain(struct shiftu_vqp *vq)
  * single response is accepted in any state and clears it.  Returns false
  * when the ring holds neither: the peer may grant no remote access at all
  * (ibv_rc_pingpong), and Soft-RoCE refuses even an empty WRITE then (it
- * checks the QP's access flags before the length).
+ * checks the QP's access flags before the length).  A peer on an SRQ has
+ * a mailbox, which its reset QP grants remote writes to (box.c): the probe
+ * is aimed there.
  */
 static bool probe_aim(struct shiftu_vqp *vq, struct ibv_send_wr *p)
 {
 	uint64_t i0;
+
+	/* a peer on an SRQ grants remote writes to its mailbox (box.c) */
+	if (vq->peer.box_rkey[SHIFTU_BOX_DEFAULT]) {
+		p->opcode = IBV_WR_RDMA_WRITE;
+		p->wr.rdma.remote_addr = vq->peer.box_addr[SHIFTU_BOX_DEFAULT];
+		p->wr.rdma.rkey = vq->peer.box_rkey[SHIFTU_BOX_DEFAULT];
+		return true;
+	}
 
 	for (i0 = vq->sq.head; i0 > vq->sq.head - vq->sq.mask - 1 && i0 > 0; i0--) {
 		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i0 - 1);

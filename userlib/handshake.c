@@ -46,9 +46,14 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 {
 	struct ibv_recv_wr w = { .wr_id = SHIFTU_CTRL_RECV_ID }, *bad;
 
-	/* a twin SRQ's peer writes its message into the QP's mailbox */
-	if (twin && vq->app_srq)
+	/* the peer of a QP on an SRQ writes its message into the mailbox */
+	if (vq->app_srq && vq->mbox[twin].mr) {
+		if (!twin) {
+			++vq->ctrl_gen;
+			shiftu_box_reset(vq, SHIFTU_BOX_DEFAULT);
+		}
 		return 0;
+	}
 	if (!twin) {
 		w.wr_id = SHIFTU_CTRL_DEF_ID(++vq->ctrl_gen);
 		shiftu_dbg("qp %u: a control receive on the default QP (generation %u)",
@@ -96,9 +101,9 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 	if (due)
 		shiftu_ctrl_sent(vq);
 	qp = vq->on_twin ? vq->bak_qp : vq->reg.app_qp;
-	if (vq->on_twin && vq->peer.box_rkey)
-		/* the peer's twin takes its receives from an SRQ: its mailbox */
-		ret = shiftu_box_send(vq, be32toh(w.imm_data));
+	if (vq->peer.box_rkey[vq->on_twin])
+		/* the peer's receives come from an SRQ: its mailbox */
+		ret = shiftu_box_send(vq, vq->on_twin, be32toh(w.imm_data));
 	else
 		ret = vq->on_twin ? qp->context->ops.post_send(qp, &w, &bad) :
 				    vq->post_send(qp, &w, &bad);

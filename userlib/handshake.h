@@ -54,14 +54,16 @@ struct shiftu_hs_msg {
 };
 
 /*
- * A twin whose receives come from an SRQ cannot keep a control receive of
- * the library's at its head (srq.h): the peer writes its message into
- * the QP's mailbox instead, 16 bytes of the library's memory registered on
- * the twin's protection domain for remote writes and published with the
- * twin (box.c).  @word is the message's sequence number (high half) and
- * the immediate a SEND would carry (low half); @check is @word ^
- * SHIFTU_BOX_KEY, so that a look that meets a write half done waits for
- * the next one.  The watcher looks every SHIFTU_BOX_MS.
+ * A QP whose receives come from an SRQ cannot keep a control receive of
+ * the library's in the SRQ (srq.h): the peer writes its messages into the
+ * QP's mailboxes instead (box.c), one on each side, 16-byte slots of the
+ * library's memory registered for remote writes on the protection domain
+ * of that side's QP and published with the twin.  A slot's @word is the
+ * message's sequence number (high half) and the immediate a SEND would
+ * carry (low half); @check is @word ^ SHIFTU_BOX_KEY, so that a look that
+ * meets a write half done waits for the next one.  The watcher looks
+ * every SHIFTU_BOX_MS.  A QP whose peer has mailboxes has some too, for
+ * the messages it writes (they leave from registered memory).
  */
 struct shiftu_box {
 	uint64_t word;
@@ -70,14 +72,29 @@ struct shiftu_box {
 
 #define SHIFTU_BOX_KEY		0x5348494654424f58ULL	/* "SHIFTBOX" */
 #define SHIFTU_BOX_MS		5
+#define SHIFTU_BOX_SLOTS	4
+
+enum shiftu_box_side {
+	SHIFTU_BOX_DEFAULT,		/* on the application's QP */
+	SHIFTU_BOX_TWIN,
+	SHIFTU_BOX_SIDES,
+};
+
+/* A QP's mailbox on one side: SHIFTU_BOX_SLOTS slots in, as many out. */
+struct shiftu_mailbox {
+	struct shiftu_box *slots;
+	struct ibv_mr *mr;
+	uint32_t seen;			/* the last message handed over (box_lock) */
+	uint32_t sent;			/* the last one written to the peer's (fo_lock) */
+};
 
 /*
- * @vq's mailbox, registered on @bak_pd (the twin's protection domain).
- * Returns 0 or -errno.  Context: the shadow thread, as the twin is made.
+ * @vq's mailbox on @side, registered on @pd (that side's protection
+ * domain).  Returns 0 or -errno.  Context: the shadow thread.
  */
-int shiftu_box_open(struct shiftu_vqp *vq, struct ibv_pd *bak_pd);
+int shiftu_box_open(struct shiftu_vqp *vq, enum shiftu_box_side side, struct ibv_pd *pd);
 
-/* ...gone with its QP.  Context: the destroy verb, the twin destroyed. */
+/* ...both gone with its QP.  Context: the destroy verb, the twin destroyed. */
 void shiftu_box_close(struct shiftu_vqp *vq);
 
 /*
@@ -87,11 +104,20 @@ void shiftu_box_close(struct shiftu_vqp *vq);
  */
 bool shiftu_box_sweep(void);
 
-/* Send @vq's peer @imm in its mailbox, through @vq's twin.  Context: fo_lock. */
-int shiftu_box_send(struct shiftu_vqp *vq, uint32_t imm);
+/*
+ * Write @imm into the peer's mailbox on @side, through that side's QP.
+ * Returns 0 or an errno.  Context: fo_lock.
+ */
+int shiftu_box_send(struct shiftu_vqp *vq, enum shiftu_box_side side, uint32_t imm);
+
+/*
+ * The messages in @vq's mailbox on @side are old: its QP there was just
+ * reset, and only what comes after counts.  Context: the QP reset.
+ */
+void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side);
 
 /* Post a control receive on @vq's twin, or (!@twin) on its default QP being
- * reset for a two-sided failback.  Returns 0 or an errno.  A twin on an SRQ
+ * reset for a two-sided failback.  Returns 0 or an errno.  A QP on an SRQ
  * takes none: its peer's message comes to its mailbox. */
 int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin);
 

@@ -62,6 +62,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "handshake.h"
 #include "health.h"
 #include "qp.h"
 #include "quiesce.h"
@@ -257,9 +258,9 @@ struct shiftu_peer {
 	uint32_t qpn;
 	uint32_t psn;
 	uint64_t node_guid;
-	/* its twin's mailbox (handshake.h), if its receives come from an SRQ */
-	uint64_t box_addr;
-	uint32_t box_rkey;
+	/* its mailboxes (handshake.h), if its receives come from an SRQ */
+	uint64_t box_addr[2];
+	uint32_t box_rkey[2];
 };
 
 /*
@@ -398,15 +399,9 @@ struct shiftu_vqp {
 	struct ibv_srq *app_srq;
 	struct shiftu_srq *srq;
 	uint8_t srq_side;
-	uint8_t srq_told;		/* said it stays for its shared SRQ */
-	/*
-	 * Its twin's mailbox (handshake.h; box.c): the peer's messages, the
-	 * last sequence number handed over (the watcher's), and ours.
-	 */
-	struct shiftu_box *box;
-	struct ibv_mr *box_mr;
-	uint32_t box_seen;
-	uint32_t box_sent;
+	/* its mailboxes (handshake.h; box.c): default QP's, twin's */
+	struct shiftu_mailbox mbox[2];
+	uint8_t mboxed;			/* in the watcher's list */
 
 	/*
 	 * Cold.  @lock guards @steps (the application's modify_qp against the

@@ -853,14 +853,12 @@ static bool qp_create(struct shiftu_vqp *vq)
 	}
 	a.qp_context = NULL;
 	a.cap.max_recv_wr++;		/* the control receive (handshake.h) */
-	/* a message to a peer's mailbox goes inline (box.c) */
-	if (a.cap.max_inline_data < sizeof(struct shiftu_box))
-		a.cap.max_inline_data = sizeof(struct shiftu_box);
 	a.send_cq = vq->scq->bak;
 	a.recv_cq = vq->rcq->bak;
-	/* the peer's messages come to a twin on an SRQ in its mailbox */
-	if (a.srq && shiftu_box_open(vq, p->bak)) {
-		shiftu_unprotect(vq, "its twin's mailbox cannot be registered");
+	/* the peer's messages to a QP on an SRQ come to its mailboxes */
+	if (a.srq && (shiftu_box_open(vq, SHIFTU_BOX_DEFAULT, vq->reg.app_qp->pd) ||
+		      shiftu_box_open(vq, SHIFTU_BOX_TWIN, p->bak))) {
+		shiftu_unprotect(vq, "its mailboxes cannot be registered");
 		vq->published = 2;
 		return false;
 	}
@@ -938,6 +936,17 @@ static int req_ret(int i)
 	return i < 0 ? -EAGAIN : reqs[i].kv.ret;
 }
 
+/* Where the peer writes to @vq on @side, if @vq is on an SRQ (box.c); else 0. */
+static uint64_t box_addr(const struct shiftu_vqp *vq, enum shiftu_box_side side)
+{
+	return vq->app_srq && vq->mbox[side].mr ? (uint64_t)(uintptr_t)vq->mbox[side].slots : 0;
+}
+
+static uint32_t box_rkey(const struct shiftu_vqp *vq, enum shiftu_box_side side)
+{
+	return vq->app_srq && vq->mbox[side].mr ? vq->mbox[side].mr->rkey : 0;
+}
+
 /*
  * Publish the twin under our default GID and QPN, once the RTR step told
  * us the GID index: the request (*@pq).  Context: shadow thread,
@@ -968,10 +977,13 @@ static void qp_publish_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
 	/* our default rq_psn lets the peer tell this record from a stale one
 	 * left by an earlier process with the same GID and QPN */
-	/* last, the twin's mailbox if it has one (box.c), else 0 0 */
-	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s %u %u %016" PRIx64 " %u %" PRIx64 " %u",
+	/* last, its mailboxes if its receives come from an SRQ (box.c):
+	 * the default QP's, the twin's (0 0 for none) */
+	snprintf(reqs[i].val, sizeof(reqs[i].val),
+		 "%s %u %u %016" PRIx64 " %u %" PRIx64 " %u %" PRIx64 " %u",
 		 g2, vq->bak_qp->qp_num, vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn,
-		 vq->box ? (uint64_t)(uintptr_t)vq->box : 0, vq->box ? vq->box_mr->rkey : 0);
+		 box_addr(vq, SHIFTU_BOX_DEFAULT), box_rkey(vq, SHIFTU_BOX_DEFAULT),
+		 box_addr(vq, SHIFTU_BOX_TWIN), box_rkey(vq, SHIFTU_BOX_TWIN));
 	pq->pub = i;
 }
 
@@ -1005,9 +1017,9 @@ static void qp_peer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 /* Its answer: none yet (the next pass asks again), or the peer's twin. */
 static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	unsigned int qpn, psn, rq_psn, box_rkey = 0;
+	unsigned int qpn, psn, rq_psn, rk[2] = { 0, 0 };
+	uint64_t guid, ad[2] = { 0, 0 };
 	const char *key, *val;
-	uint64_t guid, box_addr = 0;
 	char gs[40];
 	int n;
 
@@ -1015,9 +1027,9 @@ static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		return;
 	key = reqs[pq->peer].key;
 	val = reqs[pq->peer].val;
-	n = sscanf(val, "%39s %u %u %" SCNx64 " %u %" SCNx64 " %u", gs, &qpn, &psn, &guid,
-		   &rq_psn, &box_addr, &box_rkey);
-	if ((n != 5 && n != 7) || gid_parse(gs, vq->peer.gid.raw)) {
+	n = sscanf(val, "%39s %u %u %" SCNx64 " %u %" SCNx64 " %u %" SCNx64 " %u", gs, &qpn,
+		   &psn, &guid, &rq_psn, &ad[0], &rk[0], &ad[1], &rk[1]);
+	if (n != 9 || gid_parse(gs, vq->peer.gid.raw)) {
 		shiftu_warn("qp %u: bad peer record %s = %s", vq->reg.app_qp->qp_num,
 			    key, val);
 		vq->published = 2;
@@ -1029,8 +1041,20 @@ static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	vq->peer.qpn = qpn;
 	vq->peer.psn = psn;
 	vq->peer.node_guid = guid;
-	vq->peer.box_addr = box_addr;
-	vq->peer.box_rkey = box_rkey;
+	/*
+	 * A peer on an SRQ hears us in its mailboxes: ours send from
+	 * registered memory.  Without them we cannot tell it anything.
+	 */
+	if ((rk[0] || rk[1]) &&
+	    (shiftu_box_open(vq, SHIFTU_BOX_DEFAULT, vq->reg.app_qp->pd) ||
+	     (vq->bak_qp && shiftu_box_open(vq, SHIFTU_BOX_TWIN, vq->bak_qp->pd)))) {
+		shiftu_warn("qp %u: cannot register the memory its messages to the peer's mailboxes leave from: unprotected",
+			    vq->reg.app_qp->qp_num);
+		vq->published = 2;
+		return;
+	}
+	memcpy(vq->peer.box_addr, ad, sizeof(ad));
+	memcpy(vq->peer.box_rkey, rk, sizeof(rk));
 	vq->peer_known = 1;
 }
 
@@ -1076,10 +1100,10 @@ static void twin_connect(struct shiftu_vqp *vq)
 	a = st->init;
 	a.port_num = vq->sctx->bak_port;
 	/* the peer writes its messages into a mailbox (box.c) */
-	if (vq->box)
+	if (vq->mbox[SHIFTU_BOX_TWIN].mr && vq->app_srq)
 		a.qp_access_flags |= IBV_ACCESS_REMOTE_WRITE;
 	ret = shiftu_real.modify_qp(vq->bak_qp, &a, st->init_mask | IBV_QP_PORT |
-				    (vq->box ? IBV_QP_ACCESS_FLAGS : 0));
+				    (vq->app_srq ? IBV_QP_ACCESS_FLAGS : 0));
 	if (ret)
 		goto fail;
 	/* at the head of the receive queue before the peer can reach it */
@@ -1277,7 +1301,11 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	if (vq->app_srq)
 		shiftu_srq_default_reset(vq);
 	a = st->init;
-	ret = shiftu_real.modify_qp(qp, &a, st->init_mask);
+	/* the peer writes its messages into our mailbox (box.c) */
+	if (box_rkey(vq, SHIFTU_BOX_DEFAULT))
+		a.qp_access_flags |= IBV_ACCESS_REMOTE_WRITE;
+	ret = shiftu_real.modify_qp(qp, &a, st->init_mask |
+				    (box_rkey(vq, SHIFTU_BOX_DEFAULT) ? IBV_QP_ACCESS_FLAGS : 0));
 	if (ret)
 		return ret;
 	/*
@@ -1465,14 +1493,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			return;
 		if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
-		/* a QP whose SRQ others share stays (srq.h) */
-		if (shiftu_srq_shared(vq)) {
-			if (!vq->srq_told++)
-				shiftu_info("qp %u on %s: its port is back, but it shares its SRQ with other QPs: it stays on %s",
-					    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-					    vq->sctx->bak_name);
-			return;
-		}
+
 		/* the request goes in the pass's last batch (late_batch()),
 		 * with every other QP's: a failed one backs this one off */
 		i = req_add(SHIFTU_KV_PUT, 0);
@@ -1661,8 +1682,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 *   probe would fail, backing it off past our repair; we ask
 	 *   ourselves once the port is back (unless we are passive).
 	 */
-	/* a QP whose SRQ others share does not go back (srq.h): as down */
-	down = port_down(vq) || shiftu_srq_shared(vq);
+	down = port_down(vq);
 	leads = mode && ((vq->fb_stage == 1 && fb_leader(vq)) || going);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
 	if (busy || down || qp_reconnect(vq, psn, ours, ctrl)) {

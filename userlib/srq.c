@@ -384,19 +384,6 @@ void shiftu_srq_qp_detach(struct shiftu_vqp *vq)
 	vq->srq = NULL;
 }
 
-bool shiftu_srq_shared(const struct shiftu_vqp *vq)
-{
-	struct shiftu_srq *r = vq->srq;
-	bool shared;
-
-	if (!r)
-		return false;
-	pthread_mutex_lock(&srq_lock);
-	shared = r->n_qps > 1;
-	pthread_mutex_unlock(&srq_lock);
-	return shared;
-}
-
 struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
 {
 	struct shiftu_srq *r = vq->srq;

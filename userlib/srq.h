@@ -121,9 +121,6 @@ const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq);
 /* @vq's QP is destroyed, or not protected after all: it leaves its SRQ. */
 void shiftu_srq_qp_detach(struct shiftu_vqp *vq);
 
-/* @vq's SRQ has other QPs on it: it does not fail back (above). */
-bool shiftu_srq_shared(const struct shiftu_vqp *vq);
-
 /*
  * The twin of @vq's SRQ on the backup context, made on @bak_pd (the twin
  * of the SRQ's protection domain) the first time.  NULL, with a line

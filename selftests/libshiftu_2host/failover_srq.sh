@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Proves: QPs on an SRQ, one or several, ride a pull of rail 0 under libshiftu: the SRQ's outstanding receives move to the twin SRQ, none lost or consumed twice.
+# Proves: QPs on an SRQ, one or several, ride a pull of rail 0 under libshiftu and fail back: the SRQ's outstanding receives move to the twin SRQ and back, none lost or consumed twice.
 #
 #     host 1 (client)                                   host 2 (server, started first)
 #     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 8 s ══ eth0 10.0.0.2 ─ rxe0
@@ -18,30 +18,31 @@
 # out on Soft-RoCE, it stalls and goes on.  With the library on both ends
 # the client's QP fails over to rxe1 (no QP is left on the SRQ: its
 # outstanding receives, read from Soft-RoCE's ring, go to the twin SRQ,
-# and the SRQ is emptied), the server's follows on hearing it, and host
-# 1's packets go over rail 1 during the outage.  (The QP does not fail back: it grants no remote
-# access, and a failback's probe is an empty WRITE.)  The library before
-# SRQs gave such a QP no twin: it stalled through the outage like the
-# control, and this test fails on it.
+# and the SRQ is emptied), the server's follows on hearing it in its
+# mailbox, and host 1's packets go over rail 1 during the outage.  After
+# the repair both fail back: the QP grants no remote access, but the
+# failback's probe and messages go to the peer's mailbox, which its reset
+# QP grants remote writes to.  The library before SRQs gave such a QP no
+# twin: it stalled through the outage like the control, and this test
+# fails on it.
 #
 # Then shiftgen -m send --srq (its receives posted with ibv_post_srq_recv
 # to an SRQ of the QP's own, every message's sequence number and checksum
 # checked by the server) through the same pull, with the library: both
-# sides fail over and back (the server's SRQ moves to its twin and back:
-# the twin SRQ emptied before the twin is renewed, the receives posted to
-# the SRQ behind the failback's control receive), rail 1 carries the
-# traffic during the outage and rail 0 after, and the server counts no
-# message lost, duplicated, reordered or corrupt.
+# sides fail over and back (the server's SRQ's receives move to the twin
+# SRQ and back), rail 1 carries the traffic during the outage and rail 0
+# after, and the server counts no message lost, duplicated, reordered or
+# corrupt.
 #
 # Last, ibv_srq_pingpong as it comes (16 QPs on one SRQ, one CQ) through
 # the same pull, without the library (the control) and with it.  With it
 # each QP of each side fails over on its own; the SRQ's receives stay
 # where QPs still consume them and move to the twin SRQ when the last QP
-# has left, and the peers' control messages come to the twins' mailboxes;
-# the runs exit 0 with every buffer checked.  QPs that share an SRQ do not
-# fail back yet (the client says so once a pass sees its port back, which
-# may come after the run).  The library before this gave such QPs no twin
-# (it said they were unprotected), and this part fails on it.
+# has left, and the peers' control messages come to the QPs' mailboxes;
+# after the repair they fail back one by one, the receives following the
+# last; the runs exit 0 with every buffer checked.  The library before
+# this gave such QPs no twin (it said they were unprotected), and this
+# part fails on it.
 set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -54,18 +55,18 @@ SRQ_OVER='srq [0-9]*: [1-9][0-9]* receives moved from its default SRQ to its twi
 SRQ_BACK='srq [0-9]*: [1-9][0-9]* receives moved from its twin SRQ to its default SRQ'
 
 # The lab's pace, unpulled and without the library, sizes the pulled runs
-# to about 11 s: lu_pull takes rail 0 down 5 s in and counts packets until
-# about 10 s in.
+# to about 13 s: lu_pull takes rail 0 down 5 s in, brings it back about
+# 8 s in, and the QPs fail back within a second or two.
 lu_keep pace srq
 lu_pp_pair pace 0 ibv_srq_pingpong -q 1 -c -n 300
 lu_exited_ok pace
-lu_pp_iters pace 11
+lu_pp_iters pace 13
 log "pace: $(lu_pp_line pace): $ITERS iterations for the pulled runs"
 
 for pre in 0 1; do
 	t=srq.$pre
 	lu_keep "$t" srq
-	LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
 		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -q 1 -c -n "$ITERS"
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	read -r off on < "$FT_TMP/$t.times"
@@ -82,8 +83,10 @@ for pre in 0 1; do
 	log "$t: client: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.cli.shiftu" | head -n 1)"
 	log "$t: server: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.srv.shiftu" | head -n 1)"
 	[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-	lu_check_log "$t" cli "qps=1" "failovers>=1"
-	lu_check_log "$t" srv "qps=1" "failovers>=1"
+	grep -q "$SRQ_BACK" "$FT_TMP/$t.cli.shiftu" ||
+		lu_fail "$t" "the client's SRQ did not move back"
+	lu_check_log "$t" cli "qps=1" "failovers=1" "failbacks=1"
+	lu_check_log "$t" srv "qps=1" "failovers=1" "failbacks=1"
 done
 
 # gen: checked SEND traffic into SRQs through the pull, failing over and back
@@ -109,12 +112,12 @@ log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
 lu_keep pace16 srq
 lu_pp_pair pace16 0 ibv_srq_pingpong -c -n 300
 lu_exited_ok pace16
-lu_pp_iters pace16 11
+lu_pp_iters pace16 13
 log "pace16: $(lu_pp_line pace16): $ITERS iterations for the pulled runs"
 for pre in 0 1; do
 	t=shared.$pre
 	lu_keep "$t" srq
-	LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_FB_TENTHS=0 LU_DURING=lu_pull \
+	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
 		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -c -n "$ITERS"
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	log "$t: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(lu_pp_line "$t")"
@@ -126,11 +129,12 @@ for pre in 0 1; do
 		[ "$n" = 16 ] || lu_fail "$t" "$side: $n of its 16 QPs failed over"
 		grep -q "$SRQ_OVER" "$FT_TMP/$t.$side.shiftu" ||
 			lu_fail "$t" "$side: the SRQ's receives did not move to its twin"
+		grep -q "$SRQ_BACK" "$FT_TMP/$t.$side.shiftu" ||
+			lu_fail "$t" "$side: the SRQ's receives did not move back"
 		log "$t: $side: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.$side.shiftu" | tr '\n' ';')"
 	done
-	# the run may end before a pass sees the port back
-	log "$t: client QPs that said they stay on rxe1: $(grep -c 'it shares its SRQ with other QPs: it stays on rxe1' "$FT_TMP/$t.cli.shiftu" || true)"
+	log "$t: the client's first QP failed back $(cat "$FT_TMP/$t.fbwait") ms after the repair"
 	[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-	lu_check_log "$t" cli "qps=16" "failovers=16"
-	lu_check_log "$t" srv "qps=16" "failovers=16"
+	lu_check_log "$t" cli "qps=16" "failovers=16" "failbacks=16"
+	lu_check_log "$t" srv "qps=16" "failovers=16" "failbacks=16"
 done
