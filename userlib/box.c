@@ -232,3 +232,16 @@ int shiftu_box_send(struct shiftu_vqp *vq, enum shiftu_box_side side, uint32_t i
 			   vq->reg.app_qp->qp_num, box_side[side], strerror(ret));
 	return ret;
 }
+
+/*
+ * fork(2) (fork.c): the parent's QPs are not the child's to move; the
+ * child's watcher, if it starts, looks at its own QPs' mailboxes only.
+ */
+void shiftu_box_fork_child(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_boxes; i++)
+		boxes[i]->mboxed = 0;
+	n_boxes = 0;
+}

@@ -113,6 +113,7 @@ static void child(void)
 	had_rdma = shiftu_interpose_fork_child();
 	shiftu_shadow_fork_child();
 	shiftu_hs_fork_child();
+	shiftu_box_fork_child();
 	shiftu_report_fork_child();
 	shiftu_health_fork_child();
 	/* the statistics are the process's: the child's start at zero */

@@ -75,6 +75,8 @@ bool shiftu_interpose_fork_child(void);
 void shiftu_windows_fork_child(void);
 /* handshake.c: no watcher, no channel */
 void shiftu_hs_fork_child(void);
+/* box.c: the parent's QPs' mailboxes are not looked at */
+void shiftu_box_fork_child(void);
 /* report.c: the child's copy of the reports' socket is closed */
 void shiftu_report_fork_child(void);
 /* health.c: the page's file opened again, the mapping kept */
