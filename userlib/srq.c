@@ -203,7 +203,8 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 
 /*
  * Post the work request @w, whose keys are the application's, on @side's
- * SRQ.  Returns 0 or an errno.  srq_lock.
+ * SRQ.  Returns 0 or an errno: ENOENT when a key has no backup yet (an MR
+ * the shadow thread has not mirrored).  srq_lock.
  */
 static int side_post(struct shiftu_srq *r, enum shiftu_side side, struct ibv_recv_wr *w)
 {
@@ -221,28 +222,39 @@ static int side_post(struct shiftu_srq *r, enum shiftu_side side, struct ibv_rec
 	for (i = 0; i < w->num_sge; i++) {
 		sge[i] = w->sg_list[i];
 		if (shiftu_backup_lkey(any, sge[i].lkey, &sge[i].lkey))
-			return EINVAL;
+			return ENOENT;
 	}
 	w->sg_list = sge;
 	return r->bak->context->ops.post_srq_recv(r->bak, w, &bad);
 }
 
-/* Post entry @id again, on @side.  Returns 0 or an errno.  srq_lock. */
+/*
+ * Post entry @id, or post it again, on @side; one whose memory has no key
+ * on the backup device yet goes to the default SRQ instead (it waits
+ * there, rather than fail).  Returns 0 or an errno.  srq_lock.
+ */
 static int repost(struct shiftu_srq *r, uint64_t id, enum shiftu_side side)
 {
 	struct ibv_sge sg[MAX_SGE];
 	struct ibv_recv_wr w;
+	int ret;
 
 	if (r->tab.max_sge > MAX_SGE || shiftu_srqtab_wr(&r->tab, id, &w, sg) ||
 	    shiftu_srqtab_move(&r->tab, id, side))
 		return EINVAL;
-	return side_post(r, side, &w);
+	ret = side_post(r, side, &w);
+	if (ret != ENOENT || side != SHIFTU_SIDE_TWIN)
+		return ret;
+	shiftu_srqtab_move(&r->tab, id, SHIFTU_SIDE_DEFAULT);
+	if (!r->told_key++)
+		shiftu_info("srq %u on %s: a receive's memory has no key on %s yet: posted on the default SRQ",
+			    r->id, r->sctx->dev_name, r->sctx->bak_name);
+	return side_post(r, SHIFTU_SIDE_DEFAULT, &w);
 }
 
 int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	enum shiftu_side side;
-	struct ibv_recv_wr w;
 	uint64_t id, app;
 	int ret = 0;
 
@@ -255,10 +267,7 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 		side = shiftu_srqtab_route(&r->tab);
 		ret = -shiftu_srqtab_put(&r->tab, wr, side, &id);
 		if (!ret) {
-			w = *wr;
-			w.wr_id = id;
-			w.next = NULL;
-			ret = side_post(r, side, &w);
+			ret = repost(r, id, side);
 			if (ret)
 				shiftu_srqtab_take(&r->tab, id, &app);
 		}

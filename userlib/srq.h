@@ -70,6 +70,7 @@ struct shiftu_srq {
 	/* the QPs on it */
 	struct shiftu_vqp **qps;
 	unsigned int n_qps, cap_qps;
+	unsigned int told_key;		/* said once that a key had no backup */
 };
 
 /* The record of @srq, or NULL.  Lock free; any thread. */

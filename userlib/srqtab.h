@@ -20,9 +20,6 @@
  * - the receive a moving QP's NIC had taken for a message cut in the
  *   middle completes flushed, and its id says which buffer to post again
  *   on the QP's new side (shiftu_srqtab_move());
- * - the peer's control message of a failover (handshake.h), a zero-length
- *   SEND, consumes whatever receive the SRQ hands out next, an
- *   application's: its id says which one to post again, untouched;
  * - when the last QP leaves a side, that side's SRQ is inert: nothing can
  *   consume from it any more, and the receives it still holds (the
  *   provider's ring lists their ids) move to the other side.

@@ -5,8 +5,8 @@
  * back once; a full table and an oversized scatter list are refused;
  * routing refills the side whose QPs consume.  Then a model of the two
  * SRQs (FIFOs, as a NIC hands receives out) and of QPs that consume, take
- * a receive for a message cut in the middle, move with it, and lose one
- * to a peer's control message, driven by a seeded random walk: every
+ * a receive for a message cut in the middle, move with it, and have one
+ * posted again untouched, driven by a seeded random walk: every
  * application receive is delivered exactly once, none is ever on both
  * sides, a side without QPs holds nothing once it has been left, and the
  * table's counts match the FIFOs at every step.
@@ -282,8 +282,9 @@ static int step(struct model *m)
 			m->inflight[q] = pop(m, s);
 		return 0;
 	case 6:
-		/* a peer's control message: zero bytes into the next receive,
-		 * posted again untouched on the same side */
+		/* zero bytes into the next receive, which is posted again
+		 * untouched on the same side (what a control message that
+		 * took an application's receive would need) */
 		if (m->inflight[q] || !m->n[s])
 			return 0;
 		id = pop(m, s);
