@@ -343,12 +343,9 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	vq->sctx = s;
 	vq->post_send = s->post_send;
 	vq->post_recv = s->post_recv;
-	if (vq->rings && attr->srq) {
-		/* its receives are its SRQ's table's (srq.c); the library's
-		 * own control receive goes to the SRQ */
-		vq->post_recv = shiftu_srq_qp_post_recv;
+	/* its receives are its SRQ's table's (srq.c) */
+	if (vq->rings && attr->srq)
 		__atomic_store_n(&vq->app_srq, attr->srq, __ATOMIC_RELAXED);
-	}
 	if (shiftu_qp_register(&vq->reg)) {
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
@@ -848,33 +845,21 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 }
 
 /*
- * An SRQ gets one entry more than the application asks for: the control
- * receive a two-sided failback puts at its head (srq.h).  Where the device
- * refuses that, the SRQ is made as asked, and its QP is not protected.
+ * An SRQ is made as the application asks, and recorded with its table
+ * (srq.h).
  */
 SHIFTU_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 					     struct ibv_srq_init_attr *attr)
 {
 	struct shiftu_ctx *s;
 	struct ibv_srq *srq;
-	bool grown;
 
 	if (!shiftu_real_verbs())
 		return NULL;
 	s = shiftu_ctx_find(pd->context);
-	if (!s)
-		return shiftu_real.create_srq(pd, attr);
-	shiftu_srq_caps_ask(attr, &grown);
 	srq = shiftu_real.create_srq(pd, attr);
-	if (!srq) {
-		shiftu_srq_caps_tell(attr, grown);
-		grown = false;
-		srq = shiftu_real.create_srq(pd, attr);
-		if (!srq)
-			return NULL;
-	}
-	shiftu_srq_attach(s, srq, attr, grown);
-	shiftu_srq_caps_tell(attr, grown);
+	if (srq && s)
+		shiftu_srq_attach(s, srq, attr);
 	return srq;
 }
 

@@ -392,9 +392,7 @@ struct shiftu_vqp {
 	 * A QP on an SRQ (srq.h).  @srq: the SRQ's record, for any QP on an
 	 * SRQ the library recorded; @app_srq: the SRQ, for one the library
 	 * protects (NULL for any other QP).  Its receives are the SRQ's
-	 * table's; @post_recv posts the library's own control receive of a
-	 * failback to the SRQ.  @srq_side: the side its receives come from
-	 * (srq_lock).
+	 * table's.  @srq_side: the side its receives come from (srq_lock).
 	 */
 	struct ibv_srq *app_srq;
 	struct shiftu_srq *srq;

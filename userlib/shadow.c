@@ -1292,14 +1292,6 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return ret;
-	/*
-	 * The reset dropped the receive queue's control receive, but not an
-	 * SRQ's: while the application's receives are on the twin, the SRQ
-	 * holds only control receives of earlier attempts, and the QP, reset,
-	 * consumes nothing (srq.c).
-	 */
-	if (vq->app_srq)
-		shiftu_srq_default_reset(vq);
 	a = st->init;
 	/* the peer writes its messages into our mailbox (box.c) */
 	if (box_rkey(vq, SHIFTU_BOX_DEFAULT))
@@ -1392,7 +1384,7 @@ static void report_step(struct shiftu_vqp *vq)
  * with an empty SEND (shiftu_probe_by_send()).  The last word of the
  * answer (fbrep): the failback is two-sided (FB_TWIN_RECVS), and the peer
  * posted a second control receive for that SEND (FB_PROBE_SEND; not on an
- * SRQ, which has room for one control receive only, srq.h).
+ * SRQ, whose QP's peer probes its mailbox, box.c).
  */
 #define FB_TWIN_RECVS	1U
 #define FB_PROBE_SEND	2U

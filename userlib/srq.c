@@ -68,18 +68,6 @@ struct shiftu_srq *shiftu_srq_find(const struct ibv_srq *srq)
 	return r;
 }
 
-void shiftu_srq_caps_ask(struct ibv_srq_init_attr *attr, bool *grown)
-{
-	*grown = true;
-	attr->attr.max_wr++;
-}
-
-void shiftu_srq_caps_tell(struct ibv_srq_init_attr *attr, bool grown)
-{
-	if (grown)
-		attr->attr.max_wr--;
-}
-
 /* A free table number, or -1.  srq_lock. */
 static int table_no(void)
 {
@@ -92,7 +80,7 @@ static int table_no(void)
 }
 
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
-		       const struct ibv_srq_init_attr *attr, bool room)
+		       const struct ibv_srq_init_attr *attr)
 {
 	struct rxe_queue_buf *ring = NULL;
 	const char *why = NULL;
@@ -100,10 +88,7 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	bool fresh = false;
 	int no, ret;
 
-	/* without its entry for a failback's control receive, no protection */
-	if (!room)
-		why = "the device refused it a receive more for the library";
-	else if (shiftu_provq_find_srq(srq, &attr->attr, &ring))
+	if (shiftu_provq_find_srq(srq, &attr->attr, &ring))
 		why = "its ring is not one the library can empty";
 	pthread_mutex_lock(&srq_lock);
 	for (r = srq_list; r && r->app; r = r->next)
@@ -340,7 +325,7 @@ static int empty_side(struct shiftu_srq *r, enum shiftu_side from, enum shiftu_s
 		uint64_t id = slot(q, i)->wr_id;
 
 		if (!shiftu_srqtab_find(&r->tab, id))
-			continue;	/* a control receive of ours */
+			continue;	/* not the application's: cannot be */
 		ret = repost(r, id, to);
 		if (ret) {
 			shiftu_warn("srq %u on %s: cannot post a receive on its %s: %s",
@@ -427,23 +412,6 @@ struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
 	return bak;
 }
 
-int shiftu_srq_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
-{
-	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
-	int ret;
-
-	if (!s || !qp->srq || !s->post_srq_recv) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
-	/* not while a move empties it */
-	pthread_mutex_lock(&srq_lock);
-	ret = s->post_srq_recv(qp->srq, wr, bad_wr);
-	pthread_mutex_unlock(&srq_lock);
-	return ret;
-}
-
 int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 			  struct ibv_recv_wr **bad_wr)
 {
@@ -512,21 +480,4 @@ int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 out:
 	pthread_mutex_unlock(&srq_lock);
 	return ret;
-}
-
-void shiftu_srq_default_reset(struct shiftu_vqp *vq)
-{
-	struct shiftu_srq *r = vq->srq;
-	struct rxe_queue_buf *q;
-
-	if (!r)
-		return;
-	pthread_mutex_lock(&srq_lock);
-	q = r->ring;
-	if (q && !r->tab.members[SHIFTU_SIDE_DEFAULT] &&
-	    !shiftu_srqtab_outstanding(&r->tab, SHIFTU_SIDE_DEFAULT))
-		__atomic_store_n(&q->producer_index,
-				 __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&srq_lock);
 }

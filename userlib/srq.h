@@ -15,16 +15,12 @@
  * NIC had taken for a message cut in the middle (it completes flushed,
  * under the library's id).
  *
- The peer's control message to a twin on an SRQ (handshake.h) comes to
- * the QP's mailbox (box.c), not to a receive: a control receive of the
- * library's in the twin SRQ could be taken by a message of another QP's
- * peer, and an application's receive may not be there yet (the SRQ's
- * receives stay where QPs still consume them).  A two-sided failback's
- * message on the default QP still takes a control receive of the
- * library's in the SRQ, which is safe only while no other QP consumes from
- * it: QPs on an SRQ with one QP fail back; QPs on an SRQ shared by several
- * stay on the backup port once there (the next step: mailboxes on the
- * default QPs too).
+ * The peer's control messages to a QP on an SRQ (handshake.h), on either
+ * side, come to the QP's mailbox there (box.c), not to a receive: a
+ * control receive of the library's in the SRQ could be taken by a message
+ * of another QP's peer, and an application's receive may not be there yet
+ * (the SRQ's receives stay where QPs still consume them).  No receive of
+ * the library's ever goes into an SRQ.
  *
  * Needs Soft-RoCE's SRQ ring (another provider's SRQ cannot be emptied)
  * and an SRQ made with ibv_create_srq; other SRQs pass through, their QPs
@@ -57,7 +53,7 @@ struct shiftu_srq {
 	struct shiftu_srq *next;
 	struct shiftu_ctx *sctx;
 	uint32_t id;			/* its handle, for the log */
-	struct ibv_srq_attr attr;	/* as granted, the library's entry included */
+	struct ibv_srq_attr attr;	/* as granted */
 	/* the rest under srq_lock */
 	/* Soft-RoCE's ring of @app (provq.c), NULL if not found or resized */
 	struct rxe_queue_buf *ring;
@@ -77,20 +73,12 @@ struct shiftu_srq {
 struct shiftu_srq *shiftu_srq_find(const struct ibv_srq *srq);
 
 /*
- * ibv_create_srq(): ask for one receive more than the application does
- * (the control receive a two-sided failback puts on the default side)
- * and tell it what it asked for.  *@grown says whether to take it back.
- */
-void shiftu_srq_caps_ask(struct ibv_srq_init_attr *attr, bool *grown);
-void shiftu_srq_caps_tell(struct ibv_srq_init_attr *attr, bool grown);
-
-/*
  * Record @srq, created on @s as @attr says (granted), with its table if it
- * can have one; @room: with the library's entry (shiftu_srq_caps_ask()).
- * Context: the create verb, before the application has the SRQ.
+ * can have one.  Context: the create verb, before the application has the
+ * SRQ.
  */
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
-		       const struct ibv_srq_init_attr *attr, bool room);
+		       const struct ibv_srq_init_attr *attr);
 
 /*
  * @srq is about to be resized, which maps its ring anew: the library can
@@ -129,14 +117,6 @@ void shiftu_srq_qp_detach(struct shiftu_vqp *vq);
  */
 struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd);
 
-/*
- * vq->post_recv of a QP on an SRQ: the provider's post to the QP's SRQ
- * (on the application's context), for the library's own control receive
- * of a failback.  Cold.
- */
-int shiftu_srq_qp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr);
-
 /* A receive on @vq's twin: to its SRQ's twin if it has one. */
 int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 			  struct ibv_recv_wr **bad_wr);
@@ -163,12 +143,5 @@ void shiftu_srq_out(struct ibv_wc *wc, int n);
  */
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 		    const uint64_t *ids, unsigned int n);
-
-/*
- * @vq's default QP is reset for a two-sided failback (its SRQ has no other
- * QP): the control receives of earlier attempts still in the SRQ go.
- * Context: the shadow thread, the QP reset.
- */
-void shiftu_srq_default_reset(struct shiftu_vqp *vq);
 
 #endif /* _SHIFTU_SRQ_H */
