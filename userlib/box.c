@@ -126,34 +126,33 @@ void shiftu_box_close(struct shiftu_vqp *vq)
 	}
 }
 
-/* Message @seq of mailbox @m, if it has come whole: true, its word in *@w. */
-static bool box_read(const struct shiftu_mailbox *m, uint32_t seq, uint64_t *w)
+/* Slot @b holds a whole message: true, its word in *@w. */
+static bool slot_whole(const struct shiftu_box *b, uint64_t *w)
 {
-	const struct shiftu_box *b = &m->slots[seq % SHIFTU_BOX_SLOTS];
 	uint64_t word = __atomic_load_n(&b->word, __ATOMIC_ACQUIRE);
 	uint64_t check = __atomic_load_n(&b->check, __ATOMIC_ACQUIRE);
 
-	if ((word ^ SHIFTU_BOX_KEY) != check || (uint32_t)(word >> 32) != seq)
-		return false;
 	*w = word;
-	return true;
+	return (word ^ SHIFTU_BOX_KEY) == check;
+}
+
+/* Message @seq of mailbox @m, if it has come whole: true, its word in *@w. */
+static bool box_read(const struct shiftu_mailbox *m, uint32_t seq, uint64_t *w)
+{
+	return slot_whole(&m->slots[seq % SHIFTU_BOX_SLOTS], w) && (uint32_t)(*w >> 32) == seq;
 }
 
 void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side)
 {
 	struct shiftu_mailbox *m = &vq->mbox[side];
 	unsigned int i;
+	uint64_t w;
 
 	pthread_mutex_lock(&box_lock);
-	for (i = 0; m->mr && i < SHIFTU_BOX_SLOTS; i++) {
-		uint64_t word = __atomic_load_n(&m->slots[i].word, __ATOMIC_ACQUIRE);
-		uint64_t check = __atomic_load_n(&m->slots[i].check, __ATOMIC_ACQUIRE);
-
+	for (i = 0; m->mr && i < SHIFTU_BOX_SLOTS; i++)
 		/* the newest whole message of before the reset, in serial order */
-		if ((word ^ SHIFTU_BOX_KEY) == check &&
-		    (int32_t)((uint32_t)(word >> 32) - m->seen) > 0)
-			m->seen = (uint32_t)(word >> 32);
-	}
+		if (slot_whole(&m->slots[i], &w) && (int32_t)((uint32_t)(w >> 32) - m->seen) > 0)
+			m->seen = (uint32_t)(w >> 32);
 	pthread_mutex_unlock(&box_lock);
 }
 

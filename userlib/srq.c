@@ -304,9 +304,8 @@ const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
 }
 
 /*
- * No QP is left on @from: its SRQ is inert, and what it holds of the
- * application's goes to @to's, in its order; the library's control
- * receives are dropped.  The SRQ is then empty.  Returns how many moved,
+ * No QP is left on @from: its SRQ is inert, and what it holds goes to
+ * @to's, in its order.  The SRQ is then empty.  Returns how many moved,
  * or -errno.  srq_lock.
  */
 static int empty_side(struct shiftu_srq *r, enum shiftu_side from, enum shiftu_side to)
@@ -325,7 +324,7 @@ static int empty_side(struct shiftu_srq *r, enum shiftu_side from, enum shiftu_s
 		uint64_t id = slot(q, i)->wr_id;
 
 		if (!shiftu_srqtab_find(&r->tab, id))
-			continue;	/* not the application's: cannot be */
+			continue;	/* not the table's: none is posted otherwise */
 		ret = repost(r, id, to);
 		if (ret) {
 			shiftu_warn("srq %u on %s: cannot post a receive on its %s: %s",
@@ -426,18 +425,24 @@ int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 void shiftu_srq_out(struct ibv_wc *wc, int n)
 {
 	struct shiftu_srq *r;
+	bool locked = false;
 	uint64_t app;
 	int i;
 
 	for (i = 0; i < n; i++) {
 		if (__builtin_expect(shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_SRQ, 1))
 			continue;
-		pthread_mutex_lock(&srq_lock);
+		/* once for the poll's batch, not once a completion */
+		if (!locked) {
+			pthread_mutex_lock(&srq_lock);
+			locked = true;
+		}
 		r = tables[shiftu_srq_id_table(wc[i].wr_id)];
 		if (r && !shiftu_srqtab_take(&r->tab, wc[i].wr_id, &app))
 			wc[i].wr_id = app;
-		pthread_mutex_unlock(&srq_lock);
 	}
+	if (locked)
+		pthread_mutex_unlock(&srq_lock);
 }
 
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,

@@ -54,25 +54,43 @@ lu_ride_setup ibv_srq_pingpong "$GEN"
 SRQ_OVER='srq [0-9]*: [1-9][0-9]* receives moved from its default SRQ to its twin SRQ'
 SRQ_BACK='srq [0-9]*: [1-9][0-9]* receives moved from its twin SRQ to its default SRQ'
 
-# The lab's pace, unpulled and without the library, sizes the pulled runs
-# to about 13 s: lu_pull takes rail 0 down 5 s in, brings it back about
-# 8 s in, and the QPs fail back within a second or two.
-lu_keep pace srq
-lu_pp_pair pace 0 ibv_srq_pingpong -q 1 -c -n 300
-lu_exited_ok pace
-lu_pp_iters pace 13
-log "pace: $(lu_pp_line pace): $ITERS iterations for the pulled runs"
+# srq_pace TAG ARGS...: ibv_srq_pingpong ARGS at the lab's pace, unpulled
+# and without the library, sizes the pulled runs (ITERS) to about 13 s:
+# lu_pull takes rail 0 down 5 s in, brings it back about 8 s in, and the
+# QPs fail back within a second or two.
+srq_pace()
+{
+	local t=$1
+	shift
+	lu_keep "$t" srq
+	lu_pp_pair "$t" 0 ibv_srq_pingpong "$@" -c -n 300
+	lu_exited_ok "$t"
+	lu_pp_iters "$t" 13
+	log "$t: $(lu_pp_line "$t"): $ITERS iterations for the pulled runs"
+}
 
-for pre in 0 1; do
-	t=srq.$pre
+# srq_ride TAG PRE ARGS...: ibv_srq_pingpong ARGS, every buffer checked,
+# through a pull of host 1's rail 0, with the library on both ends (PRE 1)
+# or without; both ends exit 0 with the client's result line.  s0, s1:
+# host 1's packets on rail 0 and rail 1 during the outage.
+srq_ride()
+{
+	local t=$1 pre=$2 off on
+	shift 2
 	lu_keep "$t" srq
 	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -q 1 -c -n "$ITERS"
+		lu_pp_pair "$t" "$pre" ibv_srq_pingpong "$@" -c -n "$ITERS"
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	read -r off on < "$FT_TMP/$t.times"
 	log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(lu_pp_line "$t")"
 	lu_exited_ok "$t"
 	grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
+}
+
+srq_pace pace -q 1
+for pre in 0 1; do
+	t=srq.$pre
+	srq_ride "$t" "$pre" -q 1
 	[ "$pre" = 1 ] || continue
 	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
 		lu_fail "$t" "the client's QP did not fail over"
@@ -109,20 +127,10 @@ log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
 
 # shared: sixteen QPs on one SRQ through the pull, each side's moving one
 # by one
-lu_keep pace16 srq
-lu_pp_pair pace16 0 ibv_srq_pingpong -c -n 300
-lu_exited_ok pace16
-lu_pp_iters pace16 13
-log "pace16: $(lu_pp_line pace16): $ITERS iterations for the pulled runs"
+srq_pace pace16
 for pre in 0 1; do
 	t=shared.$pre
-	lu_keep "$t" srq
-	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-		lu_pp_pair "$t" "$pre" ibv_srq_pingpong -c -n "$ITERS"
-	read -r s0 s1 < "$FT_TMP/$t.outage"
-	log "$t: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(lu_pp_line "$t")"
-	lu_exited_ok "$t"
-	grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
+	srq_ride "$t" "$pre"
 	[ "$pre" = 1 ] || continue
 	for side in cli srv; do
 		n=$(grep -c 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.$side.shiftu" || true)
