@@ -21,6 +21,7 @@
 #include "bell.h"
 #include "config.h"
 #include "cq.h"
+#include "cqex.h"
 #include "failover.h"
 #include "handshake.h"
 #include "interpose.h"
@@ -806,7 +807,8 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 	cq_lock_quiet(c, false);
 	/* held ones wait, and so does what came after them */
 	n = stash_pop(c, wc, num);
-	if (n < num && !c->stash_n) {
+	/* another thread's direct session of an extended CQ holds it (cqex.h) */
+	if (n < num && !c->stash_n && !shiftu_cqx_busy(cq)) {
 		k = s->poll_cq(cq, num - n, wc + n);
 		if (k < 0 && !n) {
 			n = k;

@@ -2,34 +2,56 @@
 /*
  * cqex.c: extended CQs (cqex.h).
  *
- * The provider's start_poll returns a completion in place, under the CQ's
- * lock, and its accessors read it there until end_poll.  A CQ the library
- * protects needs more: completions of its own taken out, error completions
- * held for a failover, a stash and a twin CQ served in order, twin
- * completions renamed to the application's QP, and receives counted, all
- * of which the library's ibv_poll_cq path does (datapath.c, cq.c).  So on
- * a CQ the library serves, start_poll and next_poll take one completion
- * each through that path, into the CQ's node here, and the accessors read
- * the node: whatever the completion came from (the CQ, its twin, the
- * stash), they return its own values.  The provider's cq_ex functions are
- * not called; its poll_cq, which every provider gives a cq_ex too, is.
+ * A polling session (start_poll, next_poll ..., end_poll) is direct when
+ * it can be: the provider's own start_poll, next_poll and end_poll, its
+ * accessors reading its completion in place, and the library only looking
+ * at each completion's status as the provider leaves it in the CQ, as the
+ * poll's common path looks at a struct ibv_wc (datapath.c).  That is the
+ * case while the CQ's context takes the common path (no QP of it away from
+ * its default, no completion held, the health page where it was), which a
+ * session tests once, at its start.
+ *
+ * Otherwise the session is served: each start_poll and next_poll takes one
+ * completion through the library's ibv_poll_cq path (stash, twin CQ, the
+ * library's own taken out, twin completions renamed), into the CQ's node
+ * here, and the accessors, the library's for the session, read the node.
+ * A direct session whose completion needs more than a look (an error, a
+ * receive the common path cannot count) becomes a served one: the
+ * completion is read out, the provider's session ended (which consumes
+ * it), and it goes through the library's poll as if its poll_cq had
+ * returned it.  Outside sessions the accessors are the provider's.
+ *
+ * The provider holds its CQ's lock through a session.  A move must not
+ * wait for it: its drain polls the CQ, and the session's thread may be
+ * the one moving (a post inside the session that finds the port down), or
+ * may wait for the move (a post on the moving QP).  So a move finds out
+ * first (shiftu_cqx_hold()): it makes the context's polls slow, which no
+ * session starts direct under, waits out the data verbs in flight
+ * (quiesce.h, whose barrier orders the session's stores with its own), and
+ * if a direct session is still open on one of its QP's CQs leaves the move
+ * to the end of that session, as a batch of the extended send API does
+ * (wrapi.c).  Whoever ends the session makes it once the provider has let
+ * the CQ go: end_poll, the step to a served session, or, for a program
+ * whose session ended when next_poll found the CQ empty, the next session
+ * on the CQ, which the slow polls send down the cold path.
+ *
+ * A lock of the node's own, held from start_poll to end_poll, serialises
+ * the application's sessions of either kind (cq->wr_id, cq->status and the
+ * node's completion are the session's): its word holds the owning thread's
+ * token, with bit 0 set for a direct session.  The library's threads never
+ * take it.  Providers disagree on how a session ends when next_poll finds
+ * the CQ empty: mlx5's keeps it open for end_poll; Soft-RoCE's (rdma-core
+ * 44) ends it there, and its end_poll after that consumes an entry that is
+ * not there.  A direct session does as its provider does: every end_poll
+ * goes to the provider (the thread's session, or the one its next_poll
+ * ended last on the CQ), and the node's lock is let go when next_poll
+ * finds nothing.  A served session ends there too, and an end_poll after
+ * it is nothing.
  *
  * Served are CQs whose wc_flags are among IBV_WC_STANDARD_FLAGS: those a
- * struct ibv_wc carries whole, so nothing is lost by taking completions
- * as struct ibv_wc (nor by the twin being an ordinary CQ).  Soft-RoCE
+ * struct ibv_wc carries whole, so nothing is lost by taking completions as
+ * struct ibv_wc (nor by the twin being an ordinary CQ).  Soft-RoCE
  * supports no others.
- *
- * The provider's lock, held from start_poll to end_poll, serialises the
- * application's polling sessions: two threads may poll one CQ, and
- * cq->wr_id and cq->status are the session's.  The node keeps a lock of
- * its own for that, held the same way; the library's threads never take
- * it (they poll with the provider's poll_cq, which has its own), so a
- * failover never waits for an application's session.  Providers disagree
- * on how a session ends when next_poll finds the CQ empty: mlx5's keeps
- * it open for end_poll; Soft-RoCE's (rdma-core 44) ends it there, and its
- * end_poll after that consumes an entry that is not there.  So programs
- * are written both ways, and the library takes both: its next_poll ends
- * the session on ENOENT, and end_poll ends only a session its thread holds.
  *
  * Nodes are never freed (a destroyed CQ's node waits for the next CQ): a
  * thread's anchor may point at a node whose CQ is gone.
@@ -41,21 +63,44 @@
 
 #include "cqex.h"
 #include "fork.h"
+#include "health.h"
 #include "interpose.h"
 #include "log.h"
+#include "quiesce.h"
 #include "util.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
+/* The provider's polling functions, as it made the CQ. */
+struct cqx_prov {
+	int (*start_poll)(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr);
+	int (*next_poll)(struct ibv_cq_ex *cq);
+	void (*end_poll)(struct ibv_cq_ex *cq);
+	enum ibv_wc_opcode (*read_opcode)(struct ibv_cq_ex *cq);
+	uint32_t (*read_vendor_err)(struct ibv_cq_ex *cq);
+	uint32_t (*read_byte_len)(struct ibv_cq_ex *cq);
+	__be32 (*read_imm_data)(struct ibv_cq_ex *cq);
+	uint32_t (*read_qp_num)(struct ibv_cq_ex *cq);
+	uint32_t (*read_src_qp)(struct ibv_cq_ex *cq);
+	unsigned int (*read_wc_flags)(struct ibv_cq_ex *cq);
+	uint32_t (*read_slid)(struct ibv_cq_ex *cq);
+	uint8_t (*read_sl)(struct ibv_cq_ex *cq);
+	uint8_t (*read_dlid_path_bits)(struct ibv_cq_ex *cq);
+};
+
 struct shiftu_cqx {
 	/* the CQ served, or NULL: the node is free (written under cqx_lock,
 	 * read by anchors without it: see cqx_find()) */
 	struct ibv_cq_ex *cq;
-	/* the thread whose polling session is open (its token), or NULL */
-	void *owner;
+	/* the session's thread's token, bit 0 set if it is direct, or 0 */
+	uintptr_t owner;
+	struct shiftu_ctx *s;		/* the CQ's context */
+	struct cqx_prov prov;
+	/* a move was left to a direct session's end (atomic) */
+	bool moves_due;
 	struct shiftu_cqx *next;	/* cqx_list; set once, before publication */
-	/* the session's current completion */
+	/* a served session's current completion */
 	struct ibv_wc cur;
 };
 
@@ -63,13 +108,27 @@ struct shiftu_cqx {
 static struct shiftu_cqx *cqx_list;
 pthread_mutex_t cqx_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
 
-/* Matches no CQ: the anchors' value before a thread's first session. */
-static struct shiftu_cqx cqx_none;
+/* Matches no CQ: the anchors' value before a thread's first session.  Its
+ * context's polls are never on the common path. */
+static struct shiftu_ctx cqx_none_ctx = { .slow_cqs = 1 };
+static struct shiftu_cqx cqx_none = { .s = &cqx_none_ctx };
 
-/* The node of the CQ the thread polled last; its address is the thread's
- * token as a session's owner. */
-static __thread struct shiftu_cqx *cqx_anchor
-	__attribute__((tls_model("initial-exec"))) = &cqx_none;
+/*
+ * The thread's block: the node of the CQ it polled last; its token as a
+ * session's owner (the block's address), and the same with bit 0 set,
+ * both set at its first session (cqx_find()); and the node whose direct
+ * session its next_poll ended last, to which an end_poll with no session
+ * of the thread's goes (the provider's).  One block: one offset reaches
+ * all of it.
+ */
+struct cqx_thread {
+	struct shiftu_cqx *anchor;
+	uintptr_t me, me_direct;
+	struct shiftu_cqx *tail;
+};
+static __thread struct cqx_thread cqx_t __attribute__((tls_model("initial-exec"))) = {
+	.anchor = &cqx_none,
+};
 
 bool shiftu_cqx_servable(const struct ibv_cq_init_attr_ex *attr)
 {
@@ -86,6 +145,10 @@ static shiftu_cold struct shiftu_cqx *cqx_find(const struct ibv_cq_ex *cq)
 	/* pairs with the release in shiftu_cqx_attach() */
 	struct shiftu_cqx *x = __atomic_load_n(&cqx_list, __ATOMIC_ACQUIRE);
 
+	if (!cqx_t.me) {
+		cqx_t.me = (uintptr_t)&cqx_t;
+		cqx_t.me_direct = cqx_t.me | 1;
+	}
 	while (x && __atomic_load_n(&x->cq, __ATOMIC_RELAXED) != cq)
 		x = x->next;
 	if (!x) {
@@ -93,29 +156,29 @@ static shiftu_cold struct shiftu_cqx *cqx_find(const struct ibv_cq_ex *cq)
 		shiftu_warn("extended cq %p: not the library's", (void *)cq);
 		return &cqx_none;
 	}
-	cqx_anchor = x;
+	cqx_t.anchor = x;
 	return x;
 }
 
 static inline struct shiftu_cqx *cqx_of(const struct ibv_cq_ex *cq)
 {
-	struct shiftu_cqx *x = cqx_anchor;
+	struct shiftu_cqx *x = cqx_t.anchor;
 
 	if (unlikely(x->cq != cq))
 		x = cqx_find(cq);
 	return x;
 }
 
-static inline bool cqx_session_try(struct shiftu_cqx *x, void *me)
+static inline bool cqx_session_try(struct shiftu_cqx *x, uintptr_t me)
 {
-	void *none = NULL;
+	uintptr_t none = 0;
 
 	return __atomic_compare_exchange_n(&x->owner, &none, me, false,
 					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /* Another thread's session is open on the CQ: wait for its end. */
-static shiftu_cold void cqx_session_wait(struct shiftu_cqx *x, void *me)
+static shiftu_cold void cqx_session_wait(struct shiftu_cqx *x, uintptr_t me)
 {
 	unsigned int spins = 0;
 
@@ -127,72 +190,34 @@ static shiftu_cold void cqx_session_wait(struct shiftu_cqx *x, void *me)
 	} while (__atomic_load_n(&x->owner, __ATOMIC_RELAXED) || !cqx_session_try(x, me));
 }
 
-static inline void cqx_session_start(struct shiftu_cqx *x)
+/*
+ * A direct session may start on @x: its context's polls are on the common
+ * path (the poll's test, datapath.c).  Read after the session's owner word
+ * is stored: a move that makes the polls slow, then waits out the verbs in
+ * flight, sees the session or is seen by it (shiftu_cqx_hold()).
+ */
+static inline bool cqx_direct_ok(const struct shiftu_cqx *x)
 {
-	void *me = &cqx_anchor;
-
-	if (unlikely(!cqx_session_try(x, me)))
-		cqx_session_wait(x, me);
+	return likely(x->s->seen_slow == shiftu_health_seq());
 }
 
 /*
- * The thread's session on @x ends, if it has one: only the owner stores
- * its own token, so a plain load tells, and nobody else stores meanwhile.
+ * A direct session's completion needs the library's look: an error, or a
+ * receive in a process that counts receives as they are polled
+ * (SHIFTU_WC_LOOK_RECVS, its upper half), which cqx_look() sees to.  The
+ * caller's node is the thread's anchor: the test keeps nothing across the
+ * provider's call but the CQ.
  */
-static inline void cqx_session_end(struct shiftu_cqx *x)
+static inline bool cqx_looked(const struct ibv_cq_ex *cq)
 {
-	if (__atomic_load_n(&x->owner, __ATOMIC_RELAXED) == (void *)&cqx_anchor)
-		__atomic_store_n(&x->owner, NULL, __ATOMIC_RELEASE);
+	const uint32_t *look = (const uint32_t *)&shiftu_wc_look + 1;
+
+	_Static_assert(__BYTE_ORDER == __LITTLE_ENDIAN, "shiftu_wc_look's upper half");
+	/* one test for both: an aligned word, written once (interpose.c) */
+	return unlikely(((uint32_t)cq->status | *(const volatile uint32_t *)look) != 0);
 }
 
-/*
- * One completion into @x's current one, through the library's poll:
- * 0, ENOENT when there is none, or the poll's error.  The CQ's wr_id and
- * status are the application's to read, as the verbs define them.
- */
-static inline int cqx_take(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
-{
-	int n = shiftu_poll_cq(ibv_cq_ex_to_cq(cq), 1, &x->cur);
-
-	if (likely(n == 1)) {
-		cq->wr_id = x->cur.wr_id;
-		cq->status = x->cur.status;
-		return 0;
-	}
-	return n ? -n : ENOENT;
-}
-
-static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
-{
-	struct shiftu_cqx *x = cqx_of(cq);
-	int ret;
-
-	(void)attr;
-	cqx_session_start(x);
-	ret = cqx_take(x, cq);
-	/* no session without a completion: end_poll is not called */
-	if (unlikely(ret))
-		cqx_session_end(x);
-	return ret;
-}
-
-static int cqx_next_poll(struct ibv_cq_ex *cq)
-{
-	struct shiftu_cqx *x = cqx_of(cq);
-	int ret = cqx_take(x, cq);
-
-	/* as Soft-RoCE's: an empty CQ ends the session (see above) */
-	if (unlikely(ret))
-		cqx_session_end(x);
-	return ret;
-}
-
-static void cqx_end_poll(struct ibv_cq_ex *cq)
-{
-	cqx_session_end(cqx_of(cq));
-}
-
-/* The accessors: the session's current completion, wherever it came from. */
+/* The accessors of a served session: its current completion. */
 static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *cq)
 {
 	return cqx_of(cq)->cur.opcode;
@@ -244,9 +269,272 @@ static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cq)
 	return cqx_of(cq)->cur.dlid_path_bits;
 }
 
-int shiftu_cqx_attach(struct ibv_cq_ex *cq)
+/*
+ * The accessors in @cq: the library's for a served session (every one a
+ * struct ibv_wc can answer, asked for or not: the provider leaves those
+ * not asked for NULL, and calling one is the application's bug either
+ * way), the provider's outside it.  Context: the session's owner.
+ */
+static void cqx_readers(struct shiftu_cqx *x, struct ibv_cq_ex *cq, bool ours)
+{
+	const struct cqx_prov *p = &x->prov;
+
+	cq->read_opcode = ours ? cqx_read_opcode : p->read_opcode;
+	cq->read_vendor_err = ours ? cqx_read_vendor_err : p->read_vendor_err;
+	cq->read_byte_len = ours ? cqx_read_byte_len : p->read_byte_len;
+	cq->read_imm_data = ours ? cqx_read_imm_data : p->read_imm_data;
+	cq->read_qp_num = ours ? cqx_read_qp_num : p->read_qp_num;
+	cq->read_src_qp = ours ? cqx_read_src_qp : p->read_src_qp;
+	cq->read_wc_flags = ours ? cqx_read_wc_flags : p->read_wc_flags;
+	cq->read_slid = ours ? cqx_read_slid : p->read_slid;
+	cq->read_sl = ours ? cqx_read_sl : p->read_sl;
+	cq->read_dlid_path_bits = ours ? cqx_read_dlid_path_bits : p->read_dlid_path_bits;
+}
+
+/*
+ * The moves left to a direct session's end, made now that the provider
+ * has let the CQ go.  Context: no lock held.
+ */
+static void cqx_moves(struct shiftu_cqx *x)
+{
+	if (__atomic_exchange_n(&x->moves_due, false, __ATOMIC_ACQUIRE))
+		shiftu_vqp_polls_done(ibv_cq_ex_to_cq(x->cq));
+}
+
+/* A served session ends: the provider's accessors back, the lock let go. */
+static void cqx_served_end(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
+{
+	cqx_readers(x, cq, false);
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * One completion into the served session's current one, through the
+ * library's poll: 0, or ENOENT (the session then ends) or the poll's
+ * error.  The CQ's wr_id and status are the application's to read, as the
+ * verbs define them.
+ */
+static int cqx_take(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
+{
+	int n = shiftu_poll_cq(ibv_cq_ex_to_cq(cq), 1, &x->cur);
+
+	if (likely(n == 1)) {
+		cq->wr_id = x->cur.wr_id;
+		cq->status = x->cur.status;
+		return 0;
+	}
+	cqx_served_end(x, cq);
+	return n ? -n : ENOENT;
+}
+
+/*
+ * A direct session's completion needs the library's look: read out whole,
+ * the provider's session ended (which consumes it and lets the CQ go), and
+ * looked at as the library's poll looks at what it takes.  The session
+ * goes on served: this completion if it is the application's, else the
+ * next one the library's poll has.
+ */
+static shiftu_cold int cqx_direct_look(struct ibv_cq_ex *cq)
+{
+	struct shiftu_cqx *x = cqx_t.anchor;
+	const struct cqx_prov *p = &x->prov;
+	struct ibv_wc *w = &x->cur;
+	int n;
+
+	/* a good receive whose QP the receive cache holds: counted here */
+	if (cq->status == IBV_WC_SUCCESS &&
+	    (!(p->read_opcode(cq) & IBV_WC_RECV) ||
+	     shiftu_count_recv_cached(x->s, p->read_qp_num(cq))))
+		return 0;
+
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cq->wr_id;
+	w->status = cq->status;
+	w->opcode = p->read_opcode(cq);
+	w->qp_num = p->read_qp_num(cq);
+	w->vendor_err = p->read_vendor_err ? p->read_vendor_err(cq) : 0;
+	w->byte_len = p->read_byte_len ? p->read_byte_len(cq) : 0;
+	w->imm_data = p->read_imm_data ? p->read_imm_data(cq) : 0;
+	w->src_qp = p->read_src_qp ? p->read_src_qp(cq) : 0;
+	w->wc_flags = p->read_wc_flags ? p->read_wc_flags(cq) : 0;
+	w->slid = p->read_slid ? p->read_slid(cq) : 0;
+	w->sl = p->read_sl ? p->read_sl(cq) : 0;
+	w->dlid_path_bits = p->read_dlid_path_bits ? p->read_dlid_path_bits(cq) : 0;
+	/* taken from the CQ and not counted yet: a move waits for us */
+	if (!shiftu_window_ready())
+		shiftu_window_register();
+	shiftu_poll_open();
+	p->end_poll(cq);
+	__atomic_store_n(&x->owner, cqx_t.me, __ATOMIC_RELAXED);
+	if (cqx_t.tail == x)
+		cqx_t.tail = NULL;
+	cqx_readers(x, cq, true);
+	n = shiftu_poll_taken(x->s, ibv_cq_ex_to_cq(cq), w, 1);
+	cqx_moves(x);
+	if (n == 1) {
+		cq->wr_id = w->wr_id;
+		cq->status = w->status;
+		return 0;
+	}
+	if (n < 0) {
+		cqx_served_end(x, cq);
+		return -n;
+	}
+	return cqx_take(x, cq);
+}
+
+/* A direct session ends, its provider's with it or (@prov false) already. */
+static shiftu_cold void cqx_direct_end(struct shiftu_cqx *x, struct ibv_cq_ex *cq, bool prov)
+{
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+	if (prov)
+		x->prov.end_poll(cq);
+	cqx_moves(x);
+}
+
+/* The provider's start_poll found nothing (and let its lock go): no
+ * session, and end_poll is not called. */
+static shiftu_cold int cqx_direct_none(struct ibv_cq_ex *cq, int ret)
+{
+	cqx_direct_end(cqx_t.anchor, cq, false);
+	return ret;
+}
+
+/*
+ * start_poll that is not direct: the CQ's polls are slow (a QP away from
+ * its default, completions held, the page moved, moves left to this CQ's
+ * sessions), or the CQ is not the library's.  The session is served, once
+ * the moves due are made.
+ */
+static shiftu_cold int cqx_start_served(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
+{
+	if (x == &cqx_none) {
+		__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+		return EINVAL;
+	}
+	__atomic_store_n(&x->owner, cqx_t.me, __ATOMIC_RELAXED);
+	if (cqx_t.tail == x)
+		cqx_t.tail = NULL;	/* its end_poll is not the provider's */
+	cqx_moves(x);
+	cqx_readers(x, cq, true);
+	return cqx_take(x, cq);
+}
+
+/* start_poll with the session's lock waited for, or on a CQ the thread
+ * did not poll last. */
+static shiftu_cold int cqx_start_full(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	struct shiftu_cqx *x = cqx_of(cq);
+	int ret;
+
+	if (!cqx_session_try(x, cqx_t.me_direct))
+		cqx_session_wait(x, cqx_t.me_direct);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!cqx_direct_ok(x))
+		return cqx_start_served(x, cq);
+	ret = x->prov.start_poll(cq, attr);
+	if (ret)
+		return cqx_direct_none(cq, ret);
+	if (cqx_looked(cq))
+		return cqx_direct_look(cq);
+	return 0;
+}
+
+/*
+ * The common path: the CQ the thread polled last, its lock free, a direct
+ * session.  The cold paths are the calls' last steps, so that nothing but
+ * the CQ is kept across the provider's call.
+ */
+static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	struct shiftu_cqx *x = cqx_t.anchor;
+	int ret;
+
+	if (unlikely(x->cq != cq) || unlikely(!cqx_session_try(x, cqx_t.me_direct)))
+		return cqx_start_full(cq, attr);
+	/* the owner word before the test: see cqx_direct_ok() */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (unlikely(!cqx_direct_ok(x)))
+		return cqx_start_served(x, cq);
+	ret = x->prov.start_poll(cq, attr);
+	if (unlikely(ret))
+		return cqx_direct_none(cq, ret);
+	if (cqx_looked(cq))
+		return cqx_direct_look(cq);
+	return 0;
+}
+
+/* next_poll of a served session, or with no session of the thread's. */
+static shiftu_cold int cqx_next_served(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
+{
+	if (__atomic_load_n(&x->owner, __ATOMIC_RELAXED) != cqx_t.me)
+		return ENOENT;	/* the application's bug: none open */
+	return cqx_take(x, cq);
+}
+
+/* The provider's next_poll found nothing: the session ends as the
+ * provider's does (see above), and an end_poll after it goes to it. */
+static shiftu_cold int cqx_direct_empty(int ret)
+{
+	struct shiftu_cqx *x = cqx_t.anchor;
+
+	cqx_t.tail = x;
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+	return ret;
+}
+
+static int cqx_next_poll(struct ibv_cq_ex *cq)
+{
+	struct shiftu_cqx *x = cqx_of(cq);
+	int ret;
+
+	if (unlikely(__atomic_load_n(&x->owner, __ATOMIC_RELAXED) != cqx_t.me_direct))
+		return cqx_next_served(x, cq);
+	ret = x->prov.next_poll(cq);
+	if (unlikely(ret))
+		return cqx_direct_empty(ret);
+	if (cqx_looked(cq))
+		return cqx_direct_look(cq);
+	return 0;
+}
+
+/* end_poll of a served session, or with none of the thread's open. */
+static shiftu_cold void cqx_end_other(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
+{
+	if (__atomic_load_n(&x->owner, __ATOMIC_RELAXED) == cqx_t.me) {
+		cqx_served_end(x, cq);
+		return;
+	}
+	if (cqx_t.tail == x) {
+		/* after a direct session's empty next_poll: the provider's */
+		cqx_t.tail = NULL;
+		x->prov.end_poll(cq);
+		cqx_moves(x);
+	}
+}
+
+static void cqx_end_poll(struct ibv_cq_ex *cq)
+{
+	struct shiftu_cqx *x = cqx_of(cq);
+
+	if (unlikely(__atomic_load_n(&x->owner, __ATOMIC_RELAXED) != cqx_t.me_direct)) {
+		cqx_end_other(x, cq);
+		return;
+	}
+	/* ours first: a move that sees it gone waits for the provider's */
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (unlikely(__atomic_load_n(&x->moves_due, __ATOMIC_RELAXED))) {
+		cqx_direct_end(x, cq, true);
+		return;
+	}
+	x->prov.end_poll(cq);
+}
+
+int shiftu_cqx_attach(struct shiftu_ctx *s, struct ibv_cq_ex *cq)
 {
 	struct shiftu_cqx *x;
+	bool fresh = false;
 
 	pthread_mutex_lock(&cqx_lock);
 	for (x = cqx_list; x && x->cq; x = x->next)
@@ -258,34 +546,36 @@ int shiftu_cqx_attach(struct ibv_cq_ex *cq)
 			return -ENOMEM;
 		}
 		x->next = cqx_list;
-		__atomic_store_n(&x->cq, cq, __ATOMIC_RELAXED);
-		/* the node is whole before a walker can reach it */
-		__atomic_store_n(&cqx_list, x, __ATOMIC_RELEASE);
-	} else {
-		x->owner = NULL;
-		__atomic_store_n(&x->cq, cq, __ATOMIC_RELAXED);
+		fresh = true;
 	}
+	x->owner = 0;
+	x->moves_due = false;
+	x->prov = (struct cqx_prov){
+		.start_poll = cq->start_poll, .next_poll = cq->next_poll,
+		.end_poll = cq->end_poll, .read_opcode = cq->read_opcode,
+		.read_vendor_err = cq->read_vendor_err, .read_byte_len = cq->read_byte_len,
+		.read_imm_data = cq->read_imm_data, .read_qp_num = cq->read_qp_num,
+		.read_src_qp = cq->read_src_qp, .read_wc_flags = cq->read_wc_flags,
+		.read_slid = cq->read_slid, .read_sl = cq->read_sl,
+		.read_dlid_path_bits = cq->read_dlid_path_bits,
+	};
+	/*
+	 * A direct session needs the provider's session and the two accessors
+	 * its look reads (the library asks for the QP number): a CQ without
+	 * them is served always, its context one whose polls are never on the
+	 * common path.
+	 */
+	x->s = x->prov.start_poll && x->prov.next_poll && x->prov.end_poll &&
+	       x->prov.read_opcode && x->prov.read_qp_num ? s : &cqx_none_ctx;
+	/* the node is whole before an anchor or a walker can match it */
+	__atomic_store_n(&x->cq, cq, __ATOMIC_RELEASE);
+	if (fresh)
+		__atomic_store_n(&cqx_list, x, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cqx_lock);
 
-	/*
-	 * Every accessor a struct ibv_wc can answer, asked for or not (the
-	 * provider leaves those not asked for NULL: calling one is the
-	 * application's bug either way).  The others stay the provider's:
-	 * a CQ that asks for them is not served.
-	 */
 	cq->start_poll = cqx_start_poll;
 	cq->next_poll = cqx_next_poll;
 	cq->end_poll = cqx_end_poll;
-	cq->read_opcode = cqx_read_opcode;
-	cq->read_vendor_err = cqx_read_vendor_err;
-	cq->read_byte_len = cqx_read_byte_len;
-	cq->read_imm_data = cqx_read_imm_data;
-	cq->read_qp_num = cqx_read_qp_num;
-	cq->read_src_qp = cqx_read_src_qp;
-	cq->read_wc_flags = cqx_read_wc_flags;
-	cq->read_slid = cqx_read_slid;
-	cq->read_sl = cqx_read_sl;
-	cq->read_dlid_path_bits = cqx_read_dlid_path_bits;
 	return 0;
 }
 
@@ -300,4 +590,50 @@ void shiftu_cqx_detach(const struct ibv_cq *cq)
 			break;
 		}
 	pthread_mutex_unlock(&cqx_lock);
+}
+
+/* @cq's node, if it is an extended CQ the library serves.  Cold. */
+static struct shiftu_cqx *cqx_node(const struct ibv_cq *cq)
+{
+	/* pairs with the release in shiftu_cqx_attach() */
+	struct shiftu_cqx *x = __atomic_load_n(&cqx_list, __ATOMIC_ACQUIRE);
+	struct ibv_cq_ex *c;
+
+	if (!cq)
+		return NULL;
+	for (; x; x = x->next) {
+		c = __atomic_load_n(&x->cq, __ATOMIC_ACQUIRE);
+		if (c && ibv_cq_ex_to_cq(c) == cq)
+			return x;
+	}
+	return NULL;
+}
+
+bool shiftu_cqx_mark(const struct ibv_cq *a, const struct ibv_cq *b)
+{
+	struct shiftu_cqx *xa = cqx_node(a), *xb = b != a ? cqx_node(b) : NULL;
+
+	if (xa)
+		__atomic_store_n(&xa->moves_due, true, __ATOMIC_SEQ_CST);
+	if (xb)
+		__atomic_store_n(&xb->moves_due, true, __ATOMIC_SEQ_CST);
+	return xa || xb;
+}
+
+static bool cqx_direct_open(const struct shiftu_cqx *x)
+{
+	return x && (__atomic_load_n(&x->owner, __ATOMIC_SEQ_CST) & 1);
+}
+
+bool shiftu_cqx_direct(const struct ibv_cq *a, const struct ibv_cq *b)
+{
+	return cqx_direct_open(cqx_node(a)) || (b != a && cqx_direct_open(cqx_node(b)));
+}
+
+bool shiftu_cqx_busy(const struct ibv_cq *cq)
+{
+	struct shiftu_cqx *x = cqx_node(cq);
+
+	return cqx_direct_open(x) &&
+	       __atomic_load_n(&x->owner, __ATOMIC_RELAXED) != cqx_t.me_direct;
 }

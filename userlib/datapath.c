@@ -710,6 +710,16 @@ static __attribute__((noinline)) int poll_find(struct ibv_cq *cq, int num,
 	return poll_common(s, cq, num, wc);
 }
 
+int shiftu_poll_taken(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	if (!shiftu_window_ready())
+		shiftu_window_register();
+	shiftu_window.ctx = s;
+	shiftu_window.cq = cq;
+	shiftu_window.wc = wc;
+	return poll_took(n, 0);
+}
+
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct shiftu_ctx *s = shiftu_window.ctx;

@@ -31,6 +31,7 @@
 
 #include "config.h"
 #include "cq.h"
+#include "cqex.h"
 #include "event.h"
 #include "failover.h"
 #include "handshake.h"
@@ -962,6 +963,51 @@ static int batch_open(struct shiftu_vqp *vq, const char *why)
 	return 1;
 }
 
+/*
+ * A direct polling session of an extended CQ (cqex.c) holds the provider's
+ * CQ until its thread ends it: the drain would wait for it, for ever if
+ * the session's thread is this one, or waits for this move (a post on the
+ * QP).  As for a batch (batch_open()): the context's polls are made slow,
+ * under which no session starts direct, the move left to the sessions of
+ * @vq's CQs (with a hold of the slow polls, @vq->poll_hold) and the verbs
+ * in flight waited out; then, if a direct session is still open on one of
+ * them, its end makes the move.  Otherwise the move is ours, and the polls
+ * stay slow (*@held) until the caller's move holds them itself.  Returns 1
+ * if the move is left to a session, 0 if not, or -EBUSY when fo_quiesce()
+ * gave up.  Context: fo_lock, no CQ lock.
+ */
+static int polls_open(struct shiftu_vqp *vq, const char *why, bool *held)
+{
+	const struct ibv_cq *a = vq->scq->app, *b = vq->rcq->app;
+	bool ok;
+
+	*held = false;
+	if (!shiftu_cqx_mark(a, b))
+		return 0;
+	shiftu_cq_slow(vq, true);		/* ours, for the move */
+	shiftu_cq_slow(vq, true);		/* the session's, if it is left to one */
+	__atomic_store_n(&vq->poll_hold, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
+	ok = fo_quiesce(vq);
+	if (ok && shiftu_cqx_direct(a, b)) {
+		shiftu_cq_slow(vq, false);
+		shiftu_info("qp %u on %s: %s during a polling session of its extended CQ: failing over once it ends",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		return 1;
+	}
+	/* taken back, unless a session's end took it (it then finds us done) */
+	if (__atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL))
+		shiftu_cq_slow(vq, false);
+	__atomic_compare_exchange_n(&vq->move_deferred, &why, NULL, false,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	if (!ok) {
+		shiftu_cq_slow(vq, false);
+		return -EBUSY;
+	}
+	*held = true;
+	return 0;
+}
+
 /* Where the sends posted on the QP a move leaves end: held ones follow. */
 static uint64_t posted_end(const struct shiftu_vqp *vq)
 {
@@ -1022,7 +1068,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	unsigned int n_srq = 0;
 	int n = 0, nr, n_s, ret;
 	bool atomic = false, held = false, from_twin, to_twin = kind != MOVE_BACK;
-	bool stuck = false, unposted = true;
+	bool stuck = false, unposted = true, polls_held = false;
 	enum fo_result r;
 
 	/* the application tears its QP down: its errors are its own */
@@ -1072,6 +1118,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	}
 	if (kind == MOVE_OVER) {
 		ret = batch_open(vq, why);
+		if (ret == 0)
+			ret = polls_open(vq, why, &polls_held);
 		if (ret > 0)
 			return FO_NONE;
 		if (ret < 0) {
@@ -1080,14 +1128,19 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		}
 	}
 	flushed = malloc((vq->sq.mask + vq->rq.mask + 3) * sizeof(*flushed));
-	if (!flushed)
+	if (!flushed) {
+		if (polls_held)
+			shiftu_cq_slow(vq, false);
 		return FO_NONE;
+	}
 
 	shiftu_lock_cqs(c, rc);
 	if (kind == MOVE_OVER && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
 				  rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
 		shiftu_unlock_cqs(c, rc);
 		free(flushed);
+		if (polls_held)
+			shiftu_cq_slow(vq, false);
 		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
 			    vq->reg.app_qp->qp_num);
 		return FO_NONE;
@@ -1097,6 +1150,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		shiftu_twins_add(c, vq);
 		shiftu_twins_add(rc, vq);
 	}
+	if (polls_held)
+		shiftu_cq_slow(vq, false);	/* the move's own holds them now */
 	/*
 	 * From here the application's posts and polls take the slow paths,
 	 * which wait for us.  One already past that check (the watcher's

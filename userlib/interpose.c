@@ -21,6 +21,7 @@
 
 #include "bell.h"
 #include "config.h"
+#include "cq.h"
 #include "cqex.h"
 #include "health.h"
 #include "interpose.h"
@@ -514,6 +515,47 @@ void shiftu_ctx_health(struct shiftu_ctx *s)
 	free(v);
 }
 
+void shiftu_vqp_polls_done(const struct ibv_cq *cq)
+{
+	struct shiftu_vqp **v = NULL, *vq;
+	struct vqp_node *n;
+	size_t i, k = 0, cap = 0;
+	const char *why;
+	uint8_t hold;
+
+	/* collected and pinned first, as shiftu_ctx_health() does */
+	pthread_mutex_lock(&vqp_lock);
+	for (n = vqp_list; n; n = n->next)
+		cap++;
+	v = cap ? malloc(cap * sizeof(*v)) : NULL;
+	for (n = vqp_list; v && n; n = n->next) {
+		vq = &n->vq;
+		if (__atomic_load_n(&vq->poll_hold, __ATOMIC_RELAXED) &&
+		    ((vq->scq && vq->scq->app == cq) || (vq->rcq && vq->rcq->app == cq))) {
+			__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
+			v[k++] = vq;
+		}
+	}
+	pthread_mutex_unlock(&vqp_lock);
+	if (!v && cap)
+		shiftu_warn("out of memory: moves left to a polling session wait for the next");
+	for (i = 0; i < k; i++) {
+		vq = v[i];
+		/*
+		 * The hold first: a move that is left to a session again
+		 * takes a hold of its own before this one is given back.
+		 */
+		hold = __atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL);
+		why = __atomic_exchange_n(&vq->move_deferred, NULL, __ATOMIC_ACQ_REL);
+		if (why)
+			shiftu_failover(vq, why);
+		if (hold)
+			shiftu_cq_slow(vq, false);
+		__atomic_fetch_sub(&vq->pins, 1, __ATOMIC_RELEASE);
+	}
+	free(v);
+}
+
 static void qp_detach(struct ibv_qp *qp)
 {
 	struct shiftu_vqp *vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
@@ -799,6 +841,7 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
 	struct shiftu_ctx *s = shiftu_ctx_find(ctx);
 	bool serve = shiftu_cqx_servable(attr);
 	struct ibv_cq_ex *cq;
+	uint64_t flags;
 	uint32_t cqe;
 
 	if (!s || !s->create_cq_ex) {
@@ -806,10 +849,20 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
 		return NULL;
 	}
 	cqe = attr->cqe;
+	flags = attr->wc_flags;
 	if (serve && cqe <= INT32_MAX)
 		attr->cqe = cq_size(s, cqe);
+	/* a direct session's look reads the QP number (cqex.c) */
+	if (serve)
+		attr->wc_flags |= IBV_WC_EX_WITH_QP_NUM;
 	cq = s->create_cq_ex(ctx, attr);
+	if (!cq && attr->wc_flags != flags) {
+		/* a provider without it: the CQ's sessions are all served */
+		attr->wc_flags = flags;
+		cq = s->create_cq_ex(ctx, attr);
+	}
 	attr->cqe = cqe;
+	attr->wc_flags = flags;
 	if (!cq)
 		return NULL;
 	if (!serve) {
@@ -817,7 +870,7 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
 			    s->dev_name, (uint64_t)attr->wc_flags);
 		return cq;
 	}
-	if (shiftu_cqx_attach(cq)) {
+	if (shiftu_cqx_attach(s, cq)) {
 		shiftu_warn("cq on %s: extended: out of memory: not served, its QPs unprotected",
 			    s->dev_name);
 		return cq;

@@ -353,6 +353,13 @@ struct shiftu_vqp {
 	 * once it has completed or aborted it (fo_lock; any thread clears).
 	 */
 	const char *move_deferred;
+	/*
+	 * Set when the move was left to a direct polling session of one of
+	 * the QP's extended CQs (cqex.c): the context's polls are held slow
+	 * for it (one count) until the session's end takes both this and
+	 * @move_deferred (shiftu_vqp_polls_done()).  Atomic; any thread.
+	 */
+	uint8_t poll_hold;
 
 	struct shiftu_ring sq, rq;
 	/* SHIFTU_RINGS_PROVIDER: the provider's send and receive rings */
@@ -687,8 +694,25 @@ int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
+/*
+ * @n completions of @cq (a CQ of @s) that the caller took from the provider
+ * otherwise than by its poll_cq (an extended CQ's session, cqex.c), looked
+ * at as the poll's common path looks at those it took: counted, errors held
+ * for a failover, the library's own taken out.  Returns how many remain
+ * for the application, in @wc.  Entered with the thread's poll window
+ * open; leaves it.
+ */
+int shiftu_poll_taken(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n);
 int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
+
+/*
+ * A direct polling session of the extended CQ @cq ended (cqex.c): the moves
+ * of its QPs that were left to it are made, and the slow polls they held
+ * given back.  Context: the session's thread, no lock held, the provider's
+ * CQ let go.
+ */
+void shiftu_vqp_polls_done(const struct ibv_cq *cq);
 
 /* @vq becomes the thread's QP, its window registered first (datapath.c). */
 void shiftu_vqp_anchor(struct shiftu_vqp *vq);

@@ -5,8 +5,11 @@
 # CQs with IBV_WC_STANDARD_FLAGS) rides a pull of rail 0 with libshiftu
 # preloaded on both hosts: WRITE_WITH_IMM polled with ibv_start_poll,
 # ibv_next_poll and ibv_end_poll, every field read with the ibv_wc_read_*
-# accessors (host 1's cable pulled); SEND with one CQ for both queues,
-# polled with ibv_poll_cq through ibv_cq_ex_to_cq (host 2's).  None lost,
+# accessors (host 1's cable pulled), in sessions that are the provider's
+# own until the pull; SEND with one CQ for both queues in sessions that stay
+# open, so that the failover is left to the session's end (host 1's); SEND
+# with one CQ for both queues, polled with ibv_poll_cq through
+# ibv_cq_ex_to_cq (host 2's).  None lost,
 # duplicated, reordered or corrupt, no error, no completion of a QP that is
 # not the application's (so none of the library's, and every twin
 # completion renamed); both sides fail over and back, rail 1 carries the
@@ -103,6 +106,16 @@ ride plain 0 -m write_imm --cq-ex
 PULL=1
 ride poll_cli 1 -m write_imm --cq-ex=poll
 rode poll_cli
+
+# sessions that stay open 20 ms after their first completion, one CQ for
+# both queues (each receive counted as the session takes it): the pull
+# finds one open, the failover is left to its end, which makes it
+PULL=1
+ride linger_cli 1 -m send --one-cq --cq-ex=linger
+rode linger_cli
+grep -q 'during a polling session of its extended CQ: failing over once it ends' \
+	"$FT_TMP/linger_cli.cli.shiftu" ||
+	lu_fail linger_cli "cli: no failover was left to an open polling session"
 
 PULL=2
 ride ibv_srv 1 -m send --one-cq --cq-ex=ibv

@@ -5,7 +5,7 @@
  *   shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
- *            [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]
+ *            [--one-cq] [--cq-ex[=poll|linger|ibv]] [--spare-qp SECONDS] [--solicited]
  *            [--signal-all] [--srq] [--rate MSGS] [-P CONNS] [-v] [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
@@ -79,8 +79,10 @@
  * With --cq-ex (either side) they are extended CQs (ibv_create_cq_ex, with
  * IBV_WC_STANDARD_FLAGS), polled with ibv_start_poll, ibv_next_poll and
  * ibv_end_poll, each completion read with the ibv_wc_read_* accessors
- * (--cq-ex=poll, the default), or polled with ibv_poll_cq through
- * ibv_cq_ex_to_cq (--cq-ex=ibv).  Either way every completion's QP number
+ * (--cq-ex=poll, the default; --cq-ex=linger keeps each session that took
+ * a completion open 20 ms more, as a program that does its work inside
+ * the session would), or polled with ibv_poll_cq through ibv_cq_ex_to_cq
+ * (--cq-ex=ibv).  Either way every completion's QP number
  * must be the side's QP's (or its spare's), and a received SEND's length
  * what was sent (else corrupt).
  *
@@ -210,7 +212,7 @@ struct opts {
 	uint32_t rate;		/* --rate: messages a second per connection, 0: no cap */
 	uint8_t retry_cnt, timeout;
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
-	enum { CQX_NONE, CQX_POLL, CQX_IBV } cq_ex;
+	enum { CQX_NONE, CQX_POLL, CQX_LINGER, CQX_IBV } cq_ex;
 	bool srq;		/* --srq: the QP's receives come from an SRQ of its own */
 	unsigned int conns;	/* -P */
 	unsigned int set;
@@ -409,7 +411,7 @@ static void usage(const char *fmt, ...)
 	fputs("usage: shiftgen [-d DEV] [-i IBPORT] [-x GIDIDX] [-p TCPPORT] [-m MODE] [-s CHUNK]\n"
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
-	      "                [--one-cq] [--cq-ex[=poll|ibv]] [--spare-qp SECONDS] [--solicited]\n"
+	      "                [--one-cq] [--cq-ex[=poll|linger|ibv]] [--spare-qp SECONDS] [--solicited]\n"
 	      "                [--signal-all] [--srq] [--rate MSGS] [-P CONNS] [-v] [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
@@ -530,10 +532,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'C':
 			if (!optarg || !strcmp(optarg, "poll"))
 				o->cq_ex = CQX_POLL;
+			else if (!strcmp(optarg, "linger"))
+				o->cq_ex = CQX_LINGER;
 			else if (!strcmp(optarg, "ibv"))
 				o->cq_ex = CQX_IBV;
 			else
-				usage("--cq-ex: '%s' is neither poll nor ibv", optarg);
+				usage("--cq-ex: '%s' is none of poll, linger and ibv", optarg);
 			break;
 		case 'B':
 			o->poll_in_batch = true;
@@ -1388,7 +1392,7 @@ static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	struct ibv_poll_cq_attr attr = { 0 };
 	int n = 0, ret;
 
-	if (g->o->cq_ex != CQX_POLL) {
+	if (g->o->cq_ex == CQX_IBV) {
 		n = ibv_poll_cq(cq, num, wc);
 	} else {
 		ret = ibv_start_poll(x, &attr);
@@ -1398,6 +1402,8 @@ static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 			return -1;
 		for (;;) {
 			cqx_read(x, &wc[n++]);
+			if (n == 1 && g->o->cq_ex == CQX_LINGER)
+				usleep(20000);
 			if (n == num)
 				break;
 			ret = ibv_next_poll(x);

@@ -576,7 +576,7 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, the provider's poll under each of the library's start_poll and next_poll not counted)"
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted)"
 	for mode in old ex recv wr cqex; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
 			 wr_rdma_write_imm wr_send wr_set_sge_list wr_set_inline_data \
