@@ -1392,7 +1392,7 @@ static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	struct ibv_poll_cq_attr attr = { 0 };
 	int n = 0, ret;
 
-	if (g->o->cq_ex == CQX_IBV) {
+	if (g->o->cq_ex != CQX_POLL && g->o->cq_ex != CQX_LINGER) {
 		n = ibv_poll_cq(cq, num, wc);
 	} else {
 		ret = ibv_start_poll(x, &attr);
