@@ -90,11 +90,12 @@ struct cqx_prov {
 };
 
 struct shiftu_cqx {
+	/* the session's thread's token, bit 0 set if it is direct, or 0
+	 * (first: its address is the node's) */
+	uintptr_t owner;
 	/* the CQ served, or NULL: the node is free (written under cqx_lock,
 	 * read by anchors without it: see cqx_find()) */
 	struct ibv_cq_ex *cq;
-	/* the session's thread's token, bit 0 set if it is direct, or 0 */
-	uintptr_t owner;
 	struct shiftu_ctx *s;		/* the CQ's context */
 	struct cqx_prov prov;
 	/* a move was left to a direct session's end (atomic) */
@@ -171,10 +172,8 @@ static inline struct shiftu_cqx *cqx_of(const struct ibv_cq_ex *cq)
 
 static inline bool cqx_session_try(struct shiftu_cqx *x, uintptr_t me)
 {
-	uintptr_t none = 0;
-
-	return __atomic_compare_exchange_n(&x->owner, &none, me, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	/* a full barrier (lock cmpxchg), no expected value in memory */
+	return __sync_bool_compare_and_swap(&x->owner, 0, me);
 }
 
 /* Another thread's session is open on the CQ: wait for its end. */
@@ -194,7 +193,7 @@ static shiftu_cold void cqx_session_wait(struct shiftu_cqx *x, uintptr_t me)
  * A direct session may start on @x: its context's polls are on the common
  * path (the poll's test, datapath.c).  Read after the session's owner word
  * is stored: a move that makes the polls slow, then waits out the verbs in
- * flight, sees the session or is seen by it (shiftu_cqx_hold()).
+ * flight, sees the session or is seen by it (shiftu_cqx_mark()).
  */
 static inline bool cqx_direct_ok(const struct shiftu_cqx *x)
 {
@@ -204,17 +203,21 @@ static inline bool cqx_direct_ok(const struct shiftu_cqx *x)
 /*
  * A direct session's completion needs the library's look: an error, or a
  * receive in a process that counts receives as they are polled
- * (SHIFTU_WC_LOOK_RECVS, its upper half), which cqx_look() sees to.  The
- * caller's node is the thread's anchor: the test keeps nothing across the
- * provider's call but the CQ.
+ * (SHIFTU_WC_LOOK_RECVS, its upper half), which cqx_direct_look() counts
+ * or takes on (the caller's node is the thread's anchor).
  */
-static inline bool cqx_looked(const struct ibv_cq_ex *cq)
+static inline bool cqx_looked(const struct ibv_cq_ex *cq, int ret)
 {
 	const uint32_t *look = (const uint32_t *)&shiftu_wc_look + 1;
 
 	_Static_assert(__BYTE_ORDER == __LITTLE_ENDIAN, "shiftu_wc_look's upper half");
-	/* one test for both: an aligned word, written once (interpose.c) */
-	return unlikely(((uint32_t)cq->status | *(const volatile uint32_t *)look) != 0);
+	/*
+	 * One test for the three: the provider's return (its status may be
+	 * stale then: the caller looks at @ret first), the status, and an
+	 * aligned word written once (interpose.c).
+	 */
+	return unlikely(((uint32_t)ret | (uint32_t)cq->status |
+			 *(const volatile uint32_t *)look) != 0);
 }
 
 /* The accessors of a served session: its current completion. */
@@ -328,11 +331,12 @@ static int cqx_take(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
 }
 
 /*
- * A direct session's completion needs the library's look: read out whole,
- * the provider's session ended (which consumes it and lets the CQ go), and
- * looked at as the library's poll looks at what it takes.  The session
- * goes on served: this completion if it is the application's, else the
- * next one the library's poll has.
+ * A direct session's completion needs the library's look.  A good receive
+ * whose QP the receive cache holds is counted, and the session goes on.
+ * Anything else is read out whole, the provider's session ended (which
+ * consumes it and lets the CQ go), and looked at as the library's poll
+ * looks at what it takes.  The session goes on served: this completion if
+ * it is the application's, else the next one the library's poll has.
  */
 static shiftu_cold int cqx_direct_look(struct ibv_cq_ex *cq)
 {
@@ -392,11 +396,25 @@ static shiftu_cold void cqx_direct_end(struct shiftu_cqx *x, struct ibv_cq_ex *c
 	cqx_moves(x);
 }
 
-/* The provider's start_poll found nothing (and let its lock go): no
- * session, and end_poll is not called. */
-static shiftu_cold int cqx_direct_none(struct ibv_cq_ex *cq, int ret)
+/* cqx_moves(), out of line, for a verb that then returns @ret. */
+static shiftu_cold int cqx_moves_cold(struct shiftu_cqx *x, int ret)
 {
-	cqx_direct_end(cqx_t.anchor, cq, false);
+	cqx_moves(x);
+	return ret;
+}
+
+/*
+ * The provider's start_poll found nothing (and let its lock go): no
+ * session on @x, and end_poll is not called.  Not out of line: a poll that
+ * finds nothing is common.
+ */
+static inline int cqx_direct_none(struct shiftu_cqx *x, int ret)
+{
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+	/* ours first, as at end_poll (cqx_end_poll()) */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (unlikely(__atomic_load_n(&x->moves_due, __ATOMIC_RELAXED)))
+		return cqx_moves_cold(x, ret);
 	return ret;
 }
 
@@ -433,17 +451,18 @@ static shiftu_cold int cqx_start_full(struct ibv_cq_ex *cq, struct ibv_poll_cq_a
 	if (!cqx_direct_ok(x))
 		return cqx_start_served(x, cq);
 	ret = x->prov.start_poll(cq, attr);
-	if (ret)
-		return cqx_direct_none(cq, ret);
-	if (cqx_looked(cq))
-		return cqx_direct_look(cq);
+	if (unlikely(ret))
+		return cqx_direct_none(x, ret);
+	/* the CQ from the node: one register kept across the call */
+	if (cqx_looked(x->cq, 0))
+		return cqx_direct_look(x->cq);
 	return 0;
 }
 
 /*
  * The common path: the CQ the thread polled last, its lock free, a direct
  * session.  The cold paths are the calls' last steps, so that nothing but
- * the CQ is kept across the provider's call.
+ * the node is kept across the provider's call.
  */
 static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 {
@@ -458,9 +477,10 @@ static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 		return cqx_start_served(x, cq);
 	ret = x->prov.start_poll(cq, attr);
 	if (unlikely(ret))
-		return cqx_direct_none(cq, ret);
-	if (cqx_looked(cq))
-		return cqx_direct_look(cq);
+		return cqx_direct_none(x, ret);
+	/* the CQ from the node: one register kept across the call */
+	if (cqx_looked(x->cq, 0))
+		return cqx_direct_look(x->cq);
 	return 0;
 }
 
@@ -472,30 +492,40 @@ static shiftu_cold int cqx_next_served(struct shiftu_cqx *x, struct ibv_cq_ex *c
 	return cqx_take(x, cq);
 }
 
-/* The provider's next_poll found nothing: the session ends as the
- * provider's does (see above), and an end_poll after it goes to it. */
-static shiftu_cold int cqx_direct_empty(int ret)
-{
-	struct shiftu_cqx *x = cqx_t.anchor;
+/* next_poll on a CQ the thread did not poll last. */
+static shiftu_cold int cqx_next_full(struct ibv_cq_ex *cq);
 
-	cqx_t.tail = x;
-	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
-	return ret;
-}
-
+/* The common path as for start_poll: a direct session of the thread's. */
 static int cqx_next_poll(struct ibv_cq_ex *cq)
 {
-	struct shiftu_cqx *x = cqx_of(cq);
+	struct shiftu_cqx *x = cqx_t.anchor;
 	int ret;
 
+	if (unlikely(x->cq != cq))
+		return cqx_next_full(cq);
 	if (unlikely(__atomic_load_n(&x->owner, __ATOMIC_RELAXED) != cqx_t.me_direct))
 		return cqx_next_served(x, cq);
 	ret = x->prov.next_poll(cq);
-	if (unlikely(ret))
-		return cqx_direct_empty(ret);
-	if (cqx_looked(cq))
-		return cqx_direct_look(cq);
+	if (ret) {
+		/*
+		 * Nothing more: the session ends as the provider's does (see
+		 * above), and an end_poll after it goes to the provider.  The
+		 * common end of a session on Soft-RoCE: not out of line.
+		 */
+		cqx_t.tail = x;
+		__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
+		return ret;
+	}
+	if (cqx_looked(x->cq, 0))
+		return cqx_direct_look(x->cq);
 	return 0;
+}
+
+static shiftu_cold int cqx_next_full(struct ibv_cq_ex *cq)
+{
+	if (cqx_find(cq) == &cqx_none)
+		return EINVAL;
+	return cqx_next_poll(cq);
 }
 
 /* end_poll of a served session, or with none of the thread's open. */
@@ -513,9 +543,17 @@ static shiftu_cold void cqx_end_other(struct shiftu_cqx *x, struct ibv_cq_ex *cq
 	}
 }
 
+/* end_poll on a CQ the thread did not poll last. */
+static shiftu_cold void cqx_end_full(struct ibv_cq_ex *cq);
+
 static void cqx_end_poll(struct ibv_cq_ex *cq)
 {
-	struct shiftu_cqx *x = cqx_of(cq);
+	struct shiftu_cqx *x = cqx_t.anchor;
+
+	if (unlikely(x->cq != cq)) {
+		cqx_end_full(cq);
+		return;
+	}
 
 	if (unlikely(__atomic_load_n(&x->owner, __ATOMIC_RELAXED) != cqx_t.me_direct)) {
 		cqx_end_other(x, cq);
@@ -529,6 +567,12 @@ static void cqx_end_poll(struct ibv_cq_ex *cq)
 		return;
 	}
 	x->prov.end_poll(cq);
+}
+
+static shiftu_cold void cqx_end_full(struct ibv_cq_ex *cq)
+{
+	if (cqx_find(cq) != &cqx_none)
+		cqx_end_poll(cq);
 }
 
 int shiftu_cqx_attach(struct shiftu_ctx *s, struct ibv_cq_ex *cq)
