@@ -93,7 +93,10 @@ bp()
 	scmd="$(lu_env "$spre" "$LU_RDIR/$tag.srv.shiftu") $prog -d rxe0 -x $LU_RGIDX -p $port $*"
 	spid=$(lab-peer --bg "timeout --foreground $((tmo + 30)) $scmd > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $rrc") ||
 		fail "$tag: could not start the server on host 2"
-	peer_listening "$port" || { lab-peer "kill -- -$spid"; fail "$tag: the server did not listen"; }
+	if ! peer_listening "$port"; then
+		lab-peer "kill -- -$spid; cat $LU_RDIR/$tag.srv.out" > "$OUT/$tag.srv.out" 2>&1
+		fail "$tag: the server did not listen: $(tail -n 1 "$OUT/$tag.srv.out")"
+	fi
 	read -ra envw <<< "$(lu_env "$pre" "$OUT/$tag.cli.shiftu")"
 	cmd=(timeout "$tmo" "${BP_OUTER[@]}" "${envw[@]}" "${BP_INNER[@]}" "$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" 10.0.0.2)
 	printf 'client (host 1): %s; server (host 2): %s\n' "${cmd[*]}" "$scmd" > "$OUT/$tag.cmd"
@@ -165,7 +168,7 @@ step_bw()
 # be direct (wrapi.c; a direct batch runs the provider's own).
 CG_FNS_LIB=shiftu_post_send,shiftu_post_recv,shiftu_poll_cq,shiftu_wr_start,shiftu_wr_complete
 CG_FNS_LIB=$CG_FNS_LIB,wr_rdma_write,wr_rdma_write_imm,wr_send,wr_set_sge_list,wr_set_inline_data
-CG_FNS_LIB=$CG_FNS_LIB,cqx_start_poll,cqx_next_poll,cqx_end_poll
+CG_FNS_LIB=$CG_FNS_LIB,cqx_start_poll,cqx_next_poll,cqx_end_poll,shiftu_post_srq_recv
 CG_FNS=$CG_FNS_LIB
 # The client's arguments besides ARGS (@N@: the iterations): perftest's
 # by default, shiftgen's for the extended send API (perftest posts with
@@ -297,6 +300,11 @@ step_cg()
 		put cg.wr.own.detail "${parts# }" ;;
 	*)	put cg.wr.own.why "wr_start or wr_complete not measured" ;;
 	esac
+	# last, so that its failure hides nothing above: ping-pong over an
+	# SRQ (perftest's latency tests put both sides' receives on one):
+	# the client posts its receives with ibv_post_srq_recv, and polls
+	# their completions, an SRQ's
+	cg_mode srq ib_send_lat --use-srq
 }
 
 # strace -c's total of calls (main thread only: the data path's thread)
@@ -576,15 +584,17 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted)"
-	for mode in old ex recv wr cqex; do
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted; srq: ib_send_lat --use-srq)"
+	for mode in old ex recv wr cqex srq; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
 			 wr_rdma_write_imm wr_send wr_set_sge_list wr_set_inline_data \
-			 shiftu_wr_complete shiftu_poll_cq cqx_start_poll cqx_next_poll cqx_end_poll; do
+			 shiftu_wr_complete shiftu_poll_cq cqx_start_poll cqx_next_poll cqx_end_poll \
+			 shiftu_post_srq_recv; do
 			v=$(get "cg.$mode.$f")
 			case $mode:$f in
 			old:shiftu_post_send|wr:shiftu_wr_start|wr:shiftu_wr_complete|recv:shiftu_post_recv) ;;
 			cqex:cqx_start_poll|cqex:cqx_next_poll|cqex:cqx_end_poll) ;;
+			srq:shiftu_post_srq_recv) ;;
 			cqex:shiftu_poll_cq) continue ;;
 			*:shiftu_poll_cq) ;;
 			*) [ -n "$v$(get "cg.$mode.$f.why")" ] || continue ;;
