@@ -1410,6 +1410,9 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 	shiftu_ctrl_send_done(vq, true);
 	/* no move starts after this one: each wants another state */
 	vq->state = SHIFTU_SEND_DEAD;
+	/* a move left to a polling session is nobody's now: its hold goes */
+	if (__atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL))
+		shiftu_cq_slow(vq, false);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	pthread_mutex_unlock(&vq->fo_lock);
 }

@@ -335,7 +335,7 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	else if (ring_init(vq))
 		why = "out of memory";
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
-	vq->rc_qpn = qp->qp_num;
+	vq->rc_qpn = qp->qp_num | (vq->srq ? SHIFTU_RC_SRQ : 0);
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
 		vq->rings = SHIFTU_RINGS_PROVIDER;
 	vq->copying = vq->copying_r = vq->rings != SHIFTU_RINGS_PROVIDER;
@@ -461,8 +461,9 @@ struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 
 	pthread_mutex_lock(&vqp_lock);
 	vq = vqp_by_num_locked(s, qp_num);
-	/* a QP on an SRQ's table: its receives need the poll's look (srq.h) */
-	if (vq && !__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) && !vq->srq)
+	/* a QP on an SRQ under its other key: its receives still need the
+	 * poll's look (struct shiftu_vqp's @rc_qpn) */
+	if (vq && !__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED))
 		__atomic_store_n(&s->rcache[qp_num & 63], vq, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&vqp_lock);
 	return vq;

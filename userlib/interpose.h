@@ -385,6 +385,10 @@ struct shiftu_vqp {
 	/*
 	 * The application QP's number while it is managed, else UINT32_MAX
 	 * (numbers have 24 bits): the receive cache's key, next to the count.
+	 * A QP on an SRQ has SHIFTU_RC_SRQ or'ed in: the poll's common path
+	 * does not match it, and its completions come to the look that gives
+	 * the application its ids back (srq.h), which counts them from the
+	 * cache all the same.
 	 */
 	uint32_t rc_qpn;
 	/*
@@ -647,6 +651,9 @@ void shiftu_recv_owe(struct shiftu_vqp *vq, uint64_t owed);
 /* One of @vq->recv_owed paid, if any is left (cold; cq.c). */
 bool shiftu_recv_owed_pay(struct shiftu_vqp *vq);
 
+/* The receive cache's key bit of a QP on an SRQ (struct shiftu_vqp). */
+#define SHIFTU_RC_SRQ	0x80000000U
+
 /*
  * shiftu_count_recv() below for the poll's common path: the context's
  * cache holds QP @qp_num (which then owes no count), and the completion is
@@ -676,7 +683,10 @@ static inline void shiftu_count_recv(struct shiftu_ctx *s, uint32_t qp_num)
 
 	if (shiftu_count_recv_cached(s, qp_num))
 		return;
-	vq = shiftu_count_recv_slow(s, qp_num);
+	/* a QP on an SRQ, in the cache under its other key */
+	vq = __atomic_load_n(&s->rcache[qp_num & 63], __ATOMIC_RELAXED);
+	if (__atomic_load_n(&vq->rc_qpn, __ATOMIC_RELAXED) != (qp_num | SHIFTU_RC_SRQ))
+		vq = shiftu_count_recv_slow(s, qp_num);
 	if (!vq)
 		return;
 	if (__builtin_expect(__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED) != 0, 0) &&
@@ -697,10 +707,10 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 /*
  * @n completions of @cq (a CQ of @s) that the caller took from the provider
  * otherwise than by its poll_cq (an extended CQ's session, cqex.c), looked
- * at as the poll's common path looks at those it took: counted, errors held
- * for a failover, the library's own taken out.  Returns how many remain
- * for the application, in @wc.  Entered with the thread's poll window
- * open; leaves it.
+ * at as the poll's common path looks at those it took: receives counted,
+ * errors held for a failover, an SRQ table's ids given back.  Returns how
+ * many remain for the application, in @wc.  Entered with the thread's poll
+ * window open; leaves it.
  */
 int shiftu_poll_taken(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n);
 int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,

@@ -214,31 +214,39 @@ static int side_post(struct shiftu_srq *r, enum shiftu_side side, struct ibv_rec
 }
 
 /*
- * Post entry @id, or post it again, on @side; one whose memory has no key
+ * Post @w, entry @id of the table, on @side; one whose memory has no key
  * on the backup device yet goes to the default SRQ instead (it waits
  * there, rather than fail).  Returns 0 or an errno.  srq_lock.
  */
-static int repost(struct shiftu_srq *r, uint64_t id, enum shiftu_side side)
+static int post_entry(struct shiftu_srq *r, uint64_t id, enum shiftu_side side,
+		      struct ibv_recv_wr *w)
 {
-	struct ibv_sge sg[MAX_SGE];
-	struct ibv_recv_wr w;
-	int ret;
+	int ret = side_post(r, side, w);
 
-	if (r->tab.max_sge > MAX_SGE || shiftu_srqtab_wr(&r->tab, id, &w, sg) ||
-	    shiftu_srqtab_move(&r->tab, id, side))
-		return EINVAL;
-	ret = side_post(r, side, &w);
 	if (ret != ENOENT || side != SHIFTU_SIDE_TWIN)
 		return ret;
 	shiftu_srqtab_move(&r->tab, id, SHIFTU_SIDE_DEFAULT);
 	if (!r->told_key++)
 		shiftu_info("srq %u on %s: a receive's memory has no key on %s yet: posted on the default SRQ",
 			    r->id, r->sctx->dev_name, r->sctx->bak_name);
-	return side_post(r, SHIFTU_SIDE_DEFAULT, &w);
+	return side_post(r, SHIFTU_SIDE_DEFAULT, w);
+}
+
+/* Post entry @id again, on @side (a move).  srq_lock. */
+static int repost(struct shiftu_srq *r, uint64_t id, enum shiftu_side side)
+{
+	struct ibv_sge sg[MAX_SGE];
+	struct ibv_recv_wr w;
+
+	if (r->tab.max_sge > MAX_SGE || shiftu_srqtab_wr(&r->tab, id, &w, sg) ||
+	    shiftu_srqtab_move(&r->tab, id, side))
+		return EINVAL;
+	return post_entry(r, id, side, &w);
 }
 
 int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
+	struct ibv_recv_wr w;
 	enum shiftu_side side;
 	uint64_t id, app;
 	int ret = 0;
@@ -252,7 +260,12 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 		side = shiftu_srqtab_route(&r->tab);
 		ret = -shiftu_srqtab_put(&r->tab, wr, side, &id);
 		if (!ret) {
-			ret = repost(r, id, side);
+			/* the application's scatter list (the entry keeps a
+			 * copy for a move), under the library's id */
+			w = (struct ibv_recv_wr){
+				.wr_id = id, .sg_list = wr->sg_list, .num_sge = wr->num_sge,
+			};
+			ret = post_entry(r, id, side, &w);
 			if (ret)
 				shiftu_srqtab_take(&r->tab, id, &app);
 		}
