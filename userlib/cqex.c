@@ -25,12 +25,12 @@
  * wait for it: its drain polls the CQ, and the session's thread may be
  * the one moving (a post inside the session that finds the port down), or
  * may wait for the move (a post on the moving QP).  So a move finds out
- * first (shiftu_cqx_hold()): it makes the context's polls slow, which no
- * session starts direct under, waits out the data verbs in flight
- * (quiesce.h, whose barrier orders the session's stores with its own), and
- * if a direct session is still open on one of its QP's CQs leaves the move
- * to the end of that session, as a batch of the extended send API does
- * (wrapi.c).  Whoever ends the session makes it once the provider has let
+ * first (shiftu_cqx_mark(); failover.c's polls_open()): it makes the
+ * context's polls slow, which no session starts direct under, waits out
+ * the data verbs in flight (quiesce.h, whose barrier orders the session's
+ * stores with its own), and if a direct session is still open on one of
+ * its QP's CQs leaves the move to the end of that session, as a batch of
+ * the extended send API does (wrapi.c).  Whoever ends the session makes it once the provider has let
  * the CQ go: end_poll, the step to a served session, or, for a program
  * whose session ended when next_poll found the CQ empty, the next session
  * on the CQ, which the slow polls send down the cold path.
