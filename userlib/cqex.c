@@ -300,8 +300,13 @@ static void cqx_readers(struct shiftu_cqx *x, struct ibv_cq_ex *cq, bool ours)
  */
 static void cqx_moves(struct shiftu_cqx *x)
 {
-	if (__atomic_exchange_n(&x->moves_due, false, __ATOMIC_ACQUIRE))
-		shiftu_vqp_polls_done(ibv_cq_ex_to_cq(x->cq));
+	if (__atomic_exchange_n(&x->moves_due, false, __ATOMIC_ACQUIRE) &&
+	    !shiftu_vqp_polls_done(ibv_cq_ex_to_cq(x->cq))) {
+		/* out of memory: the next session tries again (the polls
+		 * held slow send it down the cold path) */
+		__atomic_store_n(&x->moves_due, true, __ATOMIC_RELAXED);
+		shiftu_warn("out of memory: a failover left to a polling session waits for the next");
+	}
 }
 
 /* A served session ends: the provider's accessors back, the lock let go. */
@@ -387,12 +392,11 @@ static shiftu_cold int cqx_direct_look(struct ibv_cq_ex *cq)
 	return cqx_take(x, cq);
 }
 
-/* A direct session ends, its provider's with it or (@prov false) already. */
-static shiftu_cold void cqx_direct_end(struct shiftu_cqx *x, struct ibv_cq_ex *cq, bool prov)
+/* The provider's end_poll of a direct session whose lock is let go, and
+ * then the moves left to it. */
+static shiftu_cold void cqx_prov_end(struct shiftu_cqx *x, struct ibv_cq_ex *cq)
 {
-	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
-	if (prov)
-		x->prov.end_poll(cq);
+	x->prov.end_poll(cq);
 	cqx_moves(x);
 }
 
@@ -438,39 +442,16 @@ static shiftu_cold int cqx_start_served(struct shiftu_cqx *x, struct ibv_cq_ex *
 	return cqx_take(x, cq);
 }
 
-/* start_poll with the session's lock waited for, or on a CQ the thread
- * did not poll last. */
-static shiftu_cold int cqx_start_full(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
-{
-	struct shiftu_cqx *x = cqx_of(cq);
-	int ret;
-
-	if (!cqx_session_try(x, cqx_t.me_direct))
-		cqx_session_wait(x, cqx_t.me_direct);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (!cqx_direct_ok(x))
-		return cqx_start_served(x, cq);
-	ret = x->prov.start_poll(cq, attr);
-	if (unlikely(ret))
-		return cqx_direct_none(x, ret);
-	/* the CQ from the node: one register kept across the call */
-	if (cqx_looked(x->cq, 0))
-		return cqx_direct_look(x->cq);
-	return 0;
-}
-
 /*
- * The common path: the CQ the thread polled last, its lock free, a direct
- * session.  The cold paths are the calls' last steps, so that nothing but
- * the node is kept across the provider's call.
+ * start_poll once the thread holds @x's session lock, the owner word
+ * stored: direct if it can be.  The cold paths are the call's last steps,
+ * so that nothing but the node is kept across the provider's call.
  */
-static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+static __attribute__((always_inline)) inline int
+cqx_start_locked(struct shiftu_cqx *x, struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 {
-	struct shiftu_cqx *x = cqx_t.anchor;
 	int ret;
 
-	if (unlikely(x->cq != cq) || unlikely(!cqx_session_try(x, cqx_t.me_direct)))
-		return cqx_start_full(cq, attr);
 	/* the owner word before the test: see cqx_direct_ok() */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (unlikely(!cqx_direct_ok(x)))
@@ -482,6 +463,27 @@ static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 	if (cqx_looked(x->cq, 0))
 		return cqx_direct_look(x->cq);
 	return 0;
+}
+
+/* start_poll with the session's lock waited for, or on a CQ the thread
+ * did not poll last. */
+static shiftu_cold int cqx_start_full(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	struct shiftu_cqx *x = cqx_of(cq);
+
+	if (!cqx_session_try(x, cqx_t.me_direct))
+		cqx_session_wait(x, cqx_t.me_direct);
+	return cqx_start_locked(x, cq, attr);
+}
+
+/* The common path: the CQ the thread polled last, its lock free. */
+static int cqx_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
+{
+	struct shiftu_cqx *x = cqx_t.anchor;
+
+	if (unlikely(x->cq != cq) || unlikely(!cqx_session_try(x, cqx_t.me_direct)))
+		return cqx_start_full(cq, attr);
+	return cqx_start_locked(x, cq, attr);
 }
 
 /* next_poll of a served session, or with no session of the thread's. */
@@ -538,8 +540,7 @@ static shiftu_cold void cqx_end_other(struct shiftu_cqx *x, struct ibv_cq_ex *cq
 	if (cqx_t.tail == x) {
 		/* after a direct session's empty next_poll: the provider's */
 		cqx_t.tail = NULL;
-		x->prov.end_poll(cq);
-		cqx_moves(x);
+		cqx_prov_end(x, cq);
 	}
 }
 
@@ -563,7 +564,7 @@ static void cqx_end_poll(struct ibv_cq_ex *cq)
 	__atomic_store_n(&x->owner, 0, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (unlikely(__atomic_load_n(&x->moves_due, __ATOMIC_RELAXED))) {
-		cqx_direct_end(x, cq, true);
+		cqx_prov_end(x, cq);
 		return;
 	}
 	x->prov.end_poll(cq);

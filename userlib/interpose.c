@@ -488,58 +488,78 @@ void shiftu_health_sweep(void)
 			shiftu_ctx_health(s);
 }
 
-void shiftu_ctx_health(struct shiftu_ctx *s)
+/*
+ * The QPs for which @match(@vq, @arg) holds, collected under the list's
+ * lock and each pinned: the caller acts on them (a failover takes locks
+ * this list's lock must not hold) and unpins each when done with it; a QP
+ * destroyed meanwhile keeps its node (its locks, its number) until then.
+ * Returns the array (the caller frees it), *@k its length; NULL with *@k 0
+ * when there is none, or no memory for it (*@oom then set).
+ */
+static struct shiftu_vqp **vqps_pinned(bool (*match)(const struct shiftu_vqp *, const void *),
+				       const void *arg, size_t *k, bool *oom)
 {
-	struct shiftu_vqp **v = NULL;
+	struct shiftu_vqp **v;
 	struct vqp_node *n;
-	size_t i, k = 0, cap = 0;
+	size_t cap = 0;
 
-	/*
-	 * Collected first: a failover takes locks this list's lock must not
-	 * hold.  Each pinned: a QP destroyed meanwhile keeps its node (its
-	 * locks, its number) until this sweep is done with it.
-	 */
+	*k = 0;
 	pthread_mutex_lock(&vqp_lock);
 	for (n = vqp_list; n; n = n->next)
 		cap++;
 	v = cap ? malloc(cap * sizeof(*v)) : NULL;
+	*oom = cap && !v;
 	for (n = vqp_list; v && n; n = n->next)
-		if (n->vq.sctx == s && n->vq.rings) {
+		if (match(&n->vq, arg)) {
 			__atomic_fetch_add(&n->vq.pins, 1, __ATOMIC_RELAXED);
-			v[k++] = &n->vq;
+			v[(*k)++] = &n->vq;
 		}
 	pthread_mutex_unlock(&vqp_lock);
+	return v;
+}
+
+static void vqp_unpin(struct shiftu_vqp *vq)
+{
+	__atomic_fetch_sub(&vq->pins, 1, __ATOMIC_RELEASE);
+}
+
+static bool vqp_of_ctx(const struct shiftu_vqp *vq, const void *s)
+{
+	return vq->sctx == s && vq->rings;
+}
+
+void shiftu_ctx_health(struct shiftu_ctx *s)
+{
+	struct shiftu_vqp **v;
+	size_t i, k;
+	bool oom;
+
+	v = vqps_pinned(vqp_of_ctx, s, &k, &oom);
 	for (i = 0; i < k; i++) {
 		shiftu_vqp_health(v[i]);
-		__atomic_fetch_sub(&v[i]->pins, 1, __ATOMIC_RELEASE);
+		vqp_unpin(v[i]);
 	}
 	free(v);
 }
 
-void shiftu_vqp_polls_done(const struct ibv_cq *cq)
+/* @vq's move waits for a polling session of @cq (cqex.c). */
+static bool vqp_polls_held(const struct shiftu_vqp *vq, const void *cq)
 {
-	struct shiftu_vqp **v = NULL, *vq;
-	struct vqp_node *n;
-	size_t i, k = 0, cap = 0;
-	const char *why;
-	uint8_t hold;
+	return __atomic_load_n(&vq->poll_hold, __ATOMIC_RELAXED) &&
+	       ((vq->scq && vq->scq->app == cq) || (vq->rcq && vq->rcq->app == cq));
+}
 
-	/* collected and pinned first, as shiftu_ctx_health() does */
-	pthread_mutex_lock(&vqp_lock);
-	for (n = vqp_list; n; n = n->next)
-		cap++;
-	v = cap ? malloc(cap * sizeof(*v)) : NULL;
-	for (n = vqp_list; v && n; n = n->next) {
-		vq = &n->vq;
-		if (__atomic_load_n(&vq->poll_hold, __ATOMIC_RELAXED) &&
-		    ((vq->scq && vq->scq->app == cq) || (vq->rcq && vq->rcq->app == cq))) {
-			__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
-			v[k++] = vq;
-		}
-	}
-	pthread_mutex_unlock(&vqp_lock);
-	if (!v && cap)
-		shiftu_warn("out of memory: moves left to a polling session wait for the next");
+bool shiftu_vqp_polls_done(const struct ibv_cq *cq)
+{
+	struct shiftu_vqp **v, *vq;
+	const char *why;
+	size_t i, k;
+	uint8_t hold;
+	bool oom;
+
+	v = vqps_pinned(vqp_polls_held, cq, &k, &oom);
+	if (oom)
+		return false;
 	for (i = 0; i < k; i++) {
 		vq = v[i];
 		/*
@@ -552,9 +572,10 @@ void shiftu_vqp_polls_done(const struct ibv_cq *cq)
 			shiftu_failover(vq, why);
 		if (hold)
 			shiftu_cq_slow(vq, false);
-		__atomic_fetch_sub(&vq->pins, 1, __ATOMIC_RELEASE);
+		vqp_unpin(vq);
 	}
 	free(v);
+	return true;
 }
 
 static void qp_detach(struct ibv_qp *qp)

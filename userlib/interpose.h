@@ -719,10 +719,11 @@ int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 /*
  * A direct polling session of the extended CQ @cq ended (cqex.c): the moves
  * of its QPs that were left to it are made, and the slow polls they held
- * given back.  Context: the session's thread, no lock held, the provider's
- * CQ let go.
+ * given back.  Returns false, having made none, when there was no memory
+ * to list them.  Context: the session's thread, no lock held, the
+ * provider's CQ let go.
  */
-void shiftu_vqp_polls_done(const struct ibv_cq *cq);
+bool shiftu_vqp_polls_done(const struct ibv_cq *cq);
 
 /* @vq becomes the thread's QP, its window registered first (datapath.c). */
 void shiftu_vqp_anchor(struct shiftu_vqp *vq);
