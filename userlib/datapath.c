@@ -75,6 +75,7 @@ static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
  */
 __thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec"))) = {
 	.vq = &shiftu_vqp_none,
+	.srq = &shiftu_srq_none,
 	.ctx = &ctx_none,
 	.ctx_before = &ctx_none,
 };
@@ -552,24 +553,79 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 }
 
 /*
- * ibv_post_srq_recv(): through the SRQ's table, whose side the receive
- * goes to (srq.h), under the table's lock; an SRQ the library did not
- * record, the provider's post.
+ * ibv_post_srq_recv(), past the common path: the thread's SRQ is not
+ * @srq's record (its first post, or to another SRQ), its posts are slow,
+ * @wr is a chain or not of one scatter entry, or the cursor's entry was
+ * still posted.  Entered with the window closed.
+ */
+static shiftu_cold int post_srq_other(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+				      struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_srq *r = shiftu_window.srq;
+	struct shiftu_ctx *s;
+
+	if (!srq) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	if (r->app != srq) {
+		r = shiftu_srq_find(srq);
+		if (!r) {
+			s = shiftu_ctx_find(srq->context);
+			if (!s || !s->post_srq_recv) {
+				*bad_wr = wr;
+				return EINVAL;
+			}
+			return s->post_srq_recv(srq, wr, bad_wr);
+		}
+		/* the anchor is set outside the window (quiesce.h) */
+		if (!shiftu_window_ready())
+			shiftu_window_register();
+		shiftu_window.srq = r;
+	}
+	if (!wr->next && wr->num_sge == 1)
+		return shiftu_post_srq_recv(srq, wr, bad_wr);
+	return shiftu_srq_post(r, wr, bad_wr);
+}
+
+/*
+ * ibv_post_srq_recv(): through the SRQ's table (srq.h).  The common path:
+ * one receive of one scatter entry to the thread's SRQ while all its QPs
+ * are on the default side: an entry claimed and the provider's post of
+ * the library's request, no lock.  The slow flag is read inside the
+ * window, which a move that sets it waits out.
  */
 int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr)
 {
-	struct shiftu_srq *r = shiftu_srq_find(srq);
-	struct shiftu_ctx *s;
+	struct shiftu_srq *r = shiftu_window.srq;
+	struct shiftu_srq_frame f;
+	struct ibv_recv_wr *bad;
+	uint32_t i;
+	int ret;
 
-	if (likely(r))
+	if (unlikely(r->app != srq) || unlikely(wr->next) || unlikely(wr->num_sge != 1))
+		return post_srq_other(srq, wr, bad_wr);
+	shiftu_window_open();
+	if (unlikely(__atomic_load_n(&r->slow, __ATOMIC_RELAXED)) ||
+	    unlikely(!shiftu_srqtab_claim(&r->tab, wr, 1, SHIFTU_SIDE_DEFAULT, &i))) {
+		/* a move is under way, or the cursor's entry is still posted */
+		shiftu_window_close();
 		return shiftu_srq_post(r, wr, bad_wr);
-	s = shiftu_ctx_find(srq->context);
-	if (!s || !s->post_srq_recv) {
-		*bad_wr = wr;
-		return EINVAL;
 	}
-	return s->post_srq_recv(srq, wr, bad_wr);
+	/* the application's scatter list (the entry keeps a copy for a move),
+	 * under the library's id */
+	f.w.wr_id = r->tab.id_base | i;
+	f.w.next = NULL;
+	f.w.sg_list = wr->sg_list;
+	f.w.num_sge = 1;
+	f.wr = wr;
+	f.bad_wr = bad_wr;
+	ret = r->post(r->app, &f.w, &bad);
+	if (unlikely(ret))
+		shiftu_srq_post_failed(shiftu_window.srq, &f);
+	shiftu_window_close();
+	return ret;
 }
 
 _Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&

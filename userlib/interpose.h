@@ -35,9 +35,10 @@
  *       vq->fo_lock		a QP's moves; one QP's at a time
  *         cq_lock		the CQ records' list (shadow.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
- *           srq_lock	the SRQs' tables and every post to a tabled SRQ
- *			(srq.c); takes only mr_lock, for a receive's keys on
- *			the backup device
+ *           srq_lock	the SRQs' sides and twins, and the posts to a tabled
+ *			SRQ off its common path (srq.c); takes only mr_lock,
+ *			for a receive's keys on the backup device, and
+ *			windows_lock, waiting out the posts on that path
  *           leaves: mr_lock, kv_fast_lock, backer_lock (shadow.c), nl_lock (report.c),
  *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
  *           reg_lock (qp.c), health_lock

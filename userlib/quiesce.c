@@ -8,6 +8,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,23 +320,27 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 }
 
 /*
- * @w's post window, if open, is on @vq: its word read again after its
- * anchor, unchanged, says the anchor is the one the window opened with (a
- * thread sets its anchor before it opens its window and never changes it
- * inside; x86 keeps its two stores in order).  windows_lock.
+ * @w's post window, if open, is on @anchor (the pointer at @off in the
+ * window): its word read again after the anchor, unchanged, says the
+ * anchor is the one the window opened with (a thread sets its anchors
+ * before it opens its window and never changes them inside; x86 keeps its
+ * two stores in order).  windows_lock.
  */
-static bool window_on(const struct shiftu_window *w, const struct shiftu_vqp *vq,
+static bool window_on(const struct shiftu_window *w, size_t off, const void *anchor,
 		      uint32_t *v)
 {
+	const void *const *at = (const void *const *)((const char *)w + off);
+
 	*v = __atomic_load_n(&w->seq, __ATOMIC_RELAXED);
 	if (!(*v & 1))
 		return false;
-	if (__atomic_load_n(&w->vq, __ATOMIC_RELAXED) != vq)
+	if (__atomic_load_n(at, __ATOMIC_RELAXED) != anchor)
 		return false;
 	return __atomic_load_n(&w->seq, __ATOMIC_RELAXED) == *v;
 }
 
-bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
+/* Wait out the post windows anchored on @anchor at @off (shiftu_quiesce_vq()). */
+static bool quiesce_anchor(size_t off, const void *anchor, uint64_t timeout_ns)
 {
 	struct shiftu_window *w;
 	uint64_t deadline;
@@ -344,10 +349,10 @@ bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
 
 	pthread_once(&once, init);
 	/*
-	 * The caller's new poster out, every thread's window and anchor in:
-	 * a poster that read the gate before the barrier had opened its
-	 * window first, and shows it now; one that reads it after sees the
-	 * new poster and goes the slow way.  No grace instead: a window the
+	 * The caller's store out (a queue's new poster, an SRQ's gate),
+	 * every thread's window and anchor in: a poster that read it before
+	 * the barrier had opened its window first, and shows it now; one that
+	 * reads it after goes the slow way.  No grace instead: a window the
 	 * grace missed would be a count two threads write at once.
 	 */
 	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
@@ -357,7 +362,7 @@ bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
 	do {
 		again = false;
 		for (w = windows; w; w = w->next) {
-			if (w == &shiftu_window || !window_on(w, vq, &v))
+			if (w == &shiftu_window || !window_on(w, off, anchor, &v))
 				continue;
 			while (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) == v) {
 				if (shiftu_mono_ns() >= deadline) {
@@ -379,6 +384,16 @@ bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
 	} while (again);
 	pthread_mutex_unlock(&windows_lock);
 	return true;
+}
+
+bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns)
+{
+	return quiesce_anchor(offsetof(struct shiftu_window, vq), vq, timeout_ns);
+}
+
+bool shiftu_quiesce_srq(const struct shiftu_srq *r, uint64_t timeout_ns)
+{
+	return quiesce_anchor(offsetof(struct shiftu_window, srq), r, timeout_ns);
 }
 
 bool shiftu_quiesce_barrier(void)

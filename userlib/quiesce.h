@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 struct shiftu_vqp;
+struct shiftu_srq;
 struct shiftu_ctx;
 struct ibv_cq;
 struct ibv_wc;
@@ -60,6 +61,7 @@ struct shiftu_window {
 	 * take the path that registers it.
 	 */
 	struct shiftu_vqp *vq;		/* the QP the thread last posted to */
+	struct shiftu_srq *srq;		/* ... and the SRQ (srq.h) */
 	struct shiftu_ctx *ctx;		/* the context whose CQ it last polled */
 	struct shiftu_ctx *ctx_before;	/* the one it polled before that */
 	/*
@@ -188,6 +190,15 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last);
  * own windows closed.  Cold.
  */
 bool shiftu_quiesce_vq(const struct shiftu_vqp *vq, uint64_t timeout_ns);
+
+/*
+ * The same for the posts to the SRQ of record @r (anchor struct
+ * shiftu_window's @srq), after the caller closed the SRQ's gate (srq.h's
+ * @slow).  Returns true when all left, false on the timeout or without
+ * membarrier(2).  Context: any lock but windows_lock; the caller's own
+ * windows closed.  Cold.
+ */
+bool shiftu_quiesce_srq(const struct shiftu_srq *r, uint64_t timeout_ns);
 
 /* membarrier(2) is there to order windows with (else moves use a grace). */
 bool shiftu_quiesce_barrier(void);

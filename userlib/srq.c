@@ -16,8 +16,12 @@
  * - librxe keeps no copy of the producer index (providers/rxe/rxe_queue.h
  *   reads the ring's under the SRQ's lock), so a side nobody consumes from
  *   any more is emptied by setting its producer index back to the kernel's
- *   consumer index.  Every post to a tabled SRQ is made under srq_lock,
- *   which the emptying holds too.
+ *   consumer index.  No post may reach that side meanwhile: a post on the
+ *   common path (datapath.c) goes to the default SRQ with no lock, and
+ *   only while no QP is on the twin side; the first QP to leave for the
+ *   twin side closes that path (@slow) and waits out the posts on it
+ *   before any side can be emptied.  Every other post is made under
+ *   srq_lock, which the emptying holds too.
  *
  * Which side a QP is on is @vq->srq_side: where its receives come from,
  * the default SRQ until its first failover has moved it.
@@ -33,21 +37,28 @@
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"
+#include "quiesce.h"
 #include "shadow.h"
 #include "srq.h"
 #include "wrid.h"
 
 #define MAX_SGE		16
+/* how long a move or the destroy verb waits for posts and polls on their common path */
+#define SRQ_QUIESCE_NS	1000000000ULL
 
 /* The records, newest first: pushed with release, never freed. */
 static struct shiftu_srq *srq_list;
+struct shiftu_srq shiftu_srq_none = { .slow = 1 };
 /*
- * Guards the records' tables, QP lists and twins, and every post to a
- * tabled SRQ; takes mr_lock (a receive's keys on the backup device) and
- * no other (interpose.h); fork.h.
+ * Guards the records' QP lists, sides and twins, and the posts to a
+ * tabled SRQ off its common path; takes mr_lock (a receive's keys on the
+ * backup device) and windows_lock (interpose.h); fork.h.
  */
 pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The tabled records by their number in the ids (wrid.h); srq_lock. */
+/*
+ * The tabled records by their number in the ids (wrid.h): written under
+ * srq_lock with release, read by shiftu_srq_out() with acquire.
+ */
 static struct shiftu_srq *tables[SHIFTU_SRQ_TABLES];
 uint32_t shiftu_srq_tables;
 
@@ -79,6 +90,20 @@ static int table_no(void)
 	return -1;
 }
 
+/*
+ * Whether posts to @r may take the common path: its table is there, no QP
+ * is on the twin side (so every receive goes to the default SRQ), and a
+ * move can wait out the posts that passed this (quiesce.h's barrier).
+ * srq_lock.
+ */
+static void gate(struct shiftu_srq *r)
+{
+	uint32_t slow = !r->tabled || r->tab.members[SHIFTU_SIDE_TWIN] ||
+			!shiftu_quiesce_barrier();
+
+	__atomic_store_n(&r->slow, slow, __ATOMIC_SEQ_CST);
+}
+
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		       const struct ibv_srq_init_attr *attr)
 {
@@ -104,6 +129,8 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		r->next = srq_list;
 		fresh = true;
 	}
+	r->slow = 1;
+	r->post = s->post_srq_recv;
 	r->sctx = s;
 	r->id = srq->handle;
 	r->attr = attr->attr;
@@ -123,9 +150,10 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	}
 	if (!why) {
 		r->tabled = true;
-		tables[no] = r;
+		__atomic_store_n(&tables[no], r, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
 	}
+	gate(r);
 	/* the record is whole before a walker can match it */
 	__atomic_store_n(&r->app, srq, __ATOMIC_RELEASE);
 	if (fresh)
@@ -163,6 +191,7 @@ void shiftu_srq_resize(struct ibv_srq *srq)
 void shiftu_srq_detach(struct ibv_srq *srq)
 {
 	struct shiftu_srq *r = shiftu_srq_find(srq);
+	unsigned char *ents = NULL;
 	struct ibv_srq *bak;
 
 	if (!r)
@@ -173,14 +202,27 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 	r->bak_ring = NULL;
 	r->ring = NULL;
 	if (r->tabled) {
-		tables[r->tab.no] = NULL;
-		shiftu_srqtab_fini(&r->tab);
+		__atomic_store_n(&tables[r->tab.no], NULL, __ATOMIC_RELEASE);
+		ents = r->tab.ents;
+		r->tab.ents = NULL;
 		r->tabled = false;
 		__atomic_fetch_sub(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
 	}
 	r->n_qps = 0;
+	gate(r);
 	__atomic_store_n(&r->app, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&srq_lock);
+	/*
+	 * A poller may still be renaming a completion of the SRQ's last QP
+	 * (shiftu_srq_out()) in its window: the entries go once it is out.
+	 */
+	if (ents) {
+		if (shiftu_quiesce(SRQ_QUIESCE_NS, false))
+			free(ents);
+		else
+			shiftu_warn("srq %u: a thread stayed inside a verb: its table is not freed",
+				    r->id);
+	}
 	/* its QPs are gone (the verbs refuse to destroy an SRQ in use), their twins with them */
 	if (bak && shiftu_real.destroy_srq(bak))
 		shiftu_warn("srq %u: cannot destroy its twin", r->id);
@@ -254,14 +296,12 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 	pthread_mutex_lock(&srq_lock);
 	if (!r->tabled) {
 		pthread_mutex_unlock(&srq_lock);
-		return r->sctx->post_srq_recv(r->app, wr, bad_wr);
+		return r->post(r->app, wr, bad_wr);
 	}
 	for (; wr; wr = wr->next) {
 		side = shiftu_srqtab_route(&r->tab);
 		ret = -shiftu_srqtab_put(&r->tab, wr, side, &id);
 		if (!ret) {
-			/* the application's scatter list (the entry keeps a
-			 * copy for a move), under the library's id */
 			w = (struct ibv_recv_wr){
 				.wr_id = id, .sg_list = wr->sg_list, .num_sge = wr->num_sge,
 			};
@@ -276,6 +316,14 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 	}
 	pthread_mutex_unlock(&srq_lock);
 	return ret;
+}
+
+void shiftu_srq_post_failed(struct shiftu_srq *r, struct shiftu_srq_frame *f)
+{
+	uint64_t app;
+
+	shiftu_srqtab_take(&r->tab, f->w.wr_id, &app);
+	*f->bad_wr = f->wr;
 }
 
 static void settle(struct shiftu_srq *r);
@@ -384,6 +432,7 @@ void shiftu_srq_qp_detach(struct shiftu_vqp *vq)
 			 * settles the SRQ */
 			r->qps[i] = r->qps[--r->n_qps];
 			shiftu_srqtab_leave(&r->tab, vq->srq_side);
+			gate(r);
 			break;
 		}
 	pthread_mutex_unlock(&srq_lock);
@@ -438,24 +487,20 @@ int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 void shiftu_srq_out(struct ibv_wc *wc, int n)
 {
 	struct shiftu_srq *r;
-	bool locked = false;
 	uint64_t app;
 	int i;
 
+	/* the destroy verb frees a table once no window is open (post's: a
+	 * poll's may be closed already) */
+	shiftu_window_enter();
 	for (i = 0; i < n; i++) {
 		if (__builtin_expect(shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_SRQ, 1))
 			continue;
-		/* once for the poll's batch, not once a completion */
-		if (!locked) {
-			pthread_mutex_lock(&srq_lock);
-			locked = true;
-		}
-		r = tables[shiftu_srq_id_table(wc[i].wr_id)];
+		r = __atomic_load_n(&tables[shiftu_srq_id_table(wc[i].wr_id)], __ATOMIC_ACQUIRE);
 		if (r && !shiftu_srqtab_take(&r->tab, wc[i].wr_id, &app))
 			wc[i].wr_id = app;
 	}
-	if (locked)
-		pthread_mutex_unlock(&srq_lock);
+	shiftu_window_close();
 }
 
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
@@ -468,6 +513,21 @@ int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 	int ret = 0, moved = 0;
 
 	pthread_mutex_lock(&srq_lock);
+	/*
+	 * The first QP for the twin side: posts must pick their side from now
+	 * on, under the lock.  A post that read the gate open before it
+	 * closed is still in its window: it goes to the default SRQ, which
+	 * must not be emptied under it.
+	 */
+	if (to == SHIFTU_SIDE_TWIN && !__atomic_load_n(&r->slow, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&r->slow, 1, __ATOMIC_SEQ_CST);
+		if (!shiftu_quiesce_srq(r, SRQ_QUIESCE_NS)) {
+			ret = -EBUSY;
+			shiftu_warn("qp %u on %s: a thread stayed inside its post to srq %u",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, r->id);
+			goto out;
+		}
+	}
 	for (i = 0; i < n && !ret; i++)
 		ret = -repost(r, ids[i], to);
 	if (ret) {
@@ -495,6 +555,8 @@ int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, r->id, moved, side_name[from],
 		    side_name[to], n, r->tab.members[SHIFTU_SIDE_DEFAULT],
 		    r->tab.members[SHIFTU_SIDE_TWIN]);
+	/* the last QP back from the twin side opens the common path again */
+	gate(r);
 out:
 	pthread_mutex_unlock(&srq_lock);
 	return ret;

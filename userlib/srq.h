@@ -29,6 +29,7 @@
 #ifndef _SHIFTU_SRQ_H
 #define _SHIFTU_SRQ_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -46,10 +47,25 @@ struct ibv_wc;
  * The library's record of an SRQ the application created with
  * ibv_create_srq().  Records are never freed (a destroyed SRQ's is kept,
  * @app NULL, and reused), so that the lock-free walk of the post path
- * never reads freed memory; they are pushed with release.
+ * and a thread's anchor (struct shiftu_window's @srq) never read freed
+ * memory; they are pushed with release.
  */
 struct shiftu_srq {
+	/* what a post's common path reads */
 	struct ibv_srq *app;		/* NULL: free */
+	/*
+	 * Nonzero: posts take srq_lock (shiftu_srq_post()).  Zero while every
+	 * QP on the SRQ is on the default side, its table is there and
+	 * quiesce.h has its barrier: a post then claims an entry and posts
+	 * on the default SRQ with no lock, inside its thread's post window,
+	 * which a move that sets this waits out (shiftu_quiesce_srq()).
+	 * Written under srq_lock.
+	 */
+	uint32_t slow;
+	int (*post)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr);	/* the provider's */
+	/* its receives: every one posted goes through it once @tabled */
+	struct shiftu_srqtab tab;
 	struct shiftu_srq *next;
 	struct shiftu_ctx *sctx;
 	uint32_t id;			/* its handle, for the log */
@@ -60,14 +76,15 @@ struct shiftu_srq {
 	/* the twin on the backup context (made by the shadow thread) */
 	struct ibv_srq *bak;
 	struct rxe_queue_buf *bak_ring;
-	/* its receives: every one posted goes through it once @tabled */
-	struct shiftu_srqtab tab;
 	bool tabled;
 	/* the QPs on it */
 	struct shiftu_vqp **qps;
 	unsigned int n_qps, cap_qps;
 	unsigned int told_key;		/* said once that a key had no backup */
 };
+
+/* A record that matches no SRQ: a thread's anchor before its first post. */
+extern struct shiftu_srq shiftu_srq_none;
 
 /* The record of @srq, or NULL.  Lock free; any thread. */
 struct shiftu_srq *shiftu_srq_find(const struct ibv_srq *srq);
@@ -92,13 +109,28 @@ void shiftu_srq_resize(struct ibv_srq *srq);
 void shiftu_srq_detach(struct ibv_srq *srq);
 
 /*
- * ibv_post_srq_recv() to a recorded SRQ: each receive entered in its
- * table and posted on the side the table picks; one the table cannot take
- * fails as the provider would (ENOMEM full, EINVAL too many entries).  An
- * SRQ without a table: the provider's post.  Returns 0 or an errno, with
- * *@bad_wr the first not posted.
+ * ibv_post_srq_recv() to a recorded SRQ, under srq_lock (its posts are
+ * slow, @r->slow, or the common path found no entry): each receive entered in its table and posted on the
+ * side the table picks; one the table cannot take fails as the provider
+ * would (ENOMEM full, EINVAL too many entries).  An SRQ without a table:
+ * the provider's post.  Returns 0 or an errno, with *@bad_wr the first
+ * not posted.  Context: the caller's post window closed.
  */
 int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/*
+ * A post on the common path (datapath.c): the library's request, and what
+ * its failure needs, in one frame whose address the provider gets, so
+ * that nothing of the caller's is kept in registers across its call.
+ */
+struct shiftu_srq_frame {
+	struct ibv_recv_wr w;
+	struct ibv_recv_wr *wr;		/* the application's */
+	struct ibv_recv_wr **bad_wr;
+};
+
+/* The provider refused @f's request: its entry is free again.  Cold. */
+void shiftu_srq_post_failed(struct shiftu_srq *r, struct shiftu_srq_frame *f);
 
 /*
  * QP @vq, created on SRQ @srq, joins it on the default side.  Returns NULL
@@ -128,7 +160,9 @@ extern uint32_t shiftu_srq_tables;
  * Completions @wc[0..n) on their way to the application: each with a
  * table's id gets the application's back, and its entry is free.  Until
  * then a completion keeps the library's id: a move's drain takes a
- * flushed one by it (shiftu_srq_move()).  Context: any; takes srq_lock.
+ * flushed one by it (shiftu_srq_move()).  Context: any; no lock (the
+ * tables are read inside the thread's post window, which the destroy
+ * verb waits out before it frees one).
  */
 void shiftu_srq_out(struct ibv_wc *wc, int n);
 
@@ -138,7 +172,9 @@ void shiftu_srq_out(struct ibv_wc *wc, int n);
  * flushed completions the drain took (@ids, the library's) are posted on
  * the new side, and if no QP is left on the old side, what its SRQ still
  * holds moves too, and it is emptied.  Returns 0, or -errno with a line
- * saying why (the QP is then left unprotected).  Context: fo_lock and
+ * saying why (the QP is then left unprotected).  The first QP to leave
+ * for the twin side makes the SRQ's posts slow, and waits out the posts
+ * on their common path (no lock of the library's).  Context: fo_lock and
  * the CQs' locks held.
  */
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,

@@ -9,30 +9,25 @@
 #include "srqtab.h"
 #include "wrid.h"
 
-static struct shiftu_srqent *ent(const struct shiftu_srqtab *t, uint32_t i)
-{
-	return (struct shiftu_srqent *)(t->ents + (size_t)i * t->stride);
-}
-
 int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t no, uint32_t size, uint32_t max_sge)
 {
-	uint32_t i;
+	uint32_t n = 1;
 
 	memset(t, 0, sizeof(*t));
-	if (!size || size > SHIFTU_SRQTAB_MAX || max_sge > UINT16_MAX ||
+	if (!size || size > SHIFTU_SRQTAB_MAX / 2 || max_sge > UINT16_MAX ||
 	    no >= SHIFTU_SRQ_TABLES)
 		return -EINVAL;
-	t->no = no;
-	t->stride = sizeof(struct shiftu_srqent) + (size_t)max_sge * sizeof(struct ibv_sge);
-	t->ents = calloc(size, t->stride);
+	/* twice the SRQ, so that the cursor's entry has long been taken */
+	while (n < 2 * size)
+		n <<= 1;
+	t->stride = (uint32_t)(sizeof(struct shiftu_srqent) + (size_t)max_sge * sizeof(struct ibv_sge));
+	t->ents = calloc(n, t->stride);
 	if (!t->ents)
 		return -ENOMEM;
-	t->size = size;
+	t->no = no;
+	t->id_base = SHIFTU_SRQ_ID(no, 0);
+	t->mask = n - 1;
 	t->max_sge = max_sge;
-	for (i = 0; i < size; i++)
-		ent(t, i)->next_free = i + 1 < size ? i + 1 : SHIFTU_SRQTAB_MAX;
-	t->free = 0;
-	t->n_free = size;
 	return 0;
 }
 
@@ -44,18 +39,22 @@ void shiftu_srqtab_fini(struct shiftu_srqtab *t)
 
 uint64_t shiftu_srqtab_outstanding(const struct shiftu_srqtab *t, enum shiftu_side side)
 {
-	return t->in[side] - t->out[side];
+	/* out first: an entry counted out was counted in before */
+	uint64_t out = __atomic_load_n(&t->out[side], __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&t->in[side], __ATOMIC_RELAXED) - out;
 }
 
 enum shiftu_side shiftu_srqtab_route(const struct shiftu_srqtab *t)
 {
-	uint64_t d = shiftu_srqtab_outstanding(t, SHIFTU_SIDE_DEFAULT);
-	uint64_t w = shiftu_srqtab_outstanding(t, SHIFTU_SIDE_TWIN);
+	uint64_t d, w;
 
 	if (!t->members[SHIFTU_SIDE_TWIN])
 		return SHIFTU_SIDE_DEFAULT;
 	if (!t->members[SHIFTU_SIDE_DEFAULT])
 		return SHIFTU_SIDE_TWIN;
+	d = shiftu_srqtab_outstanding(t, SHIFTU_SIDE_DEFAULT);
+	w = shiftu_srqtab_outstanding(t, SHIFTU_SIDE_TWIN);
 	/* w / members[twin] < d / members[default], without dividing */
 	return w * t->members[SHIFTU_SIDE_DEFAULT] < d * t->members[SHIFTU_SIDE_TWIN] ?
 		       SHIFTU_SIDE_TWIN : SHIFTU_SIDE_DEFAULT;
@@ -68,35 +67,27 @@ static struct shiftu_srqent *posted(const struct shiftu_srqtab *t, uint64_t id)
 	uint32_t i = shiftu_srq_id_index(id);
 
 	if (shiftu_wrid_kind(id) != SHIFTU_WRID_SRQ || shiftu_srq_id_table(id) != t->no ||
-	    i >= t->size)
+	    !t->ents || i > t->mask)
 		return NULL;
-	e = ent(t, i);
-	return e->posted ? e : NULL;
+	e = shiftu_srqtab_ent(t, i);
+	return __atomic_load_n(&e->hdr, __ATOMIC_ACQUIRE) ? e : NULL;
 }
 
 int shiftu_srqtab_put(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
 		      enum shiftu_side side, uint64_t *id)
 {
-	struct shiftu_srqent *e;
-	uint32_t i;
+	uint32_t tries, i;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > t->max_sge)
 		return -EINVAL;
-	if (!t->n_free)
-		return -ENOMEM;
-	i = t->free;
-	e = ent(t, i);
-	t->free = e->next_free;
-	t->n_free--;
-	e->wr_id = wr->wr_id;
-	e->num_sge = (uint16_t)wr->num_sge;
-	if (wr->num_sge)
-		memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*e->sge));
-	e->side = side;
-	e->posted = 1;
-	t->in[side]++;
-	*id = SHIFTU_SRQ_ID(t->no, i);
-	return 0;
+	/* at most the SRQ's receives are posted: half the entries are free */
+	for (tries = 0; tries <= t->mask; tries++) {
+		if (shiftu_srqtab_claim(t, wr, wr->num_sge, side, &i)) {
+			*id = t->id_base | i;
+			return 0;
+		}
+	}
+	return -ENOMEM;
 }
 
 const struct shiftu_srqent *shiftu_srqtab_find(const struct shiftu_srqtab *t, uint64_t id)
@@ -111,11 +102,9 @@ int shiftu_srqtab_take(struct shiftu_srqtab *t, uint64_t id, uint64_t *wr_id)
 	if (!e)
 		return -ENOENT;
 	*wr_id = e->wr_id;
-	t->out[e->side]++;
-	e->posted = 0;
-	e->next_free = t->free;
-	t->free = shiftu_srq_id_index(id);
-	t->n_free++;
+	__atomic_fetch_add(&t->out[shiftu_srqent_side(e)], 1, __ATOMIC_RELEASE);
+	/* the entry is read out before another claim may fill it */
+	__atomic_store_n(&e->hdr, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -125,9 +114,10 @@ int shiftu_srqtab_move(struct shiftu_srqtab *t, uint64_t id, enum shiftu_side si
 
 	if (!e)
 		return -ENOENT;
-	t->out[e->side]++;
-	t->in[side]++;
-	e->side = side;
+	__atomic_fetch_add(&t->in[side], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->out[shiftu_srqent_side(e)], 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->hdr, SHIFTU_SRQENT_HDR(side, shiftu_srqent_num_sge(e)),
+			 __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -135,15 +125,17 @@ int shiftu_srqtab_wr(const struct shiftu_srqtab *t, uint64_t id, struct ibv_recv
 		     struct ibv_sge *sg)
 {
 	const struct shiftu_srqent *e = posted(t, id);
+	unsigned int n;
 
 	if (!e)
 		return -ENOENT;
-	if (e->num_sge)
-		memcpy(sg, e->sge, (size_t)e->num_sge * sizeof(*sg));
+	n = shiftu_srqent_num_sge(e);
+	if (n)
+		memcpy(sg, e->sge, (size_t)n * sizeof(*sg));
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = id;
 	wr->sg_list = sg;
-	wr->num_sge = e->num_sge;
+	wr->num_sge = (int)n;
 	return 0;
 }
 

@@ -3,7 +3,7 @@
  * srqtab.h: the receives of an SRQ whose QPs move one by one between two
  * sides, the application's NIC (the default side) and the backup NIC (the
  * twin side, whose SRQ is the twin SRQ).  Pure bookkeeping: no verbs, no
- * lock, no clock; the caller serialises the calls on one table.
+ * lock, no clock (see "Threads" below for who may call what at once).
  *
  * Why a table.  A receive posted to an SRQ is consumed by whichever QP on
  * it takes a message first, and cannot be recalled.  When the QPs of a
@@ -32,6 +32,17 @@
  * Each side's outstanding count is what was posted on it less what left
  * it (completed, or moved off): two counts that only grow, compared by
  * their difference (serial.h).
+ *
+ * Threads.  Entering a receive and taking one back are lock free, so that
+ * posts and completions on the common path need no lock: an entry is
+ * claimed with a compare-and-swap of its state at a cursor that only
+ * grows, and freed with a release store.  The table has at least twice as
+ * many entries as the SRQ has receives, so the entry under the cursor is
+ * nearly always free (a side consumes in the order it was posted).  The
+ * counts are atomic.  Everything else (moving an entry, reading its
+ * scatter list back, joining and leaving) is serialised by the caller, on
+ * an entry that cannot complete meanwhile (one flushed, or one in an SRQ
+ * no QP consumes from).
  */
 #ifndef _SHIFTU_SRQTAB_H
 #define _SHIFTU_SRQTAB_H
@@ -41,6 +52,8 @@
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
+
+#include "wrid.h"
 
 enum shiftu_side {
 	SHIFTU_SIDE_DEFAULT,
@@ -53,32 +66,49 @@ enum shiftu_side {
 
 /* One receive of the application's, posted on one side or free. */
 struct shiftu_srqent {
+	/*
+	 * 0: free.  Posted: SHIFTU_SRQENT_HDR() of its side and its number
+	 * of entries, in one word: claimed by compare-and-swap, freed with a
+	 * release store.
+	 */
+	uint64_t hdr;
 	uint64_t wr_id;			/* the application's */
-	uint32_t next_free;		/* the free list; SHIFTU_SRQTAB_MAX: end */
-	uint16_t num_sge;
-	uint8_t side;			/* enum shiftu_side, while posted */
-	uint8_t posted;
 	struct ibv_sge sge[];		/* max_sge of them */
 };
 
+#define SHIFTU_SRQENT_HDR(side, num_sge) \
+	(1ULL | (uint64_t)(side) << 8 | (uint64_t)(uint16_t)(num_sge) << 16)
+
+static inline enum shiftu_side shiftu_srqent_side(const struct shiftu_srqent *e)
+{
+	return (enum shiftu_side)(e->hdr >> 8 & 0xff);
+}
+
+static inline unsigned int shiftu_srqent_num_sge(const struct shiftu_srqent *e)
+{
+	return (unsigned int)(e->hdr >> 16 & 0xffff);
+}
+
 struct shiftu_srqtab {
-	uint32_t no;			/* its number in the ids (wrid.h) */
-	uint32_t size;			/* entries */
-	uint32_t max_sge;
-	uint32_t free;			/* first free entry, or SHIFTU_SRQTAB_MAX */
-	uint32_t n_free;
-	size_t stride;			/* bytes an entry takes */
+	/* read by every post and completion */
 	unsigned char *ents;
+	uint64_t id_base;		/* SHIFTU_SRQ_ID(no, 0) */
+	uint32_t mask;			/* entries - 1: a power of two */
+	uint32_t stride;		/* bytes an entry takes */
+	uint32_t cursor;		/* the next entry to claim; atomic */
+	uint32_t max_sge;
+	uint64_t in[SHIFTU_SIDES];	/* entries posted on each side, ever; atomic */
+	uint64_t out[SHIFTU_SIDES];	/* ... and that left it: completed or moved; atomic */
+	/* the caller's */
+	uint32_t no;			/* its number in the ids (wrid.h) */
 	uint32_t members[SHIFTU_SIDES];	/* QPs on each side */
-	uint64_t in[SHIFTU_SIDES];	/* entries posted on each side, ever */
-	uint64_t out[SHIFTU_SIDES];	/* ... and that left it: completed or moved */
 };
 
 /*
  * Table @no (under SHIFTU_SRQ_TABLES, named in its ids) for an SRQ of
  * @size receives of at most @max_sge entries each.  Returns 0, -EINVAL
- * when @size is 0 or over SHIFTU_SRQTAB_MAX or @no out of range, or
- * -ENOMEM.
+ * when @size is 0 or over SHIFTU_SRQTAB_MAX / 2, @max_sge over 65535 or
+ * @no out of range, or -ENOMEM.
  */
 int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t no, uint32_t size, uint32_t max_sge);
 void shiftu_srqtab_fini(struct shiftu_srqtab *t);
@@ -89,15 +119,45 @@ uint64_t shiftu_srqtab_outstanding(const struct shiftu_srqtab *t, enum shiftu_si
 /*
  * The side a new receive goes to: the only side with QPs, the default side
  * when neither has any, else the one with fewer receives outstanding per
- * QP (the default side on a tie).
+ * QP (the default side on a tie).  Caller serialised.
  */
 enum shiftu_side shiftu_srqtab_route(const struct shiftu_srqtab *t);
+
+static inline struct shiftu_srqent *shiftu_srqtab_ent(const struct shiftu_srqtab *t, uint32_t i)
+{
+	return (struct shiftu_srqent *)(t->ents + (size_t)i * t->stride);
+}
+
+/*
+ * Claim the entry under the cursor for the receive @wr (its id and
+ * scatter list: @num_sge entries, at most max_sge, the caller checked) on
+ * @side: one try.  Returns true with its index in *@i, or false when that
+ * entry is still posted.  Any thread.
+ */
+static inline bool shiftu_srqtab_claim(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
+				       int num_sge, enum shiftu_side side, uint32_t *i)
+{
+	struct shiftu_srqent *e;
+	uint64_t free_ = 0;
+	int k;
+
+	*i = __atomic_fetch_add(&t->cursor, 1, __ATOMIC_RELAXED) & t->mask;
+	e = shiftu_srqtab_ent(t, *i);
+	if (!__atomic_compare_exchange_n(&e->hdr, &free_, SHIFTU_SRQENT_HDR(side, num_sge),
+					 false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return false;
+	e->wr_id = wr->wr_id;
+	for (k = 0; k < num_sge; k++)
+		e->sge[k] = wr->sg_list[k];
+	__atomic_fetch_add(&t->in[side], 1, __ATOMIC_RELAXED);
+	return true;
+}
 
 /*
  * Enter the receive @wr (its id and scatter list; not its chain) as posted
  * on @side, and give the id to post it under in *@id.  Returns 0, -EINVAL
- * when it has more entries than the SRQ takes, or -ENOMEM when the table
- * is full (the SRQ would be too).
+ * when it has more entries than the SRQ takes, or -ENOMEM when no entry
+ * is free (the SRQ would be full).  Any thread.
  */
 int shiftu_srqtab_put(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
 		      enum shiftu_side side, uint64_t *id);
@@ -109,6 +169,7 @@ const struct shiftu_srqent *shiftu_srqtab_find(const struct shiftu_srqtab *t, ui
  * @id was consumed (a completion, good or flushed, handed on): the
  * application's id in *@wr_id, and the entry is free.  Also for a put
  * whose post failed.  Returns 0, or -ENOENT if @id names no posted entry.
+ * Any thread, once per posted entry.
  */
 int shiftu_srqtab_take(struct shiftu_srqtab *t, uint64_t id, uint64_t *wr_id);
 

@@ -9,8 +9,10 @@
  * posted again untouched, driven by a seeded random walk: every
  * application receive is delivered exactly once, none is ever on both
  * sides, a side without QPs holds nothing once it has been left, and the
- * table's counts match the FIFOs at every step.
+ * table's counts match the FIFOs at every step.  Last, threads entering
+ * receives and taking them back at once, as posts and completions do.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@ TEST(ids_name_their_entries)
 	struct shiftu_srqtab t;
 	struct ibv_recv_wr wr;
 	struct ibv_sge sg[2];
-	uint64_t id[4], app;
+	uint64_t id[4], extra[4], app;
 	int i;
 
 	ASSERT_EQ(0, shiftu_srqtab_init(&t, 3, 4, 2));
@@ -43,8 +45,12 @@ TEST(ids_name_their_entries)
 		ASSERT_EQ(0, put1(&t, 100 + i, SHIFTU_SIDE_DEFAULT, &id[i]));
 		EXPECT_EQ(SHIFTU_WRID_SRQ, shiftu_wrid_kind(id[i]));
 	}
-	/* full: as the SRQ would be */
-	EXPECT_EQ(-ENOMEM, put1(&t, 200, SHIFTU_SIDE_DEFAULT, &app));
+	/* twice the SRQ's receives, then full */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, put1(&t, 200 + i, SHIFTU_SIDE_DEFAULT, &extra[i]));
+	EXPECT_EQ(-ENOMEM, put1(&t, 300, SHIFTU_SIDE_DEFAULT, &app));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, shiftu_srqtab_take(&t, extra[i], &app));
 	EXPECT_EQ(4, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
 	/* the work request to post one again: the library's id, the buffer */
 	ASSERT_EQ(0, shiftu_srqtab_wr(&t, id[2], &wr, sg));
@@ -66,7 +72,7 @@ TEST(ids_name_their_entries)
 	/* another table's */
 	EXPECT_EQ(-ENOENT, shiftu_srqtab_take(&t, SHIFTU_SRQ_ID(4, 0), &app));
 	EXPECT_EQ(3, shiftu_srq_id_table(id[0]));
-	/* the freed entry is the next one */
+	/* the cursor comes round to the freed entry: the others are posted */
 	ASSERT_EQ(0, put1(&t, 300, SHIFTU_SIDE_TWIN, &app));
 	EXPECT_EQ(id[2], app);
 	EXPECT_EQ(3, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
@@ -74,7 +80,8 @@ TEST(ids_name_their_entries)
 	ASSERT_EQ(0, shiftu_srqtab_move(&t, id[0], SHIFTU_SIDE_TWIN));
 	EXPECT_EQ(2, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
 	EXPECT_EQ(2, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_TWIN));
-	EXPECT_EQ(SHIFTU_SIDE_TWIN, shiftu_srqtab_find(&t, id[0])->side);
+	EXPECT_EQ(SHIFTU_SIDE_TWIN, shiftu_srqent_side(shiftu_srqtab_find(&t, id[0])));
+	EXPECT_EQ(1, shiftu_srqent_num_sge(shiftu_srqtab_find(&t, id[0])));
 	shiftu_srqtab_fini(&t);
 }
 
@@ -86,9 +93,10 @@ TEST(bad_tables_and_requests)
 	uint64_t id;
 
 	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, 0, 0, 1));
-	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, 0, SHIFTU_SRQTAB_MAX + 1, 1));
+	/* an id holds 16 bits of index, and the table is twice the SRQ */
+	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, 0, SHIFTU_SRQTAB_MAX / 2 + 1, 1));
 	EXPECT_EQ(-EINVAL, shiftu_srqtab_init(&t, SHIFTU_SRQ_TABLES, 8, 1));
-	ASSERT_EQ(0, shiftu_srqtab_init(&t, SHIFTU_SRQ_TABLES - 1, SHIFTU_SRQTAB_MAX, 1));
+	ASSERT_EQ(0, shiftu_srqtab_init(&t, SHIFTU_SRQ_TABLES - 1, SHIFTU_SRQTAB_MAX / 2, 1));
 	/* more entries than the SRQ takes */
 	EXPECT_EQ(-EINVAL, shiftu_srqtab_put(&t, &wr, SHIFTU_SIDE_DEFAULT, &id));
 	wr.num_sge = -1;
@@ -96,7 +104,7 @@ TEST(bad_tables_and_requests)
 	/* none: a receive of zero bytes */
 	wr.num_sge = 0;
 	ASSERT_EQ(0, shiftu_srqtab_put(&t, &wr, SHIFTU_SIDE_DEFAULT, &id));
-	EXPECT_EQ(0, shiftu_srqtab_find(&t, id)->num_sge);
+	EXPECT_EQ(0, shiftu_srqent_num_sge(shiftu_srqtab_find(&t, id)));
 	shiftu_srqtab_fini(&t);
 }
 
@@ -205,7 +213,7 @@ static int consistent(struct model *m)
 			const struct shiftu_srqent *e =
 				shiftu_srqtab_find(&m->t, m->fifo[s][(m->head[s] + k) % SIZE]);
 
-			if (!e || e->side != s)
+			if (!e || shiftu_srqent_side(e) != s)
 				return -1;
 		}
 		for (q = 0; q < QPS; q++)
@@ -259,7 +267,9 @@ static int step(struct model *m)
 	case 0: case 1: case 2:
 		/* the application posts, where the table says */
 		s = shiftu_srqtab_route(&m->t);
-		if (m->t.n_free == 0)
+		/* the SRQs hold SIZE at most, as the application's would */
+		if (shiftu_srqtab_outstanding(&m->t, SHIFTU_SIDE_DEFAULT) +
+		    shiftu_srqtab_outstanding(&m->t, SHIFTU_SIDE_TWIN) == SIZE)
 			return 0;
 		if (put1(&m->t, m->next_app, s, &id))
 			return -1;
@@ -325,7 +335,8 @@ TEST(model)
 		while (m->n[i])
 			ASSERT_EQ(0, deliver(m, pop(m, i)));
 	EXPECT_EQ(m->next_app - 1, m->delivered);
-	EXPECT_EQ(SIZE, m->t.n_free);
+	EXPECT_EQ(0, shiftu_srqtab_outstanding(&m->t, SHIFTU_SIDE_DEFAULT));
+	EXPECT_EQ(0, shiftu_srqtab_outstanding(&m->t, SHIFTU_SIDE_TWIN));
 	EXPECT_GT(m->moved, 1000);
 	EXPECT_GT(m->emptied, 50);
 	EXPECT_GT(m->ctrl, 1000);
@@ -335,6 +346,113 @@ TEST(model)
 	shiftu_srqtab_fini(&m->t);
 	free(m->seen);
 	free(m);
+}
+
+/*
+ * Threads, as posts and completions run on the common path: each thread
+ * enters a receive and puts its id on a shared pile, and takes back one
+ * from the pile, most often another thread's (its poller), all on one
+ * table of few entries, so that the cursor comes round every few claims
+ * and claims meet entries still posted.  Every id must give back the
+ * application's id it was entered with, once.  (With the compare-and-swap
+ * of a claim made a load and a store, this fails.)
+ */
+#define THREADS		4
+#define PER_THREAD	100000
+#define PILE		8
+
+struct race {
+	struct shiftu_srqtab t;
+	pthread_mutex_t lock;		/* the pile's, not the table's */
+	uint64_t id[PILE], app[PILE];
+	unsigned int n, errors, full;
+};
+
+struct racer {
+	struct race *r;
+	unsigned int no;
+};
+
+/* Take one back from the pile, if it has any; count a wrong id. */
+static void take_one(struct race *r, unsigned int pick)
+{
+	uint64_t id, want, app;
+
+	pthread_mutex_lock(&r->lock);
+	if (!r->n) {
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	pick %= r->n;
+	id = r->id[pick];
+	want = r->app[pick];
+	r->n--;
+	r->id[pick] = r->id[r->n];
+	r->app[pick] = r->app[r->n];
+	pthread_mutex_unlock(&r->lock);
+	if (shiftu_srqtab_take(&r->t, id, &app) || app != want)
+		__atomic_fetch_add(&r->errors, 1, __ATOMIC_RELAXED);
+}
+
+static void *racer(void *arg)
+{
+	struct racer *me = arg;
+	struct race *r = me->r;
+	unsigned int i, seed = me->no;
+	uint64_t id;
+
+	for (i = 0; i < PER_THREAD; i++) {
+		uint64_t app = (uint64_t)me->no << 32 | i;
+		bool room;
+
+		pthread_mutex_lock(&r->lock);
+		room = r->n < PILE - THREADS;
+		pthread_mutex_unlock(&r->lock);
+		if (room) {
+			if (put1(&r->t, app, SHIFTU_SIDE_DEFAULT, &id)) {
+				__atomic_fetch_add(&r->full, 1, __ATOMIC_RELAXED);
+			} else {
+				/* the entry is filled before its id is handed on */
+				pthread_mutex_lock(&r->lock);
+				r->id[r->n] = id;
+				r->app[r->n++] = app;
+				pthread_mutex_unlock(&r->lock);
+			}
+		}
+		take_one(r, (unsigned int)rand_r(&seed));
+	}
+	return NULL;
+}
+
+TEST(threads)
+{
+	struct race *r = calloc(1, sizeof(*r));
+	struct racer who[THREADS];
+	pthread_t th[THREADS];
+	unsigned int i;
+
+	ASSERT_NE(NULL, r);
+	/* at most 8 posted (the pile), of 16 entries */
+	ASSERT_EQ(0, shiftu_srqtab_init(&r->t, 1, PILE, 1));
+	pthread_mutex_init(&r->lock, NULL);
+	for (i = 0; i < THREADS; i++) {
+		who[i] = (struct racer){ .r = r, .no = i };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, racer, &who[i]));
+	}
+	for (i = 0; i < THREADS; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	while (r->n)
+		take_one(r, 0);
+	EXPECT_EQ(0, r->errors);
+	EXPECT_EQ(0, r->full);
+	EXPECT_EQ(0, shiftu_srqtab_outstanding(&r->t, SHIFTU_SIDE_DEFAULT));
+	for (i = 0; i <= r->t.mask; i++)
+		EXPECT_EQ(0, shiftu_srqtab_ent(&r->t, i)->hdr);
+	EXPECT_GT(r->t.in[0], THREADS * PER_THREAD / 2);
+	TH_LOG("%u threads, %llu receives entered and taken back, %u wrong ids",
+	       THREADS, (unsigned long long)r->t.in[0], r->errors);
+	shiftu_srqtab_fini(&r->t);
+	free(r);
 }
 
 TEST_HARNESS_MAIN
