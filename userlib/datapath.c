@@ -669,16 +669,21 @@ static __attribute__((noinline)) int poll_took(int n, int i)
 		/* an error completion may start a failover (the transport's verdict) */
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
 			n = shiftu_poll_error(s, shiftu_window.cq, wc, n);
-			break;
+			shiftu_poll_leave();
+			if (__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED) && n > 0)
+				shiftu_srq_out(wc, n);
+			return n;
 		}
-		if (wc_look(&wc[i]))
+		if (wc_look(&wc[i])) {
 			shiftu_count_recv(s, wc[i].qp_num);
+			/* a receive posted through an SRQ's table (its QP is not
+			 * in the receive cache under its number: it comes here):
+			 * the application's id back, inside the window */
+			if (unlikely(shiftu_wrid_srq(wc[i].wr_id)))
+				shiftu_srq_give_back(&wc[i].wr_id);
+		}
 	}
 	shiftu_poll_leave();
-	/* receives posted through an SRQ's table: the application's ids back
-	 * (their QPs are not in the receive cache: they come here) */
-	if (unlikely(__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED) != 0) && n > 0)
-		shiftu_srq_out(wc, n);
 	return n;
 }
 

@@ -57,9 +57,9 @@ struct shiftu_srq shiftu_srq_none = { .slow = 1 };
 pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
  * The tabled records by their number in the ids (wrid.h): written under
- * srq_lock with release, read by shiftu_srq_out() with acquire.
+ * srq_lock with release, read by shiftu_srq_give_back() with acquire.
  */
-static struct shiftu_srq *tables[SHIFTU_SRQ_TABLES];
+struct shiftu_srq *shiftu_srq_by_table[SHIFTU_SRQ_TABLES];
 uint32_t shiftu_srq_tables;
 
 static const char *const side_name[] = { "default SRQ", "twin SRQ" };
@@ -85,7 +85,7 @@ static int table_no(void)
 	unsigned int i;
 
 	for (i = 0; i < SHIFTU_SRQ_TABLES; i++)
-		if (!tables[i])
+		if (!shiftu_srq_by_table[i])
 			return (int)i;
 	return -1;
 }
@@ -116,7 +116,7 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	if (shiftu_provq_find_srq(srq, &attr->attr, &ring))
 		why = "its ring is not one the library can empty";
 	pthread_mutex_lock(&srq_lock);
-	for (r = srq_list; r && r->app; r = r->next)
+	for (r = srq_list; r && (r->app || r->dying); r = r->next)
 		;
 	if (!r) {
 		r = calloc(1, sizeof(*r));
@@ -150,7 +150,7 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	}
 	if (!why) {
 		r->tabled = true;
-		__atomic_store_n(&tables[no], r, __ATOMIC_RELEASE);
+		__atomic_store_n(&shiftu_srq_by_table[no], r, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
 	}
 	gate(r);
@@ -191,8 +191,8 @@ void shiftu_srq_resize(struct ibv_srq *srq)
 void shiftu_srq_detach(struct ibv_srq *srq)
 {
 	struct shiftu_srq *r = shiftu_srq_find(srq);
-	unsigned char *ents = NULL;
 	struct ibv_srq *bak;
+	bool tabled;
 
 	if (!r)
 		return;
@@ -201,11 +201,12 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 	r->bak = NULL;
 	r->bak_ring = NULL;
 	r->ring = NULL;
-	if (r->tabled) {
-		__atomic_store_n(&tables[r->tab.no], NULL, __ATOMIC_RELEASE);
-		ents = r->tab.ents;
-		r->tab.ents = NULL;
+	tabled = r->tabled;
+	if (tabled) {
+		__atomic_store_n(&shiftu_srq_by_table[r->tab.no], NULL, __ATOMIC_RELEASE);
 		r->tabled = false;
+		/* not reused before its table is gone */
+		r->dying = true;
 		__atomic_fetch_sub(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
 	}
 	r->n_qps = 0;
@@ -214,14 +215,19 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 	pthread_mutex_unlock(&srq_lock);
 	/*
 	 * A poller may still be renaming a completion of the SRQ's last QP
-	 * (shiftu_srq_out()) in its window: the entries go once it is out.
+	 * (shiftu_srq_give_back()) in its window: the table goes once it is
+	 * out.
 	 */
-	if (ents) {
-		if (shiftu_quiesce(SRQ_QUIESCE_NS, false))
-			free(ents);
-		else
-			shiftu_warn("srq %u: a thread stayed inside a verb: its table is not freed",
+	if (tabled) {
+		if (shiftu_quiesce(SRQ_QUIESCE_NS, false)) {
+			pthread_mutex_lock(&srq_lock);
+			shiftu_srqtab_fini(&r->tab);
+			r->dying = false;
+			pthread_mutex_unlock(&srq_lock);
+		} else {
+			shiftu_warn("srq %u: a thread stayed inside a verb: its table is kept",
 				    r->id);
+		}
 	}
 	/* its QPs are gone (the verbs refuse to destroy an SRQ in use), their twins with them */
 	if (bak && shiftu_real.destroy_srq(bak))
@@ -486,21 +492,18 @@ int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 
 void shiftu_srq_out(struct ibv_wc *wc, int n)
 {
-	struct shiftu_srq *r;
-	uint64_t app;
+	bool open = shiftu_window_ready() && (shiftu_window.seq & 1);
 	int i;
 
 	/* the destroy verb frees a table once no window is open (post's: a
 	 * poll's may be closed already) */
-	shiftu_window_enter();
-	for (i = 0; i < n; i++) {
-		if (__builtin_expect(shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_SRQ, 1))
-			continue;
-		r = __atomic_load_n(&tables[shiftu_srq_id_table(wc[i].wr_id)], __ATOMIC_ACQUIRE);
-		if (r && !shiftu_srqtab_take(&r->tab, wc[i].wr_id, &app))
-			wc[i].wr_id = app;
-	}
-	shiftu_window_close();
+	if (!open)
+		shiftu_window_enter();
+	for (i = 0; i < n; i++)
+		if (shiftu_wrid_srq(wc[i].wr_id))
+			shiftu_srq_give_back(&wc[i].wr_id);
+	if (!open)
+		shiftu_window_close();
 }
 
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,

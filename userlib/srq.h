@@ -77,6 +77,7 @@ struct shiftu_srq {
 	struct ibv_srq *bak;
 	struct rxe_queue_buf *bak_ring;
 	bool tabled;
+	bool dying;			/* destroyed, its table not freed yet */
 	/* the QPs on it */
 	struct shiftu_vqp **qps;
 	unsigned int n_qps, cap_qps;
@@ -155,6 +156,24 @@ int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 
 /* Whether any SRQ has a table (relaxed): else shiftu_srq_out() has nothing to do. */
 extern uint32_t shiftu_srq_tables;
+
+/* The tabled records by their number in the ids (srq.c). */
+extern struct shiftu_srq *shiftu_srq_by_table[SHIFTU_SRQ_TABLES];
+
+/*
+ * A completion with the table id *@wr_id (shiftu_wrid_srq()) on its way
+ * to the application: *@wr_id becomes the application's, and its entry is
+ * free.  Context: inside the thread's poll or post window (the destroy
+ * verb waits them out before it frees a table); no lock.
+ */
+static inline void shiftu_srq_give_back(uint64_t *wr_id)
+{
+	struct shiftu_srq *r = __atomic_load_n(&shiftu_srq_by_table[shiftu_srq_id_table(*wr_id)],
+					       __ATOMIC_ACQUIRE);
+
+	if (r)
+		shiftu_srqtab_give_back(&r->tab, wr_id);
+}
 
 /*
  * Completions @wc[0..n) on their way to the application: each with a

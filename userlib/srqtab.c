@@ -97,14 +97,10 @@ const struct shiftu_srqent *shiftu_srqtab_find(const struct shiftu_srqtab *t, ui
 
 int shiftu_srqtab_take(struct shiftu_srqtab *t, uint64_t id, uint64_t *wr_id)
 {
-	struct shiftu_srqent *e = posted(t, id);
-
-	if (!e)
+	if (!t->ents || !shiftu_wrid_srq(id) || shiftu_srq_id_table(id) != t->no ||
+	    !shiftu_srqtab_give_back(t, &id))
 		return -ENOENT;
-	*wr_id = e->wr_id;
-	__atomic_fetch_add(&t->out[shiftu_srqent_side(e)], 1, __ATOMIC_RELEASE);
-	/* the entry is read out before another claim may fill it */
-	__atomic_store_n(&e->hdr, 0, __ATOMIC_RELEASE);
+	*wr_id = id;
 	return 0;
 }
 

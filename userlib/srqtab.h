@@ -162,6 +162,31 @@ static inline bool shiftu_srqtab_claim(struct shiftu_srqtab *t, const struct ibv
 int shiftu_srqtab_put(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
 		      enum shiftu_side side, uint64_t *id);
 
+/*
+ * The completion of the entry *@wr_id names (an id of this table's: the
+ * caller checked) was handed on: *@wr_id becomes the application's, and
+ * the entry is free.  Returns false, leaving *@wr_id, if that entry is not
+ * posted.  Any thread, once per posted entry.
+ */
+static inline bool shiftu_srqtab_give_back(struct shiftu_srqtab *t, uint64_t *wr_id)
+{
+	uint32_t i = shiftu_srq_id_index(*wr_id);
+	struct shiftu_srqent *e;
+	uint64_t hdr;
+
+	if (i > t->mask)
+		return false;
+	e = shiftu_srqtab_ent(t, i);
+	hdr = __atomic_load_n(&e->hdr, __ATOMIC_ACQUIRE);
+	if (!hdr)
+		return false;
+	*wr_id = e->wr_id;
+	__atomic_fetch_add(&t->out[hdr >> 8 & 0xff], 1, __ATOMIC_RELEASE);
+	/* the entry is read out before another claim may fill it */
+	__atomic_store_n(&e->hdr, 0, __ATOMIC_RELEASE);
+	return true;
+}
+
 /* The entry @id names, posted; NULL if it names none of this table's. */
 const struct shiftu_srqent *shiftu_srqtab_find(const struct shiftu_srqtab *t, uint64_t id);
 

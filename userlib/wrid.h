@@ -48,6 +48,12 @@
 #define SHIFTU_SRQ_ID_BASE	0x5348494654e00000ULL
 #define SHIFTU_SRQ_ID(t, i)	(SHIFTU_SRQ_ID_BASE | (uint64_t)((t) & 31) << 16 | (uint16_t)(i))
 
+/* @id is an SRQ table's (SHIFTU_WRID_SRQ below), in one compare. */
+static inline bool shiftu_wrid_srq(uint64_t id)
+{
+	return (id & ~0x1fffffULL) == SHIFTU_SRQ_ID_BASE;
+}
+
 /* What a work request's id says it is. */
 enum shiftu_wrid {
 	SHIFTU_WRID_APP,	/* the application's */
@@ -79,7 +85,7 @@ static inline enum shiftu_wrid shiftu_wrid_kind(uint64_t id)
 	}
 	if ((id & ~0xffffULL) == SHIFTU_CTRL_DEF_ID(0))
 		return SHIFTU_WRID_CTRL_DEF;
-	if ((id & ~0x1fffffULL) == SHIFTU_SRQ_ID_BASE)
+	if (shiftu_wrid_srq(id))
 		return SHIFTU_WRID_SRQ;
 	return SHIFTU_WRID_APP;
 }
