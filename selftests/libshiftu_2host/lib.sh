@@ -197,18 +197,18 @@ lu_pull_plain()
 	[ "$s1" -lt 100 ] || lu_fail plain "rail 1 carried $s1 packets without the library"
 }
 
-# lu_bw_rode TAG Q: the perftest bandwidth pair TAG (64 KiB messages, Q
-# QPs) rode lu_pull with the library: both exited 0, the client has its
-# result line, its Q QPs all failed over and back, and rail 1 carried the
-# traffic during the outage.
+# lu_bw_rode TAG Q [SIZE]: the perftest bandwidth pair TAG (messages of
+# SIZE bytes, 65536 unless given; Q QPs) rode lu_pull with the library:
+# both exited 0, the client has its result line, its Q QPs all failed over
+# and back, and rail 1 carried the traffic during the outage.
 lu_bw_rode()
 {
-	local s0 s1
+	local s0 s1 size=${3:-65536}
 
 	read -r s0 s1 < "$FT_TMP/$1.outage"
 	log "$1: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; the test saw the client's failback $(cat "$FT_TMP/$1.fbwait") ms after the repair"
 	lu_exited_ok "$1"
-	[ -n "$(awk '$1 == 65536 && NF >= 4' "$FT_TMP/$1.cli.out")" ] ||
+	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$1.cli.out")" ] ||
 		lu_fail "$1" "no result line from the client"
 	lu_check_log "$1" cli "qps=$2" "failovers=$2" "failbacks=$2"
 	lu_check_log "$1" srv "qps=$2"
