@@ -109,13 +109,21 @@ rode poll_cli
 
 # sessions that stay open 20 ms after their first completion, one CQ for
 # both queues (each receive counted as the session takes it): the pull
-# finds one open, the failover is left to its end, which makes it
+# mostly finds one open, and the failover is left to its end, which makes
+# it.  Not always: a client with nothing outstanding when its port goes
+# down has no session open (seen in the lab: "0 sends and 0 receives
+# outstanding"), and its failover is an ordinary one.  Every ride must be
+# intact, and one of three at least must leave its failover to a session.
 PULL=1
-ride linger_cli 1 -m send --one-cq --cq-ex=linger
-rode linger_cli
-grep -q 'during a polling session of its extended CQ: failing over once it ends' \
-	"$FT_TMP/linger_cli.cli.shiftu" ||
-	lu_fail linger_cli "cli: no failover was left to an open polling session"
+for try in 1 2 3; do
+	ride "linger_cli$try" 1 -m send --one-cq --cq-ex=linger
+	rode "linger_cli$try"
+	grep -q 'during a polling session of its extended CQ: failing over once it ends' \
+		"$FT_TMP/linger_cli$try.cli.shiftu" && break
+	log "linger_cli$try: no polling session was open when the client failed over: again"
+	[ "$try" -lt 3 ] ||
+		lu_fail linger_cli "cli: in 3 rides, no failover was left to an open polling session"
+done
 
 PULL=2
 ride ibv_srv 1 -m send --one-cq --cq-ex=ibv
