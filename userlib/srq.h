@@ -29,7 +29,6 @@
 #ifndef _SHIFTU_SRQ_H
 #define _SHIFTU_SRQ_H
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -111,11 +110,12 @@ void shiftu_srq_detach(struct ibv_srq *srq);
 
 /*
  * ibv_post_srq_recv() to a recorded SRQ, under srq_lock (its posts are
- * slow, @r->slow, or the common path found no entry): each receive entered in its table and posted on the
- * side the table picks; one the table cannot take fails as the provider
- * would (ENOMEM full, EINVAL too many entries).  An SRQ without a table:
- * the provider's post.  Returns 0 or an errno, with *@bad_wr the first
- * not posted.  Context: the caller's post window closed.
+ * slow, @r->slow, or the common path found no entry): each receive
+ * entered in its table and posted on the side the table picks; one the
+ * table cannot take fails as the provider would (ENOMEM full, EINVAL too
+ * many entries).  An SRQ without a table: the provider's post.  Returns 0
+ * or an errno, with *@bad_wr the first not posted.  Context: the caller's
+ * post window closed.
  */
 int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 
