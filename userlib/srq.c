@@ -358,8 +358,14 @@ const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
 			why = "out of memory";
 		}
 	}
-	if (!why) {
-		r->qps[r->n_qps++] = vq;
+	if (r->tabled) {
+		if (!why)
+			r->qps[r->n_qps++] = vq;
+		/*
+		 * Counted on the default side even when it cannot be protected
+		 * (no room in the list): it consumes from the default SRQ all the
+		 * same, which must not be emptied under it.
+		 */
 		vq->srq = r;
 		vq->srq_side = SHIFTU_SIDE_DEFAULT;
 		shiftu_srqtab_join(&r->tab, SHIFTU_SIDE_DEFAULT);
@@ -433,14 +439,15 @@ void shiftu_srq_qp_detach(struct shiftu_vqp *vq)
 	pthread_mutex_lock(&srq_lock);
 	for (i = 0; i < r->n_qps; i++)
 		if (r->qps[i] == vq) {
-			/* not settled here: the QP is destroyed after this, and
-			 * may still take a receive; the next QP to join or move
-			 * settles the SRQ */
 			r->qps[i] = r->qps[--r->n_qps];
-			shiftu_srqtab_leave(&r->tab, vq->srq_side);
-			gate(r);
 			break;
 		}
+	/* not settled here: the QP is destroyed after this, and may still
+	 * take a receive; the next QP to join or move settles the SRQ */
+	if (r->tabled) {
+		shiftu_srqtab_leave(&r->tab, vq->srq_side);
+		gate(r);
+	}
 	pthread_mutex_unlock(&srq_lock);
 	vq->srq = NULL;
 }
