@@ -319,9 +319,10 @@ lu_ms()
 # lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
 # and comes back 2.7 s later (LU_PULL_HOLD, 0.5 s by default, is the last
 # part of that, for an outage that must last longer).  Host 1's packets
-# per rail are counted for 1.5 s from 0.7 s into the outage (LU_PULL_COUNT_AT,
-# for QPs that take longer to move; it lengthens the outage; TAG.outage:
-# rail 0's, rail 1's) and again for 1.5 s from 0.3 s after the client's
+# per rail are counted for 1.5 s (LU_PULL_COUNT_S) from 0.7 s into the
+# outage (LU_PULL_COUNT_AT, for QPs that take longer to move; both
+# lengthen the outage; TAG.outage: rail 0's, rail 1's), and again for
+# 1.5 s from 0.3 s after the client's
 # library failed back, 120 looks at its log at most after the repair
 # (LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail back; a
 # look takes 0.1 s, or seconds when the pollers leave no CPU; TAG.fbwait:
@@ -340,7 +341,7 @@ lu_pull()
 	off=$(lu_ms "$t0")
 	lab_nap "${LU_PULL_COUNT_AT:-0.7}"
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
-	lab_nap 1.5
+	lab_nap "${LU_PULL_COUNT_S:-1.5}"
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
 	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
 	lab_nap "${LU_PULL_HOLD:-0.5}"
