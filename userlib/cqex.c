@@ -30,10 +30,11 @@
  * the data verbs in flight (quiesce.h, whose barrier orders the session's
  * stores with its own), and if a direct session is still open on one of
  * its QP's CQs leaves the move to the end of that session, as a batch of
- * the extended send API does (wrapi.c).  Whoever ends the session makes it once the provider has let
- * the CQ go: end_poll, the step to a served session, or, for a program
- * whose session ended when next_poll found the CQ empty, the next session
- * on the CQ, which the slow polls send down the cold path.
+ * the extended send API does (wrapi.c).  Whoever ends the session makes
+ * it once the provider has let the CQ go: end_poll, the step to a served
+ * session, or, for a program whose session ended when next_poll found the
+ * CQ empty, the next session on the CQ, which the slow polls send down the
+ * cold path.
  *
  * A lock of the node's own, held from start_poll to end_poll, serialises
  * the application's sessions of either kind (cq->wr_id, cq->status and the
