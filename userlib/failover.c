@@ -39,6 +39,7 @@
 #include "interpose.h"
 #include "log.h"
 #include "posters.h"
+#include "proto.h"
 #include "provq.h"
 #include "quiesce.h"
 #include "serial.h"
@@ -175,16 +176,6 @@ static void swqe_wr(const struct shiftu_swqe *e, struct ibv_send_wr *w)
 static bool signaled(const struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 {
 	return vq->init_attr.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-}
-
-static bool two_sided(uint32_t opcode)
-{
-	return opcode < 32 && (SHIFTU_TWO_SIDED & (1U << opcode));
-}
-
-static bool is_atomic(uint32_t opcode)
-{
-	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 /* The good completion a recorded request would have had. */
@@ -690,20 +681,22 @@ static int post_recv_on(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 {
 	struct shiftu_cq *c = vq->scq;
+	struct shiftu_send_plan p;
 	struct replay_chain *b;
-	uint64_t i, cut = from, stop = from;
+	uint64_t i, stop = from;
 	struct ibv_send_wr w;
 	struct ibv_wc wc;
 	int ret = 0;
 
-	if (vq->hs_got)
-		for (i = from; i < vq->sq.head; i++) {
-			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
-
-			if (two_sided(e->opcode) && shiftu_seq64_le(e->seq2, vq->hs_peer))
-				cut = i + 1;
-		}
 	*replayed = 0;
+	shiftu_plan_sends(&p, &vq->sq, from, vq->sent2, vq->hs_got, vq->hs_peer);
+	if (p.count_bad) {
+		shiftu_warn("qp %u: the peer says it has received %" PRIu64 " messages, but we sent %" PRIu64 ": nothing replayed",
+			    vq->reg.app_qp->qp_num, vq->hs_peer, vq->sent2);
+		stop = i = from;
+		ret = EPROTO;
+		goto flush;
+	}
 	vq->twin_signaled = vq->twin_done = 0;
 	b = malloc(sizeof(*b));
 	if (!b)
@@ -714,7 +707,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
 		swqe_wr(e, &w);
-		if (i < cut && e->opcode != IBV_WR_RDMA_READ) {
+		if (!shiftu_plan_replays(&p, i, e->opcode)) {
 			if (signaled(vq, &w)) {
 				swqe_wc(vq, e, &wc);
 				if (shiftu_stash_push(c, &wc)) {
@@ -732,18 +725,19 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		ret = chain_post(vq, b, replayed, &stop);
 	free(b);
 	if (ret) {
+flush:
 		/* those completed good above excepted */
 		for (; stop < vq->sq.head; stop++) {
 			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, stop);
 
-			if (stop >= i || stop >= cut || e->opcode == IBV_WR_RDMA_READ)
+			if (stop >= i || shiftu_plan_replays(&p, stop, e->opcode))
 				swqe_flush(vq, e);
 		}
 		return ret;
 	}
-	if (cut > from)
+	if (p.cut != from)
 		shiftu_info("qp %u: the peer had received %" PRIu64 " of the outstanding requests: not replayed",
-			    vq->reg.app_qp->qp_num, cut - from);
+			    vq->reg.app_qp->qp_num, p.cut - from);
 	return 0;
 }
 
@@ -1042,7 +1036,7 @@ static void rx_moved_dbg(struct shiftu_vqp *vq, uint64_t from, uint64_t n, bool 
 
 	if (!n || !shiftu_log_enabled(SHIFTU_LOG_DEBUG))
 		return;
-	for (i = from; i < from + n; i++) {
+	for (i = from; i != from + n; i++) {
 		e = shiftu_rwqe_at(&vq->rq, i);
 		for (len = 0, s = 0; s < e->num_sge; s++)
 			len += e->sge[s].length;
@@ -1065,9 +1059,10 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	uint64_t t0 = shiftu_mono_ns(), start, end, i, n_r, replayed = 0;
 	uint64_t t_q = 0, t_d = 0;		/* quiesced, drained: for the log */
 	uint64_t consumed, srq_ids[SRQ_FLUSHED];
+	struct shiftu_send_plan plan;
 	unsigned int n_srq = 0;
 	int n = 0, nr, n_s, ret;
-	bool atomic = false, held = false, from_twin, to_twin = kind != MOVE_BACK;
+	bool atomic = false, from_twin, to_twin = kind != MOVE_BACK;
 	bool stuck = false, unposted = true, polls_held = false;
 	enum fo_result r;
 
@@ -1239,12 +1234,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		}
 	}
 	start = end - n_s;
-	for (i = start; i < vq->sq.head; i++) {
-		uint32_t op = shiftu_swqe_at(&vq->sq, i)->opcode;
-
-		atomic |= is_atomic(op);
-		held |= two_sided(op);
-	}
+	shiftu_plan_sends(&plan, &vq->sq, start, vq->sent2, vq->hs_got, vq->hs_peer);
+	atomic = plan.atomic;
 	if (atomic) {
 		shiftu_warn("qp %u on %s: %s with an atomic outstanding: not replayed, the application gets the errors",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
@@ -1285,7 +1276,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		n = drop_srq(flushed, n);
 	vq->on_twin = to_twin;
 	unposted = false;
-	for (i = vq->rq.head - n_r; i < vq->rq.head; i++) {
+	for (i = vq->rq.head - n_r; i != vq->rq.head; i++) {
 		ret = post_recv_on(vq, shiftu_rwqe_at(&vq->rq, i));
 		if (ret) {
 			shiftu_warn("qp %u on %s: cannot repost a receive: %s: the application gets the errors",
@@ -1308,7 +1299,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 	if (kind == MOVE_OVER)
 		__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
-	if (asking || ((held || kind == MOVE_BACK) && !vq->hs_got)) {
+	if (shiftu_plan_next(&plan, asking, kind == MOVE_BACK) == SHIFTU_SENDS_HOLD) {
 		/* which of them arrived only the peer knows: wait for its count */
 		vq->state = SHIFTU_SEND_HANDSHAKE;
 		vq->replay_start = start;
@@ -2003,7 +1994,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 		return ret;
 	}
 	for (; wr; wr = wr->next) {
-		if (vq->state == SHIFTU_SEND_FALLBACK && two_sided(wr->opcode) &&
+		if (vq->state == SHIFTU_SEND_FALLBACK && shiftu_op_two_sided(wr->opcode) &&
 		    !vq->hs_got) {
 			/* the peer may not have its receives on its twin yet */
 			vq->state = SHIFTU_SEND_HANDSHAKE;
@@ -2021,7 +2012,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 		ret = post_twin(vq, wr);
 		if (ret) {
 			vq->sq.head--;
-			vq->sent2 -= two_sided(wr->opcode);
+			vq->sent2 -= shiftu_op_two_sided(wr->opcode);
 			*bad_wr = wr;
 			break;
 		}

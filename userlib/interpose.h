@@ -66,6 +66,7 @@
 #include "handshake.h"
 #include "health.h"
 #include "qp.h"
+#include "ring.h"
 #include "quiesce.h"
 #include "util.h"
 
@@ -191,52 +192,6 @@ struct shiftu_ctx {
 	uint8_t bak_port;
 	char bak_name[IBV_SYSFS_NAME_MAX];
 };
-
-/*
- * One outstanding send work request, as the library recorded it at post
- * time: the descriptor, never the payload (but for IBV_SEND_INLINE, whose
- * bytes the application may reuse as soon as the post returns).  The ring
- * has a slot for every send queue entry the provider can hold, so a slot is
- * only overwritten once the provider has freed the entry that used it.
- */
-struct shiftu_swqe {
-	uint64_t wr_id;
-	uint64_t remote_addr;
-	uint32_t rkey;
-	uint32_t imm_data;		/* big endian, as posted */
-	uint32_t opcode;		/* enum ibv_wr_opcode */
-	uint32_t send_flags;
-	uint32_t num_sge;		/* IBV_SEND_INLINE: 1, sge[0] -> inl */
-	uint32_t inline_len;
-	/* two-sided requests (SEND, WRITE_WITH_IMM) posted up to this one */
-	uint64_t seq2;
-	struct ibv_sge sge[];		/* max_sge of them, then inline bytes */
-};
-
-/* Receive work requests likewise. */
-struct shiftu_rwqe {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	uint32_t pad;
-	struct ibv_sge sge[];
-};
-
-struct shiftu_ring {
-	void *slots;
-	uint32_t mask;			/* slots - 1 (a power of two) */
-	uint32_t stride;
-	uint64_t head;			/* work requests recorded (posting thread) */
-};
-
-static inline struct shiftu_swqe *shiftu_swqe_at(struct shiftu_ring *r, uint64_t i)
-{
-	return (struct shiftu_swqe *)((char *)r->slots + (i & r->mask) * r->stride);
-}
-
-static inline struct shiftu_rwqe *shiftu_rwqe_at(struct shiftu_ring *r, uint64_t i)
-{
-	return (struct shiftu_rwqe *)((char *)r->slots + (i & r->mask) * r->stride);
-}
 
 /* How a QP keeps what a failover must move (struct shiftu_vqp.rings). */
 enum {
@@ -613,11 +568,6 @@ static inline void shiftu_bump(uint64_t *c)
 
 /* Entries every application CQ gets beyond what it asks for (interpose.c). */
 #define SHIFTU_CQ_EXTRA		16
-
-/* Send opcodes that consume a receive at the peer, as a mask of 1 << opcode. */
-#define SHIFTU_TWO_SIDED	((1U << IBV_WR_SEND) | (1U << IBV_WR_SEND_WITH_IMM) | \
-				 (1U << IBV_WR_RDMA_WRITE_WITH_IMM) | \
-				 (1U << IBV_WR_SEND_WITH_INV))
 
 /*
  * What the poll's common path masks a completion's status and opcode with,

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shiftu_proto: the failover protocol's decision on outstanding sends
+ * (userlib/proto.h), put to every case of a bounded set.
+ *
+ * Every sequence of up to MAX_OUT outstanding sends over five opcodes
+ * (WRITE, WRITE_WITH_IMM, SEND, READ, FETCH_AND_ADD), every prefix of it
+ * the peer executed before the failure (RC executes in order), the
+ * peer's count known or not, the count through the wire's 31 bits as the
+ * library reads it, and the counts and ring places starting just below
+ * each wrap (2^31, 2^32, 2^64).  Against each the guarantees:
+ *
+ *   - an atomic outstanding: nothing replayed, the errors go up;
+ *   - none lost: every request the peer did not execute is replayed;
+ *   - none twice: no request before the last message the peer received
+ *     is replayed (a READ excepted, whose response may be what was lost),
+ *     so neither that message nor the data it announced arrives again;
+ *   - a message outstanding and no count: the sends wait for it;
+ *   - a count beyond what was sent: nothing replayed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "proto.h"
+#include "serial.h"
+
+#include "kselftest_harness.h"
+
+#define MAX_OUT		6
+#define SLOTS		8
+
+static const uint32_t ops[] = {
+	IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_RDMA_READ,
+	IBV_WR_ATOMIC_FETCH_AND_ADD,
+};
+#define N_OPS	(sizeof(ops) / sizeof(ops[0]))
+
+/* where the ring's places and the two-sided counts start */
+static const uint64_t starts[] = {
+	0, (1ULL << 31) - 3, (1ULL << 32) - 3, UINT64_MAX - 2,
+};
+
+struct ring_buf {
+	struct shiftu_ring r;
+	struct shiftu_swqe slot[SLOTS];
+};
+
+/*
+ * Lay out sequence number @seq (base N_OPS, @n digits) at ring places
+ * [@from, @from + @n), after @sent0 messages: the count of two-sided
+ * requests up to each goes in its seq2, as datapath.c records it.
+ * Returns the count after them all.
+ */
+static uint64_t lay_out(struct ring_buf *b, unsigned int seq, int n, uint64_t from,
+			uint64_t sent0)
+{
+	uint64_t sent2 = sent0;
+	int k;
+
+	memset(b, 0, sizeof(*b));
+	b->r.slots = b->slot;
+	b->r.mask = SLOTS - 1;
+	b->r.stride = sizeof(struct shiftu_swqe);
+	for (k = 0; k < n; k++, seq /= N_OPS) {
+		struct shiftu_swqe *e = shiftu_swqe_at(&b->r, from + k);
+
+		e->opcode = ops[seq % N_OPS];
+		e->wr_id = k;
+		sent2 += shiftu_op_two_sided(e->opcode);
+		e->seq2 = sent2;
+	}
+	b->r.head = from + n;
+	return sent2;
+}
+
+/*
+ * One case: the peer executed the first @k of the @n laid out; the
+ * library knows its count or not.  Returns the number of guarantees
+ * broken (each said on stderr).
+ */
+static int one_case(struct ring_buf *b, int n, int k, uint64_t from, uint64_t sent0,
+		    uint64_t sent2, bool known)
+{
+	struct shiftu_send_plan p;
+	uint64_t peer = sent0, got;
+	bool atomic = false, msg = false;
+	enum shiftu_sends_next next;
+	int i, last_msg = 0, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct shiftu_swqe *e = shiftu_swqe_at(&b->r, from + i);
+
+		atomic |= shiftu_op_atomic(e->opcode);
+		msg |= shiftu_op_two_sided(e->opcode);
+		if (i < k && shiftu_op_two_sided(e->opcode)) {
+			peer++;
+			last_msg = i + 1;
+		}
+	}
+	/* the count as the handshake carries it, read near our send count */
+	got = shiftu_hs_count_get(shiftu_hs_count_put(peer), sent2);
+	if (known && got != peer) {
+		fprintf(stderr, "count %#llx came back as %#llx\n", (unsigned long long)peer,
+			(unsigned long long)got);
+		return 1;
+	}
+	shiftu_plan_sends(&p, &b->r, from, sent2, known, got);
+	next = shiftu_plan_next(&p, false, false);
+	if (atomic) {
+		if (next != SHIFTU_SENDS_GIVE_UP) {
+			fprintf(stderr, "an atomic outstanding, and the sends are not given up\n");
+			bad++;
+		}
+		return bad;
+	}
+	if (p.count_bad) {
+		fprintf(stderr, "a count of %#llx taken for bad after %#llx sent\n",
+			(unsigned long long)got, (unsigned long long)sent2);
+		return 1;
+	}
+	if (!known && msg) {
+		if (next != SHIFTU_SENDS_HOLD) {
+			fprintf(stderr, "a message outstanding and no count, and the sends do not wait\n");
+			bad++;
+		}
+		return bad;
+	}
+	if (next != SHIFTU_SENDS_REPLAY) {
+		fprintf(stderr, "nothing stops the replay, and it does not go on (%d)\n", next);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		const struct shiftu_swqe *e = shiftu_swqe_at(&b->r, from + i);
+		bool again = shiftu_plan_replays(&p, from + i, e->opcode);
+
+		if (i >= k && !again) {
+			fprintf(stderr, "request %d (opcode %u), not executed, is not replayed: lost\n",
+				i, e->opcode);
+			bad++;
+		}
+		if (i < last_msg && e->opcode != IBV_WR_RDMA_READ && again) {
+			fprintf(stderr, "request %d (opcode %u), before a message the peer received, is replayed: twice\n",
+				i, e->opcode);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* the sequence and the case, when one fails */
+static void say_case(unsigned int seq, int n, int k, uint64_t start, bool known)
+{
+	char s[MAX_OUT * 3 + 1] = "";
+	int i;
+
+	for (i = 0; i < n; i++, seq /= N_OPS)
+		snprintf(s + strlen(s), sizeof(s) - strlen(s), "%s%u", i ? "," : "", ops[seq % N_OPS]);
+	fprintf(stderr, "  in: opcodes [%s], %d executed, start %#llx, count %s\n", s, k,
+		(unsigned long long)start, known ? "known" : "not known");
+}
+
+TEST(every_case)
+{
+	unsigned long cases = 0, failed = 0;
+	struct ring_buf b;
+	unsigned int seq, n_seq = 1;
+	size_t s;
+	int n, k;
+
+	for (n = 0; n <= MAX_OUT; n++, n_seq *= N_OPS)
+		for (seq = 0; seq < n_seq; seq++)
+			for (s = 0; s < sizeof(starts) / sizeof(starts[0]); s++)
+				for (k = 0; k <= n; k++) {
+					uint64_t from = starts[s], sent0 = starts[s], sent2;
+					int known;
+
+					for (known = 0; known < 2; known++) {
+						sent2 = lay_out(&b, seq, n, from, sent0);
+						cases++;
+						if (one_case(&b, n, k, from, sent0, sent2, known)) {
+							if (failed++ < 5)
+								say_case(seq, n, k, starts[s], known);
+						}
+					}
+				}
+	fprintf(stderr, "# %lu cases, %lu broke a guarantee\n", cases, failed);
+	EXPECT_EQ(0, failed);
+}
+
+/* A count the peer cannot have: more messages than were sent. */
+TEST(count_beyond_sent)
+{
+	struct shiftu_send_plan p;
+	struct ring_buf b;
+	size_t s;
+
+	for (s = 0; s < sizeof(starts) / sizeof(starts[0]); s++) {
+		/* SEND, WRITE, SEND */
+		uint64_t sent2 = lay_out(&b, 2 + 0 * N_OPS + 2 * N_OPS * N_OPS, 3, starts[s], starts[s]);
+		uint64_t d;
+
+		ASSERT_EQ(starts[s] + 2, sent2);
+		for (d = 0; d <= 2; d++) {
+			shiftu_plan_sends(&p, &b.r, starts[s], sent2, true, sent2 - d);
+			EXPECT_FALSE(p.count_bad);
+			EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
+		}
+		for (d = 1; d <= 3; d++) {
+			shiftu_plan_sends(&p, &b.r, starts[s], sent2, true, sent2 + d);
+			EXPECT_TRUE(p.count_bad);
+			EXPECT_EQ(SHIFTU_SENDS_GIVE_UP, shiftu_plan_next(&p, false, false));
+		}
+	}
+}
+
+/* A side that asks, and a failback, wait for the count whatever is outstanding. */
+TEST(ask_and_back_wait)
+{
+	struct shiftu_send_plan p;
+	struct ring_buf b;
+
+	lay_out(&b, 0, 1, 5, 5);	/* one WRITE */
+	shiftu_plan_sends(&p, &b.r, 5, 5, false, 0);
+	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
+	EXPECT_EQ(SHIFTU_SENDS_HOLD, shiftu_plan_next(&p, true, false));
+	EXPECT_EQ(SHIFTU_SENDS_HOLD, shiftu_plan_next(&p, false, true));
+	shiftu_plan_sends(&p, &b.r, 5, 5, true, 5);
+	EXPECT_EQ(SHIFTU_SENDS_HOLD, shiftu_plan_next(&p, true, false));
+	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, true));
+	/* nothing outstanding */
+	lay_out(&b, 0, 0, 5, 5);
+	shiftu_plan_sends(&p, &b.r, 5, 5, false, 0);
+	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
+	EXPECT_EQ(5, p.cut);
+}
+
+TEST_HARNESS_MAIN

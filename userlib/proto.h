@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * proto.h: the failover protocol's decisions, as pure functions of what
+ * the library recorded and what the peer said: no verbs, locks, clock or
+ * allocation here, so that a host test can put every case to them
+ * (selftests/host/shiftu_proto.c) and failover.c only carries them out.
+ *
+ * The boundary they keep (SHIFT, section 4): RC executes a QP's requests
+ * in order, so the peer's count of the two-sided messages it received
+ * (SEND, WRITE_WITH_IMM: each consumes a receive) tells which outstanding
+ * requests executed.  Those up to the last message it received executed
+ * and are not replayed (a message never arrives twice); every one after
+ * is replayed, in order (a message never arrives before its data, and
+ * none is lost).  Replaying is sound because everything else is
+ * idempotent up to the next message: WRITEs and READs, whose responses
+ * may be what was lost, so a READ is replayed even before the cut.  An
+ * atomic is not idempotent: with one outstanding nothing is replayed and
+ * the application gets the errors, as without the library.
+ */
+#ifndef _SHIFTU_PROTO_H
+#define _SHIFTU_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring.h"
+#include "serial.h"
+#include "util.h"
+
+static inline bool shiftu_op_two_sided(uint32_t opcode)
+{
+	return opcode < 32 && (SHIFTU_TWO_SIDED & (1U << opcode));
+}
+
+static inline bool shiftu_op_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* The sends outstanding at a move, surveyed (shiftu_plan_sends()). */
+struct shiftu_send_plan {
+	uint64_t from, head;	/* entries [from, head) of the send ring */
+	uint64_t cut;		/* [from, cut) executed at the peer */
+	bool atomic;		/* an atomic among them */
+	bool two_sided;		/* a message among them */
+	bool peer_known;	/* the cut is from the peer's count */
+	bool count_bad;		/* that count is beyond what was sent */
+};
+
+/*
+ * Survey the sends outstanding, entries [@from, @sq->head) of @sq, of a
+ * QP that has sent @sent2 messages in all.  With @peer_known, @peer is the
+ * peer's count of messages received (64 bits, extended from the wire's
+ * 31: serial.h), and the cut follows the last message it covers; a count
+ * beyond @sent2 is bad (the peer cannot have received more than we sent).
+ * Without it the cut is @from: nothing is known to have executed.
+ */
+void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint64_t from,
+		       uint64_t sent2, bool peer_known, uint64_t peer) SHIFTU_HIDDEN;
+
+/* What a move does with its outstanding sends. */
+enum shiftu_sends_next {
+	SHIFTU_SENDS_REPLAY,	/* replay them now (shiftu_plan_replays()) */
+	SHIFTU_SENDS_HOLD,	/* hold them until the peer's count comes */
+	SHIFTU_SENDS_GIVE_UP,	/* an atomic, or a bad count: the errors go
+				 * to the application, nothing is replayed */
+};
+
+/*
+ * After @p: whether the move replays now.  @asking: this side asks the
+ * peer to join (its count comes in the answer); @back: a failback, which
+ * always waits for the peer's count.  A message outstanding also waits for
+ * it: only the peer knows whether it arrived.
+ */
+static inline enum shiftu_sends_next shiftu_plan_next(const struct shiftu_send_plan *p,
+						      bool asking, bool back)
+{
+	if (p->atomic || p->count_bad)
+		return SHIFTU_SENDS_GIVE_UP;
+	if (asking || ((p->two_sided || back) && !p->peer_known))
+		return SHIFTU_SENDS_HOLD;
+	return SHIFTU_SENDS_REPLAY;
+}
+
+/*
+ * Whether entry @i of @p (opcode @opcode) is posted again; if not, it
+ * executed at the peer and completes good (when it was signaled).  The
+ * ring's places compare as serial numbers, like the counts.
+ */
+static inline bool shiftu_plan_replays(const struct shiftu_send_plan *p, uint64_t i,
+				       uint32_t opcode)
+{
+	return !shiftu_seq64_lt(i, p->cut) || opcode == IBV_WR_RDMA_READ;
+}
+
+#endif /* _SHIFTU_PROTO_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ring.h: the library's record of a QP's outstanding work requests, as
+ * the send and receive rings hold them (datapath.c records, provq.c fills
+ * them from the provider's rings, failover.c replays them).  Types and
+ * arithmetic only: no verbs are called here.
+ */
+#ifndef _SHIFTU_RING_H
+#define _SHIFTU_RING_H
+
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/*
+ * One outstanding send work request, as the library recorded it at post
+ * time: the descriptor, never the payload (but for IBV_SEND_INLINE, whose
+ * bytes the application may reuse as soon as the post returns).  The ring
+ * has a slot for every send queue entry the provider can hold, so a slot is
+ * only overwritten once the provider has freed the entry that used it.
+ */
+struct shiftu_swqe {
+	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t imm_data;		/* big endian, as posted */
+	uint32_t opcode;		/* enum ibv_wr_opcode */
+	uint32_t send_flags;
+	uint32_t num_sge;		/* IBV_SEND_INLINE: 1, sge[0] -> inl */
+	uint32_t inline_len;
+	/* two-sided requests (SEND, WRITE_WITH_IMM) posted up to this one */
+	uint64_t seq2;
+	struct ibv_sge sge[];		/* max_sge of them, then inline bytes */
+};
+
+/* Receive work requests likewise. */
+struct shiftu_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad;
+	struct ibv_sge sge[];
+};
+
+struct shiftu_ring {
+	void *slots;
+	uint32_t mask;			/* slots - 1 (a power of two) */
+	uint32_t stride;
+	uint64_t head;			/* work requests recorded (posting thread) */
+};
+
+static inline struct shiftu_swqe *shiftu_swqe_at(struct shiftu_ring *r, uint64_t i)
+{
+	return (struct shiftu_swqe *)((char *)r->slots + (i & r->mask) * r->stride);
+}
+
+static inline struct shiftu_rwqe *shiftu_rwqe_at(struct shiftu_ring *r, uint64_t i)
+{
+	return (struct shiftu_rwqe *)((char *)r->slots + (i & r->mask) * r->stride);
+}
+
+/* Send opcodes that consume a receive at the peer, as a mask of 1 << opcode. */
+#define SHIFTU_TWO_SIDED	((1U << IBV_WR_SEND) | (1U << IBV_WR_SEND_WITH_IMM) | \
+				 (1U << IBV_WR_RDMA_WRITE_WITH_IMM) | \
+				 (1U << IBV_WR_SEND_WITH_INV))
+
+#endif /* _SHIFTU_RING_H */
