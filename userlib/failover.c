@@ -1617,15 +1617,52 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
  * and on which QP it came (a message on the default QP is a two-sided
  * failback's).  Context: any thread, no library lock held.
  */
+/*
+ * The peer's count our held sends waited for has come: answer if we have
+ * not spoken yet, and replay.  Context: fo_lock held.
+ */
+static enum fo_result replay_held(struct shiftu_vqp *vq)
+{
+	enum fo_result r;
+	uint64_t replayed;
+	int ret;
+
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	/* a rejoin we asked for: the peer spoke first, we answer */
+	ret = vq->hs_sent ? 0 : shiftu_ctrl_send(vq, true);
+	if (!ret)
+		ret = replay(vq, vq->replay_start, &replayed);
+	if (ret) {
+		shiftu_warn("qp %u on %s: the peer's count came, but answering or replaying failed: %s: unprotected",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+		go_dead(vq, NULL, 0, vq->sq.head);
+		r = FO_DEAD;
+	} else {
+		shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			    (shiftu_mono_ns() - vq->hs_since_ns) / 1e6, replayed);
+		r = moved(vq, replayed);
+		if (r == FO_DONE)
+			r = FO_NONE;	/* reported when it started */
+		/* a rejoin the peer joined before we could ask */
+		vq->rejoin_ask = 0;
+	}
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	return r;
+}
+
 void shiftu_hs_message(const struct shiftu_hs_msg *m)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
 	struct shiftu_vqp *vq = m->vq;
-	bool ack = m->imm & SHIFTU_HS_ACK, on_default = m->on_default;
+	struct shiftu_hs_in in = {
+		.ack = m->imm & SHIFTU_HS_ACK,
+		.on_default = m->on_default,
+	};
 	enum fo_result r = FO_NONE;
-	uint64_t replayed, peer;
+	enum shiftu_hs_act act;
 	int ret, n_msgs = 0;
-	bool expected;
+	uint64_t peer;
 
 	pthread_mutex_lock(&vq->fo_lock);
 	/*
@@ -1634,12 +1671,13 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	 * count, whichever wrap of the 31 bits lies between.
 	 */
 	peer = shiftu_hs_count_get(m->imm, vq->sent2);
-	if (on_default && m->gen != (uint16_t)vq->ctrl_gen) {
-		/*
-		 * Received before the default QP was last reset, and left in
-		 * a CQ nobody polled meanwhile (the peer's count for a
-		 * failback that a rejoin cut short): not the message awaited.
-		 */
+	in.state = vq->state;
+	in.on_twin = vq->on_twin;
+	in.old_gen = m->gen != (uint16_t)vq->ctrl_gen;
+	in.expected = vq->ctrl_default;
+	in.busy = vq->sq.head || vq->rq.head != shiftu_count_start();
+	act = shiftu_hs_decide(&in);
+	if (act == SHIFTU_HS_OLD) {
 		shiftu_dbg("qp %u: a message on the default QP from before its reset (generation %u, now %u): dropped",
 			   vq->reg.app_qp->qp_num, m->gen, (uint16_t)vq->ctrl_gen);
 		goto out;
@@ -1651,82 +1689,47 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	 * (counted gone, a second would be posted behind it, and the peer's
 	 * first SEND after its next failover's message would land in that).
 	 */
-	if (!on_default && vq->ctrl_rq && m->gen == (uint16_t)vq->reconnects)
+	if (!in.on_default && vq->ctrl_rq && m->gen == (uint16_t)vq->reconnects)
 		vq->ctrl_rq--;
-	/* a failback we granted, unless we have joined the peer anew since */
-	expected = on_default && vq->ctrl_default;
-	if (on_default)
+	/* the message a failback we granted awaited has come */
+	if (in.on_default)
 		vq->ctrl_default = 0;
 	shiftu_dbg("qp %u: the peer's %s on its %s QP: it has received %" PRIu64 " messages, we sent %" PRIu64,
-		   vq->reg.app_qp->qp_num, ack ? "answer" : "move",
-		   on_default ? "default" : "backup", peer, vq->sent2);
-	if (expected && vq->on_twin && vq->state == SHIFTU_SEND_FALLBACK && !ack) {
-		/* the peer goes back: follow */
-		vq->hs_sent = 0;
-		vq->hs_got = 1;
-		vq->hs_peer = peer;
-		r = move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
+		   vq->reg.app_qp->qp_num, in.ack ? "answer" : "move",
+		   in.on_default ? "default" : "backup", peer, vq->sent2);
+	if (act == SHIFTU_HS_STALE)
 		goto out;
-	}
-	if (!on_default && !vq->on_twin && vq->state == SHIFTU_SEND_HANDSHAKE && !ack) {
-		/*
-		 * We are going back, and the peer, which had gone back first,
-		 * failed over again: its renewed twin reached ours, renewed
-		 * when we left it.  Follow, answering.
-		 */
+	vq->hs_peer = peer;
+	vq->hs_got = 1;
+	switch (act) {
+	case SHIFTU_HS_FOLLOW_BACK:
 		vq->hs_sent = 0;
-		vq->hs_got = 1;
-		vq->hs_peer = peer;
+		r = move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
+		break;
+	case SHIFTU_HS_REJOIN:
+		vq->hs_sent = 0;
 		vq->ctrl_default = 0;
 		r = move_locked(vq, MOVE_REJOIN, false, "the peer failed over while we went back",
 				msgs, &n_msgs);
-		goto out;
-	}
-	if (on_default == vq->on_twin && vq->state != SHIFTU_SEND_DEFAULT)
-		goto out;	/* stale: from before the last move */
-	vq->hs_peer = peer;
-	vq->hs_got = 1;
-	switch (vq->state) {
-	case SHIFTU_SEND_DEFAULT:
-		if (ack || on_default) {
-			vq->hs_got = 0;		/* an earlier exchange's: done */
-		} else if (vq->sq.head || vq->rq.head != shiftu_count_start()) {
-			/* our traffic goes the same broken way: follow */
-			r = move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, &n_msgs);
-		} else {
-			/* nothing of ours to move: answer, stay */
-			vq->on_twin = 1;
-			ret = shiftu_ctrl_send(vq, true);
-			vq->on_twin = 0;
-			if (ret)
-				shiftu_warn("qp %u: cannot answer the peer: %s",
-					    vq->reg.app_qp->qp_num, strerror(ret));
-			vq->hs_got = 0;
-			vq->hs_sent = 0;
-		}
 		break;
-	case SHIFTU_SEND_HANDSHAKE:
-		shiftu_lock_cqs(vq->scq, vq->rcq);
-		/* a rejoin we asked for: the peer spoke first, we answer */
-		ret = vq->hs_sent ? 0 : shiftu_ctrl_send(vq, true);
-		if (!ret)
-			ret = replay(vq, vq->replay_start, &replayed);
-		if (ret) {
-			shiftu_warn("qp %u on %s: the peer's count came, but answering or replaying failed: %s: unprotected",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			go_dead(vq, NULL, 0, vq->sq.head);
-			r = FO_DEAD;
-		} else {
-			shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-				    (shiftu_mono_ns() - vq->hs_since_ns) / 1e6, replayed);
-			r = moved(vq, replayed);
-			if (r == FO_DONE)
-				r = FO_NONE;	/* reported when it started */
-			/* a rejoin the peer joined before we could ask */
-			vq->rejoin_ask = 0;
-		}
-		shiftu_unlock_cqs(vq->scq, vq->rcq);
+	case SHIFTU_HS_FOLLOW_OVER:
+		r = move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, &n_msgs);
+		break;
+	case SHIFTU_HS_ANSWER:
+		vq->on_twin = 1;
+		ret = shiftu_ctrl_send(vq, true);
+		vq->on_twin = 0;
+		if (ret)
+			shiftu_warn("qp %u: cannot answer the peer: %s",
+				    vq->reg.app_qp->qp_num, strerror(ret));
+		vq->hs_got = 0;
+		vq->hs_sent = 0;
+		break;
+	case SHIFTU_HS_DONE:
+		vq->hs_got = 0;
+		break;
+	case SHIFTU_HS_REPLAY:
+		r = replay_held(vq);
 		break;
 	default:
 		break;

@@ -65,6 +65,7 @@
 
 #include "handshake.h"
 #include "health.h"
+#include "proto.h"
 #include "qp.h"
 #include "ring.h"
 #include "quiesce.h"
@@ -485,13 +486,6 @@ struct shiftu_vqp {
 	uint32_t fb_answered;
 	uint64_t fb_poll_ns;
 };
-
-/*
- * Internal send states beyond enum shiftu_send_state: waiting for the peer's
- * receive count before replaying (reported as FALLBACK); gave up, unprotected.
- */
-#define SHIFTU_SEND_HANDSHAKE	0x40
-#define SHIFTU_SEND_DEAD	0x80
 
 struct shiftu_cq;
 struct shiftu_rkey_map {

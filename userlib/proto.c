@@ -26,3 +26,26 @@ void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint6
 			p->cut = i + 1;
 	}
 }
+
+enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in)
+{
+	if (in->on_default && in->old_gen)
+		return SHIFTU_HS_OLD;
+	if (in->on_default && in->expected && in->on_twin && in->state == SHIFTU_SEND_FALLBACK &&
+	    !in->ack)
+		return SHIFTU_HS_FOLLOW_BACK;
+	if (!in->on_default && !in->on_twin && in->state == SHIFTU_SEND_HANDSHAKE && !in->ack)
+		return SHIFTU_HS_REJOIN;
+	if (in->on_default == in->on_twin && in->state != SHIFTU_SEND_DEFAULT)
+		return SHIFTU_HS_STALE;
+	switch (in->state) {
+	case SHIFTU_SEND_DEFAULT:
+		if (in->ack || in->on_default)
+			return SHIFTU_HS_DONE;
+		return in->busy ? SHIFTU_HS_FOLLOW_OVER : SHIFTU_HS_ANSWER;
+	case SHIFTU_SEND_HANDSHAKE:
+		return SHIFTU_HS_REPLAY;
+	default:
+		return SHIFTU_HS_NOTE;
+	}
+}

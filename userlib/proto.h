@@ -25,7 +25,15 @@
 
 #include "ring.h"
 #include "serial.h"
+#include "shiftu.h"
 #include "util.h"
+
+/*
+ * Internal send states beyond enum shiftu_send_state: waiting for the peer's
+ * receive count before replaying (reported as FALLBACK); gave up, unprotected.
+ */
+#define SHIFTU_SEND_HANDSHAKE	0x40
+#define SHIFTU_SEND_DEAD	0x80
 
 static inline bool shiftu_op_two_sided(uint32_t opcode)
 {
@@ -92,5 +100,47 @@ static inline bool shiftu_plan_replays(const struct shiftu_send_plan *p, uint64_
 {
 	return !shiftu_seq64_lt(i, p->cut) || opcode == IBV_WR_RDMA_READ;
 }
+
+/*
+ * The peer's control message (handshake.h), as the QP it came for stands:
+ * what to do with it.  The message carries the peer's receive count and
+ * says whether it answers ours; it came on the default QP (a two-sided
+ * failback's) or on the twin (a failover's).
+ */
+struct shiftu_hs_in {
+	uint8_t state;		/* the QP's send state: enum shiftu_send_state,
+				 * SHIFTU_SEND_HANDSHAKE or SHIFTU_SEND_DEAD */
+	bool on_twin;		/* the QP's work is on its twin */
+	bool on_default;	/* the message came on the default QP */
+	bool ack;		/* it answers ours */
+	bool old_gen;		/* on the default QP, from before its last
+				 * reset: a count for a failback a rejoin cut
+				 * short, left in a CQ nobody polled */
+	bool expected;		/* we granted the peer a failback, whose
+				 * message comes on the default QP */
+	bool busy;		/* the QP has posted work of its own */
+};
+
+enum shiftu_hs_act {
+	SHIFTU_HS_OLD,		/* from before a reset: dropped, unseen */
+	SHIFTU_HS_STALE,	/* from before the last move: dropped */
+	SHIFTU_HS_FOLLOW_BACK,	/* the peer fails back: follow it */
+	SHIFTU_HS_REJOIN,	/* the peer failed over again while we went
+				 * back: follow it over, answering */
+	SHIFTU_HS_FOLLOW_OVER,	/* the peer failed over: our work goes the
+				 * same broken way, follow it */
+	SHIFTU_HS_ANSWER,	/* it failed over, we have nothing to move:
+				 * answer and stay */
+	SHIFTU_HS_DONE,		/* an earlier exchange's answer: done */
+	SHIFTU_HS_REPLAY,	/* the count our held sends waited for */
+	SHIFTU_HS_NOTE,		/* a count to keep, nothing to do */
+};
+
+/*
+ * What the message @in describes calls for.  Only a message that is not
+ * an answer moves a QP; only one on the twin fails it over; one on the
+ * default QP moves it back only for a failback we granted.
+ */
+enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in) SHIFTU_HIDDEN;
 
 #endif /* _SHIFTU_PROTO_H */

@@ -17,6 +17,11 @@
  *     so neither that message nor the data it announced arrives again;
  *   - a message outstanding and no count: the sends wait for it;
  *   - a count beyond what was sent: nothing replayed.
+ *
+ * And the decision on a peer's control message (shiftu_hs_decide()) over
+ * all its inputs: an answer never moves a QP, only a message on the twin
+ * fails one over, one on the default QP moves it back only for a failback
+ * it granted, a QP given up never moves, and every decision is reachable.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +240,87 @@ TEST(ask_and_back_wait)
 	shiftu_plan_sends(&p, &b.r, 5, 5, false, 0);
 	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
 	EXPECT_EQ(5, p.cut);
+}
+
+static const uint8_t states[] = {
+	SHIFTU_SEND_DEFAULT, SHIFTU_SEND_FALLBACK, SHIFTU_SEND_WAIT_SIGNALED,
+	SHIFTU_SEND_WAIT_DRAINED, SHIFTU_SEND_HANDSHAKE, SHIFTU_SEND_DEAD,
+};
+
+TEST(hs_decisions)
+{
+	unsigned int seen = 0, bits;
+	size_t st;
+
+	for (st = 0; st < sizeof(states) / sizeof(states[0]); st++)
+		for (bits = 0; bits < 64; bits++) {
+			struct shiftu_hs_in in = {
+				.state = states[st], .on_twin = bits & 1, .on_default = bits & 2,
+				.ack = bits & 4, .old_gen = bits & 8, .expected = bits & 16,
+				.busy = bits & 32,
+			};
+			enum shiftu_hs_act a = shiftu_hs_decide(&in);
+			bool moves = a == SHIFTU_HS_FOLLOW_BACK || a == SHIFTU_HS_REJOIN ||
+				     a == SHIFTU_HS_FOLLOW_OVER;
+
+			seen |= 1U << a;
+			EXPECT_EQ(in.on_default && in.old_gen, a == SHIFTU_HS_OLD)
+				TH_LOG("state %#x, inputs %#x: %d", in.state, bits, a);
+			if (in.ack)
+				EXPECT_FALSE(moves || a == SHIFTU_HS_ANSWER)
+					TH_LOG("state %#x, inputs %#x: an answer moved the QP (%d)",
+					       in.state, bits, a);
+			if (a == SHIFTU_HS_FOLLOW_OVER || a == SHIFTU_HS_ANSWER)
+				EXPECT_TRUE(!in.on_default && in.state == SHIFTU_SEND_DEFAULT)
+					TH_LOG("state %#x, inputs %#x: a failover followed from %d",
+					       in.state, bits, a);
+			if (a == SHIFTU_HS_FOLLOW_OVER)
+				EXPECT_TRUE(in.busy);
+			if (a == SHIFTU_HS_FOLLOW_BACK)
+				EXPECT_TRUE(in.on_default && in.expected && in.on_twin &&
+					    in.state == SHIFTU_SEND_FALLBACK)
+					TH_LOG("state %#x, inputs %#x: a failback not granted", in.state, bits);
+			if (a == SHIFTU_HS_REJOIN)
+				EXPECT_TRUE(!in.on_default && !in.on_twin &&
+					    in.state == SHIFTU_SEND_HANDSHAKE);
+			if (a == SHIFTU_HS_REPLAY)
+				EXPECT_EQ(SHIFTU_SEND_HANDSHAKE, in.state);
+			if (in.state == SHIFTU_SEND_DEAD)
+				EXPECT_TRUE(a == SHIFTU_HS_OLD || a == SHIFTU_HS_STALE ||
+					    a == SHIFTU_HS_NOTE)
+					TH_LOG("inputs %#x: a QP given up acted (%d)", bits, a);
+		}
+	EXPECT_EQ((1U << (SHIFTU_HS_NOTE + 1)) - 1, seen);
+}
+
+/* The cases the protocol is told in (Documentation/libshiftu.rst). */
+TEST(hs_cases)
+{
+	/* the peer failed over: its message on our twin; we follow if busy */
+	struct shiftu_hs_in in = { .state = SHIFTU_SEND_DEFAULT, .busy = true };
+
+	EXPECT_EQ(SHIFTU_HS_FOLLOW_OVER, shiftu_hs_decide(&in));
+	in.busy = false;
+	EXPECT_EQ(SHIFTU_HS_ANSWER, shiftu_hs_decide(&in));
+	/* its answer to our failover's message, while we held our sends */
+	in = (struct shiftu_hs_in){ .state = SHIFTU_SEND_HANDSHAKE, .on_twin = true, .ack = true };
+	EXPECT_EQ(SHIFTU_HS_REPLAY, shiftu_hs_decide(&in));
+	/* it fails back (on the default QP) after we granted it */
+	in = (struct shiftu_hs_in){ .state = SHIFTU_SEND_FALLBACK, .on_twin = true,
+				    .on_default = true, .expected = true };
+	EXPECT_EQ(SHIFTU_HS_FOLLOW_BACK, shiftu_hs_decide(&in));
+	/* not granted: a message on the QP we left, from before we left it */
+	in.expected = false;
+	EXPECT_EQ(SHIFTU_HS_STALE, shiftu_hs_decide(&in));
+	/* our own failover's count, the answer come late: kept */
+	in = (struct shiftu_hs_in){ .state = SHIFTU_SEND_FALLBACK, .on_twin = true, .ack = true };
+	EXPECT_EQ(SHIFTU_HS_NOTE, shiftu_hs_decide(&in));
+	/* a twin's message while we are back on the default QP: stale */
+	in = (struct shiftu_hs_in){ .state = SHIFTU_SEND_FALLBACK, .on_twin = false };
+	EXPECT_EQ(SHIFTU_HS_STALE, shiftu_hs_decide(&in));
+	/* we went back, the peer failed over again */
+	in = (struct shiftu_hs_in){ .state = SHIFTU_SEND_HANDSHAKE };
+	EXPECT_EQ(SHIFTU_HS_REJOIN, shiftu_hs_decide(&in));
 }
 
 TEST_HARNESS_MAIN
