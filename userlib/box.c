@@ -29,13 +29,13 @@
 #include <string.h>
 
 #include "failover.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "handshake.h"
 #include "interpose.h"
 #include "log.h"
 
 /* The QPs with mailboxes: a leaf lock (interpose.h); fork.h. */
-pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_vqp **boxes;
 static unsigned int n_boxes, cap_boxes;
 
@@ -236,7 +236,7 @@ int shiftu_box_send(struct shiftu_vqp *vq, enum shiftu_box_side side, uint32_t i
  * fork(2) (fork.c): the parent's QPs are not the child's to move; the
  * child's watcher, if it starts, looks at its own QPs' mailboxes only.
  */
-void shiftu_box_fork_child(void)
+static void shiftu_box_fork_child(void)
 {
 	unsigned int i;
 
@@ -244,3 +244,6 @@ void shiftu_box_fork_child(void)
 		boxes[i]->mboxed = 0;
 	n_boxes = 0;
 }
+
+SHIFTU_FORK_HOOK(box, .rank = SHIFTU_RANK_BOX, .name = "box_lock",
+		 .lock = &box_lock, .child = shiftu_box_fork_child);

@@ -9,13 +9,15 @@
 
 #include "config.h"
 #include "fork.h"
+#include "lockorder.h"
 #include "log.h"
 #include "util.h"
 
 static struct shiftu_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 /* serialises shiftu_set_options() with shiftu_config_start() */
-pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(config, .rank = SHIFTU_RANK_CONFIG, .name = "config_lock", .lock = &config_lock);
 static bool config_started;		/* under config_lock */
 
 static const char *const log_names[] = {

@@ -25,6 +25,7 @@
 #include "failover.h"
 #include "handshake.h"
 #include "interpose.h"
+#include "lockorder.h"
 #include "log.h"
 #include "quiesce.h"
 #include "shadow.h"
@@ -32,6 +33,14 @@
 #include "util.h"
 
 uint64_t shiftu_twin_wcs;
+
+/* a statistic of the process's: the child's starts at zero */
+static void twin_wcs_fork_child(void)
+{
+	shiftu_twin_wcs = 0;
+}
+SHIFTU_FORK_HOOK(twin_wcs, .rank = SHIFTU_RANK_NONE, .name = "twin_wcs",
+		 .child = twin_wcs_fork_child);
 
 bool shiftu_recv_owed_pay(struct shiftu_vqp *vq)
 {
@@ -197,7 +206,7 @@ static const char *wc_status_word(enum ibv_wc_status st)
  * waiter runs: a two-sided failback's replay waited 4.4 s for the send CQ
  * of ib_send_bw -q 16 in the lab, and a drain's polls came 60 ms apart.
  */
-static void cq_lock(struct shiftu_cq *c, bool urgent)
+static void cq_take(struct shiftu_cq *c, bool urgent)
 {
 	if (!urgent) {
 		pthread_mutex_lock(&c->lock);
@@ -210,7 +219,7 @@ static void cq_lock(struct shiftu_cq *c, bool urgent)
 
 static void cq_lock_urgent(struct shiftu_cq *c)
 {
-	cq_lock(c, true);
+	cq_take(c, true);
 }
 
 /*
@@ -237,20 +246,20 @@ static void cq_give_way(struct shiftu_cq *c)
  * @c's lock, once no drain is under way on it: a drain drops its CQs'
  * locks now and then (for a poller to stash what it took), and nothing but
  * that poller may take completions from the CQs meanwhile.  @urgent: for a
- * library thread (cq_lock()), not the application's poll.
+ * library thread (cq_take()), not the application's poll.
  */
 static void cq_lock_quiet(struct shiftu_cq *c, bool urgent)
 {
 	uint64_t t0 = 0;
 
-	cq_lock(c, urgent);
+	cq_take(c, urgent);
 	while (c->draining) {
 		pthread_mutex_unlock(&c->lock);
 		/* out of the drain's way: it may need this CPU */
 		if (!t0)
 			t0 = shiftu_mono_ns();
 		shiftu_wait_step(shiftu_mono_ns() - t0);
-		cq_lock(c, urgent);
+		cq_take(c, urgent);
 	}
 }
 

@@ -63,7 +63,7 @@
 #include <string.h>
 
 #include "cqex.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
@@ -108,7 +108,8 @@ struct shiftu_cqx {
 
 /* Pushes publish with release; walkers load acquire.  Under cqx_lock. */
 static struct shiftu_cqx *cqx_list;
-pthread_mutex_t cqx_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t cqx_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(cqx, .rank = SHIFTU_RANK_CQX, .name = "cqx_lock", .lock = &cqx_lock);
 
 /* Matches no CQ: the anchors' value before a thread's first session.  Its
  * context's polls are never on the common path. */

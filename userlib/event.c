@@ -12,6 +12,7 @@
 #include "config.h"
 #include "event.h"
 #include "fork.h"
+#include "lockorder.h"
 #include "health.h"
 #include "log.h"
 #include "qp.h"
@@ -23,7 +24,15 @@ struct shiftu_stat_line shiftu_stat_lines[__SHIFTU_STAT_MAX];
  * The callback and its argument change together under cb_lock; emit copies
  * both under it and calls without it, so a callback may re-register.
  */
-pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* the statistics are the process's: the child's start at zero */
+static void stats_fork_child(void)
+{
+	memset(shiftu_stat_lines, 0, sizeof(shiftu_stat_lines));
+}
+SHIFTU_FORK_HOOK(cb, .rank = SHIFTU_RANK_CB, .name = "cb_lock", .lock = &cb_lock,
+		 .child = stats_fork_child);
 static shiftu_event_cb cb_fn;
 static void *cb_arg;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * fork.c: the library's locks in their order, and the library across
- * fork(2) (fork.h).
+ * fork.c: the library across fork(2) (fork.h), from the hooks each file
+ * defines for its own locks and state (lockorder.h).
  *
  * The handlers are registered with pthread_atfork() the first time the
  * library is used (its configuration is read, or a thread opens a window),
@@ -10,7 +10,7 @@
  * nothing more either.
  *
  * Before the fork, the forking thread takes every lock in the order of
- * interpose.h, which every other thread follows too, so that it waits only
+ * lockorder.h, which every other thread follows too, so that it waits only
  * for holders that can finish: a shadow pass (bounded by its one batch of
  * store requests, a few seconds at worst), a move (bounded by its quiesce,
  * 5 s at worst, 35 s for a thread inside a verb that waits for a CPU) and
@@ -34,63 +34,42 @@
  */
 #include <pthread.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "event.h"
 #include "fork.h"
-#include "handshake.h"
-#include "health.h"
-#include "interpose.h"
-#include "log.h"
-#include "quiesce.h"
-#include "report.h"
-#include "shadow.h"
+#include "lockorder.h"
 
-const struct shiftu_lock_ref shiftu_lock_order[] = {
-	{ "serve_lock", &serve_lock },
-	{ "shadow_lock", &shadow_lock },
-	{ "records", NULL },		/* QPs', fo_locks, cq_lock, CQs' */
-	{ "srq_lock", &srq_lock },
-	{ "mr_lock", &mr_lock },
-	{ "kv_fast_lock", &kv_fast_lock },
-	{ "backer_lock", &backer_lock },
-	{ "nl_lock", &nl_lock },
-	{ "vqp_lock", &vqp_lock },
-	{ "ctx_lock", &ctx_lock },
-	{ "cqx_lock", &cqx_lock },
-	{ "box_lock", &box_lock },
-	{ "reg_lock", &reg_lock },
-	{ "health_lock", &health_lock },
-	{ "windows_lock", &windows_lock },
-	{ "ch_lock", &ch_lock },
-	{ "cb_lock", &cb_lock },
-	{ "config_lock", &config_lock },
-	{ NULL, NULL },
-};
+/* every file's hooks (SHIFTU_FORK_HOOK), placed by the linker */
+extern const struct shiftu_fork_hook __start_shiftu_fork_hooks[] SHIFTU_HIDDEN;
+extern const struct shiftu_fork_hook __stop_shiftu_fork_hooks[] SHIFTU_HIDDEN;
 
+#define MAX_HOOKS	32
+
+/* the hooks in rank order: fork_init() */
+static const struct shiftu_fork_hook *hooks[MAX_HOOKS];
+static unsigned int n_hooks;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void prepare(void)
 {
-	const struct shiftu_lock_ref *r;
+	unsigned int i;
 
-	for (r = shiftu_lock_order; r->name; r++) {
-		if (r->lock)
-			pthread_mutex_lock(r->lock);
-		else
-			shiftu_shadow_fork_lock();
+	for (i = 0; i < n_hooks; i++) {
+		if (hooks[i]->lock)
+			pthread_mutex_lock(hooks[i]->lock);
+		else if (hooks[i]->take)
+			hooks[i]->take();
 	}
 }
 
 static void unlock_all(void)
 {
-	const struct shiftu_lock_ref *r;
+	unsigned int i;
 
-	for (r = shiftu_lock_order; r->name; r++) {
-		if (r->lock)
-			pthread_mutex_unlock(r->lock);
-		else
-			shiftu_shadow_fork_unlock();
+	for (i = 0; i < n_hooks; i++) {
+		if (hooks[i]->lock)
+			pthread_mutex_unlock(hooks[i]->lock);
+		else if (hooks[i]->release)
+			hooks[i]->release();
 	}
 }
 
@@ -106,30 +85,49 @@ static void parent(void)
  */
 static void child(void)
 {
-	bool had_rdma;
+	unsigned int i;
 
 	unlock_all();
-	shiftu_windows_fork_child();
-	had_rdma = shiftu_interpose_fork_child();
-	shiftu_shadow_fork_child();
-	shiftu_hs_fork_child();
-	shiftu_box_fork_child();
-	shiftu_report_fork_child();
-	shiftu_health_fork_child();
-	/* the statistics are the process's: the child's start at zero */
-	memset(shiftu_stat_lines, 0, sizeof(shiftu_stat_lines));
-	shiftu_twin_wcs = 0;
-	if (had_rdma)
-		shiftu_info("forked from %d: its devices and QPs stay its own, unprotected here; a device this process opens is protected",
-			    (int)getppid());
+	for (i = 0; i < n_hooks; i++)
+		if (hooks[i]->child)
+			hooks[i]->child();
 }
 
 static void fork_init(void)
 {
+	const struct shiftu_fork_hook *h;
+	unsigned int i;
+
+	/* in rank order, and in link order within a rank (the host test
+	 * shiftu_fork sees every rank's lock here: none left out) */
+	for (h = __start_shiftu_fork_hooks; h < __stop_shiftu_fork_hooks && n_hooks < MAX_HOOKS;
+	     h++) {
+		for (i = n_hooks; i > 0 && hooks[i - 1]->rank > h->rank; i--)
+			hooks[i] = hooks[i - 1];
+		hooks[i] = h;
+		n_hooks++;
+	}
 	pthread_atfork(prepare, parent, child);
 }
 
 void shiftu_fork_init(void)
 {
 	pthread_once(&fork_once, fork_init);
+}
+
+const struct shiftu_fork_hook *const *shiftu_fork_hooks(unsigned int *n)
+{
+	shiftu_fork_init();
+	*n = n_hooks;
+	return hooks;
+}
+
+pthread_mutex_t *shiftu_fork_lock_named(const char *name)
+{
+	const struct shiftu_fork_hook *h;
+
+	for (h = __start_shiftu_fork_hooks; h < __stop_shiftu_fork_hooks; h++)
+		if (h->lock && !strcmp(h->name, name))
+			return h->lock;
+	return NULL;
 }

@@ -15,7 +15,7 @@
 #include "config.h"
 #include "cq.h"
 #include "failover.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -35,8 +35,9 @@
  * goes (shiftu_hs_channel_gone) waits out the round in progress, after
  * which no round uses it.  Order: serve_lock, then ch_lock (interpose.h).
  */
-pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
-pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(ch, .rank = SHIFTU_RANK_CH, .name = "ch_lock", .lock = &ch_lock);
+static pthread_mutex_t serve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_comp_channel *channels[MAX_CHANNELS];
 static unsigned int n_channels;
 static uint64_t ch_gen;
@@ -253,8 +254,11 @@ void shiftu_hs_channel_gone(struct ibv_comp_channel *ch)
  * fork(2) (fork.c): the channels are the parent's twins', and the watcher
  * is not in the child; the child's first twin CQ starts it again.
  */
-void shiftu_hs_fork_child(void)
+static void shiftu_hs_fork_child(void)
 {
 	n_channels = 0;
 	watcher_started = false;
 }
+
+SHIFTU_FORK_HOOK(serve, .rank = SHIFTU_RANK_SERVE, .name = "serve_lock",
+		 .lock = &serve_lock, .child = shiftu_hs_fork_child);

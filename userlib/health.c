@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 
 #include "config.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "health.h"
 #include "log.h"
 #include "util.h"
@@ -35,7 +35,7 @@ static int page_fd = -1;
 static bool page_mapped;		/* page_base came from our mmap */
 static bool open_tried;			/* release store after open's result */
 static int open_result = -ENODEV;
-pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t health_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The smallest rows version 1 of the page has: entries may only grow. */
 #define PORT_ROW_MIN	(offsetof(struct shift_ft_page_port, pair_flags) + sizeof(__u32))
@@ -449,7 +449,7 @@ uint64_t shiftu_health_generation(void)
  * only), the file is opened again, so that the child's watcher reading
  * it does not take the parent's wakeups (they are per open file).
  */
-void shiftu_health_fork_child(void)
+static void shiftu_health_fork_child(void)
 {
 	int fd;
 
@@ -459,3 +459,6 @@ void shiftu_health_fork_child(void)
 	close(page_fd);
 	page_fd = fd;
 }
+
+SHIFTU_FORK_HOOK(health, .rank = SHIFTU_RANK_HEALTH, .name = "health_lock",
+		 .lock = &health_lock, .child = shiftu_health_fork_child);

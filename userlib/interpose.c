@@ -27,7 +27,7 @@
 #include "interpose.h"
 #include "event.h"
 #include "failover.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "log.h"
 #include "posters.h"
 #include "provq.h"
@@ -45,7 +45,8 @@
  */
 struct shiftu_ctx *shiftu_ctx_list;
 uint64_t shiftu_wc_look = SHIFTU_WC_LOOK_ERRORS;
-pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(ctx, .rank = SHIFTU_RANK_CTX, .name = "ctx_lock", .lock = &ctx_lock);
 
 /*
  * Every managed QP, for the exit statistics; under vqp_lock.  A node that
@@ -63,7 +64,7 @@ struct vqp_node {
 	struct vqp_node *prev, *next;
 };
 static struct vqp_node *vqp_list, *vqp_spare;
-pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t vqp_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_qp qp_gone = { .qp_num = UINT32_MAX };	/* QP numbers have 24 bits */
 
 /* A zeroed node: a spare one, or a new one. */
@@ -987,7 +988,7 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
  * again, as are the others, free by now.  Context: fork.c, the child's
  * only thread.
  */
-bool shiftu_interpose_fork_child(void)
+static bool forget_parent(void)
 {
 	struct shiftu_ctx *s;
 	struct vqp_node *n;
@@ -1022,6 +1023,19 @@ bool shiftu_interpose_fork_child(void)
 	}
 	return had;
 }
+
+/*
+ * The child's: the parent's contexts and QPs are unprotected here, and
+ * its counts are not the child's.
+ */
+static void interpose_fork_child(void)
+{
+	if (forget_parent())
+		shiftu_info("forked from %d: its devices and QPs stay its own, unprotected here; a device this process opens is protected",
+			    (int)getppid());
+}
+SHIFTU_FORK_HOOK(vqp, .rank = SHIFTU_RANK_VQP, .name = "vqp_lock", .lock = &vqp_lock,
+		 .child = interpose_fork_child);
 
 /*
  * One line of what went through the library, for the operator and the

@@ -19,40 +19,7 @@
  * Lifetimes follow the verbs rules: an object is not used concurrently with
  * or after its destroy call, and a context outlives its QPs and CQs.
  *
- * Lock order.  A thread holding a lock of this list takes only locks below
- * it, and fork(2) takes them all in this order (fork.c, whose table is this
- * list):
- *
- *   serve_lock		the watcher's round of twin completions (handshake.c)
- *   a QP's batch		its extended send API's batch (wrapi.c's @holder,
- *			taken by a compare-and-swap, waited for yielding):
- *			held from the application's ibv_wr_start to its
- *			ibv_wr_complete, and by a thread that is to become
- *			the send queue's poster (posters.h); not in fork's
- *			table: a child never posts to its parent's QPs
- *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
- *     vq->lock		a QP's connection steps; one QP's at a time
- *       vq->fo_lock		a QP's moves; one QP's at a time
- *         cq_lock		the CQ records' list (shadow.c)
- *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
- *           srq_lock	the SRQs' sides and twins, and the posts to a tabled
- *			SRQ off its common path (srq.c); takes only mr_lock,
- *			for a receive's keys on the backup device, and
- *			windows_lock, waiting out the posts on that path
- *           leaves: mr_lock, kv_fast_lock, backer_lock (shadow.c), nl_lock (report.c),
- *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
- *           reg_lock (qp.c), health_lock
- *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
- *           cb_lock (event.c), config_lock (config.c): none is held while
- *           another lock of the library is taken (cq_lock's holder starts
- *           the watcher under ch_lock, which is below it).
- *
- * A move waits, under fo_lock, for the windows of the posting and polling
- * threads (quiesce.h), and a thread taking a queue of a QP (posters.h)
- * for the post windows on that QP; a thread inside its window takes only
- * locks below fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
- * a QP's lock, then its fo_lock, under it: no path takes shadow_lock under
- * either (shiftu_shadow_poke() is lock-free for that).
+ * Lock order: lockorder.h.
  */
 #ifndef _SHIFTU_INTERPOSE_H
 #define _SHIFTU_INTERPOSE_H

@@ -9,6 +9,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "lockorder.h"
 #include "qp.h"
 
 #define TABLE_MIN	64		/* slots; a power of two */
@@ -41,7 +42,8 @@ static struct shiftu_qp_slot *cache_slot(const struct ibv_qp *qp)
 /* Published with release (pairs with the acquire in shiftu_qp_lookup()). */
 static struct table *reg_table;
 static uint64_t reg_count;		/* relaxed; written under reg_lock */
-pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(reg, .rank = SHIFTU_RANK_REG, .name = "reg_lock", .lock = &reg_lock);
 
 static uint32_t qp_hash(const struct ibv_qp *qp, uint32_t mask)
 {

@@ -17,12 +17,13 @@
 #include <unistd.h>
 
 #include "fork.h"
+#include "lockorder.h"
 #include "log.h"
 #include "posters.h"
 #include "quiesce.h"
 #include "util.h"
 
-pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_window *windows;	/* windows_lock */
 static uint64_t polls_gone;		/* windows_lock: exited threads' polls */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -93,7 +94,7 @@ uint64_t shiftu_window_polls(void)
  * forking thread is in no data verb (the library never forks), so its
  * words are even and may start again at zero.
  */
-void shiftu_windows_fork_child(void)
+static void shiftu_windows_fork_child(void)
 {
 	struct shiftu_window *w = &shiftu_window;
 
@@ -110,6 +111,9 @@ void shiftu_windows_fork_child(void)
 	w->poll_reentries = 0;
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 }
+
+SHIFTU_FORK_HOOK(windows, .rank = SHIFTU_RANK_WINDOWS, .name = "windows_lock",
+		 .lock = &windows_lock, .child = shiftu_windows_fork_child);
 
 static void init(void)
 {

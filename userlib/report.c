@@ -29,13 +29,13 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 
-#include "fork.h"
+#include "lockorder.h"
 #include "log.h"
 #include "report.h"
 
 #define NL_BUF	1024
 
-pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nl_fd = -1;
 static uint16_t nl_family;
 static uint32_t nl_seq;
@@ -181,10 +181,13 @@ int shiftu_report_path(const char *dev_name, uint32_t port_num,
  * copy keeps the socket) nor keeps them past the parent's exit; a report
  * of the child's own opens its own socket.
  */
-void shiftu_report_fork_child(void)
+static void shiftu_report_fork_child(void)
 {
 	if (nl_fd >= 0)
 		close(nl_fd);
 	nl_fd = -1;
 	nl_family = 0;
 }
+
+SHIFTU_FORK_HOOK(nl, .rank = SHIFTU_RANK_NL, .name = "nl_lock",
+		 .lock = &nl_lock, .child = shiftu_report_fork_child);

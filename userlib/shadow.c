@@ -26,7 +26,7 @@
 #include "cq.h"
 #include "event.h"
 #include "failover.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -46,8 +46,9 @@ pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
  * because the data paths look them up (keys while on a twin, a CQ's
  * record in the slow poll) and must not wait for a shadow pass.
  */
-pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
-pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(mr, .rank = SHIFTU_RANK_MR, .name = "mr_lock", .lock = &mr_lock);
+pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_cond_t shadow_wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
@@ -56,7 +57,8 @@ static unsigned int shadow_gen;		/* bumped by every record: wakes */
 static int shadow_poked;		/* shiftu_shadow_poke(), lock-free */
 
 /* The backers (going back for an application that does not poll). */
-pthread_mutex_t backer_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t backer_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(backer, .rank = SHIFTU_RANK_BACKER, .name = "backer_lock", .lock = &backer_lock);
 static pthread_cond_t backer_wake = PTHREAD_COND_INITIALIZER;
 static struct shiftu_vqp *backer_head, **backer_tail = &backer_head;
 static unsigned int n_backers, backers_idle;
@@ -71,7 +73,9 @@ static unsigned int n_vqps, cap_vqps;
 static struct shiftu_kv *kv;
 static bool kv_failed;			/* logged; retried every pass */
 static struct shiftu_kv *kv_fast;
-pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;	/* fork.h */
+static pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(kv_fast, .rank = SHIFTU_RANK_KV_FAST, .name = "kv_fast_lock",
+		 .lock = &kv_fast_lock);
 
 static void gid_hex(const uint8_t *gid, char *buf)
 {
@@ -490,7 +494,7 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
  * cq_lock.  A QP the library does not protect is not among them: its
  * locks are made again in the child (interpose.c).
  */
-void shiftu_shadow_fork_lock(void)
+static void shiftu_shadow_fork_lock(void)
 {
 	struct shiftu_cq *c, *next;
 	uintptr_t last = 0;
@@ -514,7 +518,7 @@ void shiftu_shadow_fork_lock(void)
 	}
 }
 
-void shiftu_shadow_fork_unlock(void)
+static void shiftu_shadow_fork_unlock(void)
 {
 	struct shiftu_cq *c;
 	unsigned int i;
@@ -528,6 +532,9 @@ void shiftu_shadow_fork_unlock(void)
 	}
 }
 
+SHIFTU_FORK_HOOK(records, .rank = SHIFTU_RANK_RECORDS, .name = "records",
+		 .take = shiftu_shadow_fork_lock, .release = shiftu_shadow_fork_unlock);
+
 /*
  * The records are the parent's: the child must not make twins for its
  * objects, nor destroy its twins or forget its keys when the child's copy
@@ -538,7 +545,7 @@ void shiftu_shadow_fork_unlock(void)
  * and the thread, which the child does not have, starts again with the
  * child's first device.
  */
-void shiftu_shadow_fork_child(void)
+static void shiftu_shadow_fork_child(void)
 {
 	struct shiftu_ctx *s;
 	unsigned int i;
@@ -570,6 +577,9 @@ void shiftu_shadow_fork_child(void)
 	n_backers = 0;
 	backers_idle = 0;
 }
+
+SHIFTU_FORK_HOOK(shadow, .rank = SHIFTU_RANK_SHADOW, .name = "shadow_lock",
+		 .lock = &shadow_lock, .child = shiftu_shadow_fork_child);
 
 /* ---- going back for an application that does not poll ----------------- */
 

@@ -97,8 +97,9 @@ struct shiftu_cq {
 };
 
 /* PDs and QPs are under shadow_lock, MRs and CQs under leaf locks of their
- * own (shadow.c). */
+ * own (shadow.c); cq_lock is the CQ records' list's (lockorder.h). */
 extern pthread_mutex_t shadow_lock;
+extern pthread_mutex_t cq_lock SHIFTU_HIDDEN;
 
 void shiftu_shadow_ctx(struct shiftu_ctx *sctx);
 void shiftu_shadow_ctx_gone(struct shiftu_ctx *sctx);

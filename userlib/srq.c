@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "failover.h"
-#include "fork.h"
+#include "lockorder.h"
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"
@@ -54,7 +54,8 @@ struct shiftu_srq shiftu_srq_none = { .slow = 1 };
  * tabled SRQ off its common path; takes mr_lock (a receive's keys on the
  * backup device) and windows_lock (interpose.h); fork.h.
  */
-pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(srq, .rank = SHIFTU_RANK_SRQ, .name = "srq_lock", .lock = &srq_lock);
 /*
  * The tabled records by their number in the ids (wrid.h): written under
  * srq_lock with release, read by shiftu_srq_give_back() with acquire.

@@ -3,8 +3,8 @@
  * shiftu_fork: a child of fork(2) can take every lock of libshiftu, though
  * another thread of its parent held it when the parent forked.
  *
- * For each lock of the order in interpose.h (fork.h's table, and the locks
- * of a QP's and a CQ's records, made here without a device), a thread takes
+ * For each lock of the order in lockorder.h (the files' fork hooks, and the
+ * locks of a QP's and a CQ's records, made here without a device), a thread takes
  * it, says so, and lets it go 300 ms later; the main thread forks as soon
  * as the lock is held.  The child must take the lock within 2 s, and so
  * must the parent once the thread has let it go.  The child also leaves
@@ -27,6 +27,7 @@
 #include "event.h"
 #include "fork.h"
 #include "interpose.h"
+#include "lockorder.h"
 #include "quiesce.h"
 #include "report.h"
 #include "shadow.h"
@@ -99,8 +100,6 @@ static void records(void)
 
 static pthread_mutex_t *lock_named(const char *name)
 {
-	const struct shiftu_lock_ref *r;
-
 	if (!strcmp(name, "qp"))
 		return &fake_vq->lock;
 	if (!strcmp(name, "qp_fo"))
@@ -109,10 +108,36 @@ static pthread_mutex_t *lock_named(const char *name)
 		return &fake_c->lock;
 	if (!strcmp(name, "cq_lock"))
 		return &cq_lock;
-	for (r = shiftu_lock_order; r->name; r++)
-		if (r->lock && !strcmp(r->name, name))
-			return r->lock;
-	return NULL;
+	return shiftu_fork_lock_named(name);
+}
+
+/*
+ * Every rank of lockorder.h has its lock (or the records' take and
+ * release), once, and fork takes them in rank order.
+ */
+TEST(every_rank_once)
+{
+	const struct shiftu_fork_hook *const *h;
+	unsigned int i, n, seen[SHIFTU_RANK_NONE] = { 0 };
+	int last = -1;
+
+	h = shiftu_fork_hooks(&n);
+	for (i = 0; i < n; i++) {
+		EXPECT_LE(last, (int)h[i]->rank) TH_LOG("%s out of order", h[i]->name);
+		last = h[i]->rank;
+		if (h[i]->rank == SHIFTU_RANK_NONE) {
+			EXPECT_TRUE(!h[i]->lock && !h[i]->take && h[i]->child) TH_LOG("%s", h[i]->name);
+			continue;
+		}
+		EXPECT_TRUE(!!h[i]->lock != !!h[i]->take) TH_LOG("%s", h[i]->name);
+		EXPECT_EQ(!!h[i]->take, !!h[i]->release) TH_LOG("%s", h[i]->name);
+		seen[h[i]->rank]++;
+	}
+	for (i = 0; i < SHIFTU_RANK_NONE; i++) {
+		unsigned int k = seen[i];
+
+		EXPECT_EQ(1, k) TH_LOG("rank %u has %u locks", i, k);
+	}
 }
 
 FIXTURE(held) {

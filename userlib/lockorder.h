@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * lockorder.h: the library's locks, in the one order every thread takes
+ * them, and what each file does with its own across fork(2).
+ *
+ * A thread holding a lock of this list takes only locks below it, and
+ * fork(2) takes them all in this order (fork.c, from the ranks below):
+ *
+ *   serve_lock		the watcher's round of twin completions (handshake.c)
+ *   a QP's batch		its extended send API's batch (wrapi.c's @holder,
+ *			taken by a compare-and-swap, waited for yielding):
+ *			held from the application's ibv_wr_start to its
+ *			ibv_wr_complete, and by a thread that is to become
+ *			the send queue's poster (posters.h); not in fork's
+ *			table: a child never posts to its parent's QPs
+ *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
+ *     vq->lock		a QP's connection steps; one QP's at a time
+ *       vq->fo_lock		a QP's moves; one QP's at a time
+ *         cq_lock		the CQ records' list (shadow.c)
+ *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
+ *           srq_lock	the SRQs' sides and twins, and the posts to a tabled
+ *			SRQ off its common path (srq.c); takes only mr_lock,
+ *			for a receive's keys on the backup device, and
+ *			windows_lock, waiting out the posts on that path
+ *           leaves: mr_lock, kv_fast_lock, backer_lock (shadow.c), nl_lock (report.c),
+ *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
+ *           reg_lock (qp.c), health_lock
+ *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
+ *           cb_lock (event.c), config_lock (config.c): none is held while
+ *           another lock of the library is taken (cq_lock's holder starts
+ *           the watcher under ch_lock, which is below it).
+ *
+ * A move waits, under fo_lock, for the windows of the posting and polling
+ * threads (quiesce.h), and a thread taking a queue of a QP (posters.h)
+ * for the post windows on that QP; a thread inside its window takes only
+ * locks below fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
+ * a QP's lock, then its fo_lock, under it: no path takes shadow_lock under
+ * either (shiftu_shadow_poke() is lock-free for that).
+ */
+#ifndef _SHIFTU_LOCKORDER_H
+#define _SHIFTU_LOCKORDER_H
+
+#include <pthread.h>
+
+/* The order above, outermost first: what fork(2) takes, in this order. */
+enum shiftu_lock_rank {
+	SHIFTU_RANK_SERVE,	/* serve_lock (handshake.c) */
+	SHIFTU_RANK_SHADOW,	/* shadow_lock (shadow.c) */
+	SHIFTU_RANK_RECORDS,	/* every QP's lock, then every fo_lock,
+				 * cq_lock, every CQ's lock (shadow.c) */
+	SHIFTU_RANK_SRQ,	/* srq_lock (srq.c) */
+	SHIFTU_RANK_MR,		/* the leaves, as above */
+	SHIFTU_RANK_KV_FAST,
+	SHIFTU_RANK_BACKER,
+	SHIFTU_RANK_NL,
+	SHIFTU_RANK_VQP,
+	SHIFTU_RANK_CTX,
+	SHIFTU_RANK_CQX,
+	SHIFTU_RANK_BOX,
+	SHIFTU_RANK_REG,
+	SHIFTU_RANK_HEALTH,
+	SHIFTU_RANK_WINDOWS,
+	SHIFTU_RANK_CH,
+	SHIFTU_RANK_CB,
+	SHIFTU_RANK_CONFIG,
+	SHIFTU_RANK_NONE,	/* no lock: a child's step only */
+};
+
+/*
+ * A file's part in fork(2) (fork.c): @lock (or, for the records' many,
+ * @take and @release) taken before the fork in @rank's place, and let go
+ * after it in both processes; then, in the child, with every lock free,
+ * @child forgets what is the parent's.  The child has one thread, the
+ * forking one; it must neither use nor undo the parent's state.
+ */
+struct shiftu_fork_hook {
+	enum shiftu_lock_rank rank;
+	const char *name;
+	pthread_mutex_t *lock;
+	void (*take)(void);
+	void (*release)(void);
+	void (*child)(void);
+};
+
+/*
+ * Define a hook: fork.c finds every one in their section, so that it
+ * names none of the files it serves.
+ */
+#define SHIFTU_FORK_HOOK(id, ...)						\
+	static const struct shiftu_fork_hook shiftu_fork_hook_##id		\
+	__attribute__((used, section("shiftu_fork_hooks"), aligned(sizeof(void *)))) = \
+		{ __VA_ARGS__ }
+
+#endif /* _SHIFTU_LOCKORDER_H */
