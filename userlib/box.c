@@ -34,7 +34,7 @@
 #include "interpose.h"
 #include "log.h"
 
-/* The QPs with mailboxes: a leaf lock (interpose.h); fork.h. */
+/* The QPs with mailboxes: a leaf lock (lockorder.h). */
 static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_vqp **boxes;
 static unsigned int n_boxes, cap_boxes;

@@ -33,7 +33,7 @@
  * removals.  The watcher serves one round of events under serve_lock, and
  * only if ch_gen has not moved since it copied the list: a channel that
  * goes (shiftu_hs_channel_gone) waits out the round in progress, after
- * which no round uses it.  Order: serve_lock, then ch_lock (interpose.h).
+ * which no round uses it.  Order: serve_lock, then ch_lock (lockorder.h).
  */
 static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
 SHIFTU_FORK_HOOK(ch, .rank = SHIFTU_RANK_CH, .name = "ch_lock", .lock = &ch_lock);

@@ -486,7 +486,7 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 /* ---- fork(2) (fork.c) ------------------------------------------------- */
 
 /*
- * The records' locks, in the order of interpose.h: every recorded QP's
+ * The records' locks, in the order of lockorder.h: every recorded QP's
  * lock, then every one's fo_lock (no thread holds two QPs' at once), the
  * CQ list's lock, and every CQ's lock in address order, as
  * shiftu_lock_cqs() takes a QP's two.  The QPs are those of vqps, which

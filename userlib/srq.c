@@ -52,7 +52,7 @@ struct shiftu_srq shiftu_srq_none = { .slow = 1 };
 /*
  * Guards the records' QP lists, sides and twins, and the posts to a
  * tabled SRQ off its common path; takes mr_lock (a receive's keys on the
- * backup device) and windows_lock (interpose.h); fork.h.
+ * backup device) and windows_lock (lockorder.h).
  */
 static pthread_mutex_t srq_lock = PTHREAD_MUTEX_INITIALIZER;
 SHIFTU_FORK_HOOK(srq, .rank = SHIFTU_RANK_SRQ, .name = "srq_lock", .lock = &srq_lock);
