@@ -29,9 +29,9 @@
 #include <string.h>
 
 #include "failover.h"
-#include "lockorder.h"
 #include "handshake.h"
 #include "interpose.h"
+#include "lockorder.h"
 #include "log.h"
 
 /* The QPs with mailboxes: a leaf lock (lockorder.h). */

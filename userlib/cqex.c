@@ -63,9 +63,9 @@
 #include <string.h>
 
 #include "cqex.h"
-#include "lockorder.h"
 #include "health.h"
 #include "interpose.h"
+#include "lockorder.h"
 #include "log.h"
 #include "quiesce.h"
 #include "util.h"

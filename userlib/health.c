@@ -16,8 +16,8 @@
 #include <sys/mman.h>
 
 #include "config.h"
-#include "lockorder.h"
 #include "health.h"
+#include "lockorder.h"
 #include "log.h"
 #include "util.h"
 

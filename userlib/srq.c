@@ -33,8 +33,8 @@
 #include <string.h>
 
 #include "failover.h"
-#include "lockorder.h"
 #include "interpose.h"
+#include "lockorder.h"
 #include "log.h"
 #include "provq.h"
 #include "quiesce.h"
