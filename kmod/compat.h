@@ -30,13 +30,15 @@ struct ib_device;
 #endif
 
 /*
- * Families older than resv_start_op validated every op leniently unless
- * asked; where the field exists, make every op of ours strict.
+ * Commands from resv_start_op on get the checks of new families (the
+ * generic header's reserved byte must be 0, an op without a policy takes
+ * no attribute); before the field existed every command was legacy.
+ * Ours are all new: @n is the first.
  */
 #ifdef SFT_HAVE_GENL_RESV_START_OP
-#define SFT_GENL_STRICT_ALL_OPS(n)	.resv_start_op = (n),
+#define SFT_GENL_RESV_START_OP(n)	.resv_start_op = (n),
 #else
-#define SFT_GENL_STRICT_ALL_OPS(n)
+#define SFT_GENL_RESV_START_OP(n)
 #endif
 
 /* vm_flags became read-only behind accessors in v6.3. */

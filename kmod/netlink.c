@@ -2,8 +2,9 @@
 /*
  * Generic netlink family "shift_ft".
  *
- * Requests are validated strictly against one policy; what a command does
- * not accept is refused with an extended ack naming the attribute.  Every
+ * Requests are validated strictly against their command's policy; what a
+ * command does not accept is refused with an extended ack naming the
+ * attribute.  Every
  * state-changing command is GENL_ADMIN_PERM (CAP_NET_ADMIN): reading the
  * table is open to everyone, steering traffic is not.
  */
@@ -21,14 +22,47 @@ enum sft_mcgrp {
 	SFT_MCGRP_EVENTS,
 };
 
-static const struct nla_policy sft_policy[SHIFT_FT_A_MAX + 1] = {
-	[SHIFT_FT_A_PORT_INDEX]		= { .type = NLA_U32 },
+/*
+ * One policy per command: an attribute the command does not take is
+ * refused by the strict parse (NLA_UNSPEC), not ignored.
+ */
+#define SFT_POLICY_PORT							\
+	[SHIFT_FT_A_PORT_INDEX]		= { .type = NLA_U32 },		\
+	[SHIFT_FT_A_DEV_NAME]		= { .type = NLA_NUL_STRING,	\
+					    .len = SHIFT_FT_DEV_NAME_LEN - 1 }, \
+	[SHIFT_FT_A_PORT_NUM]		= NLA_POLICY_RANGE(NLA_U32, 1, 255)
+
+/* PORT_GET, PAIR_GET: a port, by index or by name and number */
+static const struct nla_policy sft_port_policy[SHIFT_FT_A_MAX + 1] = {
+	SFT_POLICY_PORT,
+};
+
+/* PAIR_SET: a port and its backup, by name and number */
+static const struct nla_policy sft_pair_set_policy[SHIFT_FT_A_MAX + 1] = {
 	[SHIFT_FT_A_DEV_NAME]		= { .type = NLA_NUL_STRING,
 					    .len = SHIFT_FT_DEV_NAME_LEN - 1 },
 	[SHIFT_FT_A_PORT_NUM]		= NLA_POLICY_RANGE(NLA_U32, 1, 255),
 	[SHIFT_FT_A_BACKUP_DEV_NAME]	= { .type = NLA_NUL_STRING,
 					    .len = SHIFT_FT_DEV_NAME_LEN - 1 },
 	[SHIFT_FT_A_BACKUP_PORT_NUM]	= NLA_POLICY_RANGE(NLA_U32, 1, 255),
+};
+
+/* PAIR_CLEAR: a port by name and number */
+static const struct nla_policy sft_pair_clear_policy[SHIFT_FT_A_MAX + 1] = {
+	[SHIFT_FT_A_DEV_NAME]		= { .type = NLA_NUL_STRING,
+					    .len = SHIFT_FT_DEV_NAME_LEN - 1 },
+	[SHIFT_FT_A_PORT_NUM]		= NLA_POLICY_RANGE(NLA_U32, 1, 255),
+};
+
+/* PATH_GET, PATH_DEL: a port and the remote GID */
+static const struct nla_policy sft_path_policy[SHIFT_FT_A_MAX + 1] = {
+	SFT_POLICY_PORT,
+	[SHIFT_FT_A_REMOTE_GID]		= NLA_POLICY_EXACT_LEN(SHIFT_FT_GID_LEN),
+};
+
+/* PATH_REPORT: a path, its state, who says so, and the report's flags */
+static const struct nla_policy sft_path_report_policy[SHIFT_FT_A_MAX + 1] = {
+	SFT_POLICY_PORT,
 	[SHIFT_FT_A_REMOTE_GID]		= NLA_POLICY_EXACT_LEN(SHIFT_FT_GID_LEN),
 	[SHIFT_FT_A_REPORT_STATE]	= NLA_POLICY_RANGE(NLA_U8,
 							   SHIFT_FT_PATH_UP,
@@ -37,7 +71,6 @@ static const struct nla_policy sft_policy[SHIFT_FT_A_MAX + 1] = {
 							   SHIFT_FT_SRC_APP,
 							   SHIFT_FT_SRC_AGENT),
 	[SHIFT_FT_A_FLAGS]		= { .type = NLA_U32 },
-	/* everything else is reply-only: NLA_UNSPEC, refused by strict checks */
 };
 
 static struct genl_family sft_family;
@@ -512,36 +545,50 @@ static int sft_nl_path_del_doit(struct sk_buff *skb, struct genl_info *info)
 static const struct genl_ops sft_ops[] = {
 	{
 		.cmd	= SHIFT_FT_CMD_PORT_GET,
+		.policy	= sft_port_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_port_get_doit,
 		.dumpit	= sft_nl_port_get_dumpit,
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PAIR_GET,
+		.policy	= sft_port_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_pair_get_doit,
 		.dumpit	= sft_nl_pair_get_dumpit,
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PAIR_SET,
+		.policy	= sft_pair_set_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_pair_set_doit,
 		.flags	= GENL_ADMIN_PERM,
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PAIR_CLEAR,
+		.policy	= sft_pair_clear_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_pair_clear_doit,
 		.flags	= GENL_ADMIN_PERM,
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PATH_GET,
+		.policy	= sft_path_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_path_get_doit,
 		.dumpit	= sft_nl_path_get_dumpit,
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PATH_REPORT,
+		.policy	= sft_path_report_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_path_report_doit,
 		.flags	= GENL_ADMIN_PERM,
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PATH_DEL,
+		.policy	= sft_path_policy,
+		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_path_del_doit,
 		.flags	= GENL_ADMIN_PERM,
 	},
@@ -555,14 +602,13 @@ static struct genl_family sft_family __ro_after_init = {
 	.name		= SHIFT_FT_GENL_NAME,
 	.version	= SHIFT_FT_GENL_VERSION,
 	.maxattr	= SHIFT_FT_A_MAX,
-	.policy		= sft_policy,
 	.netnsok	= false,
 	.module		= THIS_MODULE,
 	.ops		= sft_ops,
 	.n_ops		= ARRAY_SIZE(sft_ops),
 	.mcgrps		= sft_mcgrps,
 	.n_mcgrps	= ARRAY_SIZE(sft_mcgrps),
-	SFT_GENL_STRICT_ALL_OPS(__SHIFT_FT_CMD_MAX)
+	SFT_GENL_RESV_START_OP(SHIFT_FT_CMD_PORT_GET)
 };
 
 /*

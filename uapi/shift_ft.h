@@ -91,9 +91,11 @@
  * --------------------------------------------------------------------------
  *
  * All attributes live in one space (enum shift_ft_attr).  Strings are NUL
- * terminated.  Requests with unknown attributes or wrong types are refused
- * (strict validation) with an extended ack naming the attribute: -EINVAL for
- * an unknown or reply-only attribute, a wrong type or a missing one, -ERANGE
+ * terminated.  Each command takes the attributes listed with it below and
+ * no other; requests with others or with wrong types are refused (strict
+ * validation against the command's own policy) with an extended ack naming
+ * the attribute: -EINVAL for an unknown or reply-only attribute, one the
+ * command does not take, a wrong type or a missing one, -ERANGE
  * for a value or length outside its limits (a name of 64 bytes or more, a
  * GID that is not 16 bytes, a state or source that is not listed).  Commands
  * marked [admin] need CAP_NET_ADMIN in the initial user namespace.  The

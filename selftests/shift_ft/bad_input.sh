@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Proves: every malformed or impossible request is refused with the errno the
-# ABI names (EINVAL, ERANGE, EOPNOTSUPP, ENODEV, ENOENT, ENOSPC) and changes
-# nothing, a full path table (max_paths=4) refuses a fifth row and stays
-# intact, and none of it makes the kernel complain.
+# Proves: every malformed or impossible request (an attribute its command
+# does not take included) is refused with the errno the ABI names (EINVAL,
+# ERANGE, EOPNOTSUPP, ENODEV, ENOENT, ENOSPC) and changes nothing, a full
+# path table (max_paths=4) refuses a fifth row and stays intact, and none
+# of it makes the kernel complain.
 #
 #   ftnl raw/report/pair-set ──(bad requests)──> shift_ft   (rxe0, rxe1)
 set -e
@@ -74,6 +75,17 @@ E EINVAL,ERANGE raw PATH_REPORT $PORT_ATTRS remote_gid=bin:fe8000000000000000000
 E EINVAL,ERANGE raw PATH_REPORT $PORT_ATTRS remote_gid=bin:fe8000000000000000000000000000000b report_state=u8:UP report_source=u8:APP
 E EINVAL,ERANGE raw PATH_REPORT $PORT_ATTRS remote_gid=flag: report_state=u8:UP report_source=u8:APP
 E EINVAL,ERANGE raw PATH_DEL $PORT_ATTRS remote_gid=bin:fe800000000000000000000000000b
+
+# an attribute of the family that the command does not take (each command
+# has its own policy): PAIR_SET names no path, a GET reports nothing
+E EINVAL raw PAIR_SET $PORT_ATTRS backup_dev_name=str:rxe1 backup_port_num=u32:1 remote_gid=gid:$G
+E EINVAL raw PAIR_SET $PORT_ATTRS backup_dev_name=str:rxe1 backup_port_num=u32:1 flags=u32:0
+E EINVAL raw PAIR_CLEAR $PORT_ATTRS backup_port_num=u32:1
+E EINVAL raw PORT_GET $PORT_ATTRS report_state=u8:UP
+E EINVAL raw PAIR_GET $PORT_ATTRS remote_gid=gid:$G
+E EINVAL raw PATH_GET $PORT_ATTRS remote_gid=gid:$G flags=u32:0
+E EINVAL raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_source=u8:APP
+E EINVAL raw --dump PATH_GET report_state=u8:UP
 
 # flags
 E EOPNOTSUPP report rxe0 1 "$G" up app --flags 4
