@@ -124,9 +124,18 @@ build_initramfs()
 	mkdir -p "$stage"/{bin,dev,proc,sys,modules}
 	cp "$busybox" "$stage/bin/busybox"
 	cp "$LAB_DIR/initramfs/init" "$stage/init"
-	cp $mods "$stage/modules/"
-	# insmod order: dependencies first, as modprobe listed them.
-	for mod in $mods; do basename "$mod"; done >"$stage/modules.order"
+	# insmod order: dependencies first, as modprobe listed them.  Busybox's
+	# insmod hands a compressed module to the kernel as it is ("Invalid
+	# ELF header magic"): 6.12's .ko.xz are put in decompressed.
+	for mod in $mods; do
+		case "$mod" in
+		*.ko)	cp "$mod" "$stage/modules/" ;;
+		*.ko.xz) xz -dc "$mod" >"$stage/modules/$(basename "$mod" .xz)" ||
+				die "cannot decompress $mod (xz-utils)" ;;
+		*)	die "$mod: the lab's initramfs takes .ko and .ko.xz only" ;;
+		esac
+		basename "$mod" .xz
+	done >"$stage/modules.order"
 	# The kernel opens /dev/console before init runs.
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mkdir -p "$BUILD"
