@@ -50,8 +50,8 @@
 # guests' virtio_net.napi_tx; default 0, because with the kernel's 1 a
 # rail's transmit queue can stop for good after a pull: see
 # Documentation/lab.rst), LAB_ACCEL
-# (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
-# a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
+# (kvm|tcg, default: probe), LAB_KVER (the kernel to boot; default KVER,
+# which the top Makefile exports, else scripts/kver.sh's), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
 # link/console/monitor, default the latest). Everything from a run is kept
 # in build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 
@@ -90,19 +90,17 @@ die()
 
 # ---------------------------------------------------------------- setup --
 
-# The newest kernel that has both modules and an image in /boot.
+# The kernel to boot: LAB_KVER, else KVER (what the top Makefile built
+# the module for, which it exports), else the one scripts/kver.sh picks
+# for the build too.  Its modules and its image must be installed.
 find_kver()
 {
-	local v
+	local v=${LAB_KVER:-${KVER:-$("$SHIFT_TOP/scripts/kver.sh")}}
 
-	if [ -n "$LAB_KVER" ]; then
-		echo "$LAB_KVER"
-		return
-	fi
-	for v in $(ls /lib/modules | sort -rV); do
-		[ -r "/boot/vmlinuz-$v" ] && { echo "$v"; return; }
-	done
-	die "no kernel with both /lib/modules/<ver> and /boot/vmlinuz-<ver> (install-deps.sh)"
+	[ -n "$v" ] || die "no kernel with headers in /lib/modules (install-deps.sh)"
+	[ -d "/lib/modules/$v/kernel" ] || die "kernel $v: no /lib/modules/$v/kernel"
+	[ -r "/boot/vmlinuz-$v" ] || die "kernel $v: no /boot/vmlinuz-$v (apt-get install linux-image-$v)"
+	echo "$v"
 }
 
 # Build the busybox initramfs for $KVER unless the cached one was built from
@@ -364,6 +362,8 @@ boot_lab()
 prepare()
 {
 	KVER=$(find_kver)
+	[ -f "$SHIFT_TOP/build/kmod/$KVER/shift_ft.ko" ] ||
+		log "no shift_ft built for $KVER (make module KVER=$KVER): tests that load it will skip"
 	"$LAB_DIR/get-kselftest.sh" "$KSFT_OUT"
 	build_initramfs
 	probe_accel
