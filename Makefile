@@ -103,8 +103,10 @@ lab: all
 	$(Q)$(LAB) run one $(LAB_ONE_DIRS)
 	$(Q)$(LAB) run two $(LAB_TWO_DIRS)
 
+# DKMS builds the module for every installed kernel (also one of check's
+# host tests)
 dkms-test:
-	$(Q)$(TOP)/selftests/dkms/dkms_build.sh
+	$(Q)$(TOP)/selftests/host/dkms_build.sh
 
 demo: deps
 	$(Q)$(MAKE) all
