@@ -53,8 +53,10 @@ SELFTEST_DIRS := selftests/shift_ft selftests/shiftmon selftests/libshiftu
 LAB_ONE_DIRS  := selftests/shift_ft selftests/shiftmon selftests/libshiftu
 LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 		 selftests/libshiftu_2host
+# the one-host tests check runs on every installed kernel other than KVER
+LAB_KMOD_DIRS := selftests/shift_ft
 
-export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
+export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS
 
 .PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test torture \
 	demo bench many install dkms-install style clean version
