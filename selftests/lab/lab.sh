@@ -49,11 +49,12 @@
 # a 2-core machine; 3300 for the scenarios), LAB_NAPI_TX (0 or 1: the
 # guests' virtio_net.napi_tx; default 0, because with the kernel's 1 a
 # rail's transmit queue can stop for good after a pull: see
-# Documentation/lab.rst), LAB_ACCEL
-# (kvm|tcg, default: probe), LAB_KVER (the kernel to boot; default KVER,
-# which the top Makefile exports, else scripts/kver.sh's), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
-# link/console/monitor, default the latest). Everything from a run is kept
-# in build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
+# Documentation/lab.rst), LAB_ACCEL (kvm|tcg, default: probe), LAB_KVER
+# (the kernel to boot; default KVER, which the top Makefile exports with
+# the kernel it built the module for, else scripts/kver.sh's), LAB_MEM
+# (default 1024 MiB), LAB_RUN (run directory for link/console/monitor,
+# default the latest). Everything from a run is kept in
+# build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 
 set -e
 
