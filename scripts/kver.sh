@@ -25,7 +25,7 @@ if [ -d "/lib/modules/$running/build" ]; then
 	echo "$running"
 	exit 0
 fi
-newest= booted=
+newest='' booted=''
 for v in $(with_headers); do
 	newest=$v
 	[ -r "/boot/vmlinuz-$v" ] && booted=$v
