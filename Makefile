@@ -3,7 +3,8 @@
 # shift: top-level build.  Quiet unless V=1.
 #
 #   make [all]        the module, the tools and the selftests
-#   make module       kmod/shift_ft.ko against KDIR
+#   make module       kmod/shift_ft.ko against KDIR (KVER: default from
+#                     scripts/kver.sh; the lab boots the same kernel)
 #   make tools        shiftmon
 #   make lib          libshiftu (userlib/)
 #   make check        install what is missing, build, host unit tests, the lab
@@ -26,10 +27,11 @@
 
 TOP      := $(CURDIR)
 VERSION  := $(shell $(TOP)/scripts/version.sh)
-# The kernel to build for: the running one if its headers are here, else the
-# newest installed.  The lab boots the same one.
-KVER     ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then uname -r; \
-		else ls /lib/modules 2>/dev/null | sort -V | tail -n 1; fi)
+# The kernel to build for (scripts/kver.sh says which when KVER is not
+# given); exported, so that the lab boots the same one.
+ifeq ($(origin KVER),undefined)
+KVER     := $(shell $(CURDIR)/scripts/kver.sh)
+endif
 KDIR     ?= /lib/modules/$(KVER)/build
 BUILD    := $(TOP)/build
 KSFT_TOP := $(BUILD)/kselftest
@@ -51,16 +53,21 @@ SELFTEST_DIRS := selftests/shift_ft selftests/shiftmon selftests/libshiftu
 LAB_ONE_DIRS  := selftests/shift_ft selftests/shiftmon selftests/libshiftu
 LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 		 selftests/libshiftu_2host
+# the one-host tests check runs on every installed kernel other than KVER
+LAB_KMOD_DIRS := selftests/shift_ft
 
-export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS
+export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS
 
 .PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test torture \
 	demo bench many install dkms-install style clean version
 
 all: module tools lib selftests
 
+# kbuild's kmod/shift_ft.ko is for the last KVER built; the lab loads the
+# copy kept for the kernel it boots, build/kmod/<its version>/shift_ft.ko.
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules
+	$(Q)install -D -m 0644 kmod/shift_ft.ko $(BUILD)/kmod/$(KVER)/shift_ft.ko
 
 tools:
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d || exit; done
@@ -98,8 +105,10 @@ lab: all
 	$(Q)$(LAB) run one $(LAB_ONE_DIRS)
 	$(Q)$(LAB) run two $(LAB_TWO_DIRS)
 
+# DKMS builds the module for every installed kernel (also one of check's
+# host tests)
 dkms-test:
-	$(Q)$(TOP)/selftests/dkms/dkms_build.sh
+	$(Q)$(TOP)/selftests/host/dkms_build.sh
 
 demo: deps
 	$(Q)$(MAKE) all
@@ -136,4 +145,4 @@ clean:
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
 		$(MAKE) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
 	done; true
-	$(Q)rm -rf $(BUILD)/lab/runs
+	$(Q)rm -rf $(BUILD)/lab/runs $(BUILD)/kmod

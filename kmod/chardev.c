@@ -38,6 +38,11 @@ static int sft_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	r->seen = sft_table_generation();
 	file->private_data = r;
+	/*
+	 * With FMODE_LSEEK cleared here and no .llseek, lseek() fails with
+	 * -ESPIPE on every kernel: no_llseek, which said the same, is gone
+	 * since v6.12.
+	 */
 	return nonseekable_open(inode, file);
 }
 
@@ -133,7 +138,6 @@ static const struct file_operations sft_fops = {
 	.mmap		= sft_mmap,
 	.unlocked_ioctl	= sft_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= no_llseek,
 };
 
 static struct miscdevice sft_misc = {

@@ -6,6 +6,11 @@
 # end with its own "N passed, N failed" line; a stage that ends without one
 # (it crashed, the guest never reported) counts as a failure, so nothing
 # that did not run can look green.
+#
+# The lab boots KVER, the kernel the top Makefile built for, and runs every
+# test there; each other installed kernel with headers and an image in
+# /boot also gets the module built and its one-host tests (LAB_KMOD_DIRS)
+# run, in the same two guests after KVER's one-host tests.
 set -u -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,37 +56,70 @@ host_tests() {
 }
 
 # the test directories of each topology, as the top Makefile lists them
-one=() two=()
+one=() two=() kmod=()
 for d in ${LAB_ONE_DIRS:-selftests/shift_ft}; do one+=("$top/$d"); done
 for d in ${LAB_TWO_DIRS:-selftests/shift_ft_2host}; do two+=("$top/$d"); done
+for d in ${LAB_KMOD_DIRS:-selftests/shift_ft}; do kmod+=("$top/$d"); done
 
-# lab_part K RC: part K/2 of the one-host tests, as lab.sh printed it, and
-# its exit status RC (for stage)
+kver=${KVER:-$("$top/scripts/kver.sh")}
+others=()
+for k in $("$top/scripts/kver.sh" --all); do
+	[ "$k" != "$kver" ] && [ -r "/boot/vmlinuz-$k" ] && others+=("$k")
+done
+
+# lab_part NAME: a lab run as lab.sh printed it into NAME.out, and its
+# exit status from NAME.rc (for stage; none written: failed)
 lab_part()
 {
-	cat "$log_dir/lab-one-$1.out"
-	return "$2"
+	cat "$log_dir/$1.out"
+	return "$(cat "$log_dir/$1.rc" 2> /dev/null || echo 1)"
+}
+
+# one_host K: part K/2 of the one-host tests on KVER, then of the module's
+# on each other kernel, one guest after the other
+one_host()
+{
+	local k=$1 o
+
+	LAB_KVER=$kver "$top/selftests/lab/lab.sh" run one --part "$k/2" "${one[@]}" \
+		> "$log_dir/lab-one-$k.out" 2>&1
+	echo $? > "$log_dir/lab-one-$k.rc"
+	for o in "${others[@]}"; do
+		LAB_KVER=$o "$top/selftests/lab/lab.sh" run one --part "$k/2" "${kmod[@]}" \
+			> "$log_dir/lab-one-$o-$k.out" 2>&1
+		echo $? > "$log_dir/lab-one-$o-$k.rc"
+	done
 }
 
 stage host host_tests
+# The module for the other kernels (make all built KVER's).
+for o in "${others[@]}"; do
+	make -s -C "$top" module KVER="$o" > "$log_dir/module-$o.log" 2>&1 ||
+		{ cat "$log_dir/module-$o.log"; echo "== module for $o: build failed"; broken=$((broken + 1)); }
+done
 # The one-host tests, shared by two guests side by side, each taking one of
 # the two cores (lab.sh run --part: every other test), so that they take
-# about half as long as in one guest; the initramfs is built once first,
+# about half as long as in one guest; each initramfs is built once first,
 # before the two runs would each build it.
-"$top/selftests/lab/lab.sh" initramfs > /dev/null
+for k in "$kver" "${others[@]}"; do
+	LAB_KVER=$k "$top/selftests/lab/lab.sh" initramfs > /dev/null
+done
+rm -f "$log_dir"/lab-one-*.rc
 pids=()
 for k in 1 2; do
-	"$top/selftests/lab/lab.sh" run one --part "$k/2" "${one[@]}" > "$log_dir/lab-one-$k.out" 2>&1 &
+	one_host "$k" &
 	pids+=($!)
 done
-rcs=()
-for pid in "${pids[@]}"; do
-	wait "$pid"
-	rcs+=($?)
+wait "${pids[@]}"
+for k in 1 2; do
+	stage "lab-one-$k" lab_part "lab-one-$k"
 done
-stage lab-one-1 lab_part 1 "${rcs[0]}"
-stage lab-one-2 lab_part 2 "${rcs[1]}"
-stage lab-two "$top/selftests/lab/lab.sh" run two "${two[@]}"
+for o in "${others[@]}"; do
+	for k in 1 2; do
+		stage "lab-one-$o-$k" lab_part "lab-one-$o-$k"
+	done
+done
+stage lab-two env LAB_KVER="$kver" "$top/selftests/lab/lab.sh" run two "${two[@]}"
 
 fail=$((fail + broken))
 echo

@@ -5,12 +5,15 @@
 # Idempotent: when every package is already installed it only runs one
 # dpkg-query and exits; apt-get update runs only if something is missing.
 # INITRD=No keeps the kernel image install from running update-initramfs
-# (the lab boots its own initramfs, see lab.sh).
+# (the lab boots its own initramfs, see lab.sh).  Two kernels: Debian 12's
+# own 6.1 and the 6.12 of its security suite (metapackages that follow the
+# newest 6.12 build); make check builds for both and boots both.
 
 set -e
 
 PACKAGES=(
-	linux-image-amd64 linux-headers-amd64 build-essential
+	linux-image-amd64 linux-headers-amd64
+	linux-image-6.12-amd64 linux-headers-6.12-amd64 build-essential
 	qemu-system-x86 busybox-static kmod cpio iproute2
 	libibverbs-dev ibverbs-providers ibverbs-utils librdmacm-dev
 	rdmacm-utils perftest iputils-ping socat libnl-3-dev libnl-genl-3-dev

@@ -49,11 +49,12 @@
 # a 2-core machine; 3300 for the scenarios), LAB_NAPI_TX (0 or 1: the
 # guests' virtio_net.napi_tx; default 0, because with the kernel's 1 a
 # rail's transmit queue can stop for good after a pull: see
-# Documentation/lab.rst), LAB_ACCEL
-# (kvm|tcg, default: probe), LAB_KVER (default: newest in /lib/modules with
-# a /boot/vmlinuz), LAB_MEM (default 1024 MiB), LAB_RUN (run directory for
-# link/console/monitor, default the latest). Everything from a run is kept
-# in build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
+# Documentation/lab.rst), LAB_ACCEL (kvm|tcg, default: probe), LAB_KVER
+# (the kernel to boot; default KVER, which the top Makefile exports with
+# the kernel it built the module for, else scripts/kver.sh's), LAB_MEM
+# (default 1024 MiB), LAB_RUN (run directory for link/console/monitor,
+# default the latest). Everything from a run is kept in
+# build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 
 set -e
 
@@ -90,19 +91,17 @@ die()
 
 # ---------------------------------------------------------------- setup --
 
-# The newest kernel that has both modules and an image in /boot.
+# The kernel to boot: LAB_KVER, else KVER (what the top Makefile built
+# the module for, which it exports), else the one scripts/kver.sh picks
+# for the build too.  Its modules and its image must be installed.
 find_kver()
 {
-	local v
+	local v=${LAB_KVER:-${KVER:-$("$SHIFT_TOP/scripts/kver.sh")}}
 
-	if [ -n "$LAB_KVER" ]; then
-		echo "$LAB_KVER"
-		return
-	fi
-	for v in $(ls /lib/modules | sort -rV); do
-		[ -r "/boot/vmlinuz-$v" ] && { echo "$v"; return; }
-	done
-	die "no kernel with both /lib/modules/<ver> and /boot/vmlinuz-<ver> (install-deps.sh)"
+	[ -n "$v" ] || die "no kernel with headers in /lib/modules (install-deps.sh)"
+	[ -d "/lib/modules/$v/kernel" ] || die "kernel $v: no /lib/modules/$v/kernel"
+	[ -r "/boot/vmlinuz-$v" ] || die "kernel $v: no /boot/vmlinuz-$v (apt-get install linux-image-$v)"
+	echo "$v"
 }
 
 # Build the busybox initramfs for $KVER unless the cached one was built from
@@ -124,9 +123,18 @@ build_initramfs()
 	mkdir -p "$stage"/{bin,dev,proc,sys,modules}
 	cp "$busybox" "$stage/bin/busybox"
 	cp "$LAB_DIR/initramfs/init" "$stage/init"
-	cp $mods "$stage/modules/"
-	# insmod order: dependencies first, as modprobe listed them.
-	for mod in $mods; do basename "$mod"; done >"$stage/modules.order"
+	# insmod order: dependencies first, as modprobe listed them.  Busybox's
+	# insmod hands a compressed module to the kernel as it is ("Invalid
+	# ELF header magic"): 6.12's .ko.xz are put in decompressed.
+	for mod in $mods; do
+		case "$mod" in
+		*.ko)	cp "$mod" "$stage/modules/" ;;
+		*.ko.xz) xz -dc "$mod" >"$stage/modules/$(basename "$mod" .xz)" ||
+				die "cannot decompress $mod (xz-utils)" ;;
+		*)	die "$mod: the lab's initramfs takes .ko and .ko.xz only" ;;
+		esac
+		basename "$mod" .xz
+	done >"$stage/modules.order"
 	# The kernel opens /dev/console before init runs.
 	mknod -m 600 "$stage/dev/console" c 5 1
 	mkdir -p "$BUILD"
@@ -355,6 +363,8 @@ boot_lab()
 prepare()
 {
 	KVER=$(find_kver)
+	[ -f "$SHIFT_TOP/build/kmod/$KVER/shift_ft.ko" ] ||
+		log "no shift_ft built for $KVER (make module KVER=$KVER): tests that load it will skip"
 	"$LAB_DIR/get-kselftest.sh" "$KSFT_OUT"
 	build_initramfs
 	probe_accel

@@ -1,13 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: the module DKMS built against the installed headers (kept in
-# build/dkms/ by selftests/host/dkms_build.sh) loads in the lab's kernel,
-# carries the tree's version, and tracks both ports.
+# build/dkms/KVER/ by selftests/host/dkms_build.sh) loads in the lab's
+# kernel, carries the tree's version, and tracks both ports.
 set -e
 . "$(dirname "$0")/lib.sh"
 
-dkms_ko=$SHIFT_TOP/build/dkms/shift_ft.ko
-[ -f "$dkms_ko" ] || skip "no DKMS-built module (run selftests/host/dkms_build.sh first)"
+# for this kernel: shift_ft.ko, or .ko.xz as DKMS makes it for 6.12
+dkms_ko=$(ls "$SHIFT_TOP/build/dkms/$(uname -r)"/shift_ft.ko* 2> /dev/null | head -n 1)
+[ -n "$dkms_ko" ] ||
+	skip "no DKMS-built module for $(uname -r) (run selftests/host/dkms_build.sh first)"
 ft_setup
 ft_defer "ft_unload; ft_load"	# the tree's module for the next test
 ft_unload

@@ -16,7 +16,8 @@
 
 FT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SHIFT_TOP=${SHIFT_TOP:-$(cd "$FT_DIR/../.." && pwd)}
-FT_KO=${FT_KO:-$SHIFT_TOP/kmod/shift_ft.ko}
+# make module keeps one build per kernel: the one for the kernel running here
+FT_KO=${FT_KO:-$SHIFT_TOP/build/kmod/$(uname -r)/shift_ft.ko}
 FTNL=$FT_DIR/ftnl
 FTPAGE=$FT_DIR/ftpage
 FT_TEST=$(basename "$0" .sh)
@@ -136,7 +137,7 @@ ft_wait_node()
 ft_setup()
 {
 	[ "$(id -u)" -eq 0 ] || skip "needs root"
-	[ -f "$FT_KO" ] || skip "module $FT_KO not built"
+	[ -f "$FT_KO" ] || skip "module $FT_KO not built (make module KVER=$(uname -r))"
 	if [ ! -x "$FTNL" ] || [ ! -x "$FTPAGE" ]; then
 		skip "helpers not built (make -C $FT_DIR)"
 	fi

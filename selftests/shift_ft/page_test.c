@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * page_test: /dev/shift_ft is a read-only, self-describing shared page that
- * cannot be made writable by any route, that every user may read, whose
- * ioctl checks its arguments, and whose poll() reports table changes.
+ * cannot be made writable by any route, that every user may read, that
+ * cannot be seeked, whose ioctl checks its arguments, and whose poll()
+ * reports table changes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -232,6 +233,19 @@ TEST_F(page, read_generation)
 			break;
 	}
 	EXPECT_EQ(h.generation, g);
+}
+
+/* The device is a stream: lseek() and pread() fail with ESPIPE. */
+TEST_F(page, not_seekable)
+{
+	uint64_t g;
+
+	errno = 0;
+	EXPECT_EQ(-1, lseek(self->fd, 0, SEEK_SET));
+	EXPECT_EQ(ESPIPE, errno);
+	errno = 0;
+	EXPECT_EQ(-1, pread(self->fd, &g, sizeof(g), 0));
+	EXPECT_EQ(ESPIPE, errno);
 }
 
 /* A read-only descriptor: the VFS alone refuses a shared writable map. */

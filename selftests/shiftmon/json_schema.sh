@@ -66,7 +66,7 @@ ft_wait_port rxe1 1 state=DOWN
 ip link set dev eth1 up
 ft_wait_port rxe1 1 state=ACTIVE
 "$SM" report rxe0 1 "$G" up
-sleep 0.3
+sm_quiet "$FT_TMP/mon"
 jq -e . "$FT_TMP/mon" > /dev/null || fail "monitor -j: not JSON lines"
 [ "$(wc -l < "$FT_TMP/mon")" -eq "$(jq -c . "$FT_TMP/mon" | wc -l)" ] ||
 	fail "monitor -j: an object spans lines"

@@ -53,6 +53,25 @@ sm_monitor_start()
 	fail "shiftmon monitor did not subscribe"
 }
 
+# sm_quiet FILE...: return once none of the FILEs (monitors' logs) has
+# grown for a second, 10 s at most.  A port's last line may come late:
+# on 6.12 rxe reports a port ACTIVE twice after `ip link set up`, at
+# NETDEV_UP and again when the carrier comes back, up to 0.3 s later
+# (6.12's virtio_net drops the carrier at `ip link set down`, 6.1's keeps
+# it: carrier_down_count and carrier_up_count in sysfs).
+sm_quiet()
+{
+	local i was now
+
+	now=$(stat -c %s "$@")
+	for i in $(seq 10); do
+		was=$now
+		sleep 1
+		now=$(stat -c %s "$@")
+		[ "$now" != "$was" ] || return 0
+	done
+}
+
 # sm_expect_rc WANT CMD...: run CMD, check its exit status.
 sm_expect_rc()
 {

@@ -68,7 +68,7 @@ for i in $(seq "$FLAPS"); do
 	transition ip up ip link set dev eth0 up
 done
 log "ip link: $FLAPS flaps"
-sleep 0.5	# the last lines are flushed
+sm_quiet "$FT_TMP/mon" "$FT_TMP/rel"	# both monitors have every line
 
 # the monitor's port lines of rxe0: epoch seconds, state, down count
 grep -E '^\[[^]]+\] port rxe0/1 ' "$FT_TMP/mon" > "$FT_TMP/ports" || fail "no port lines"

@@ -18,7 +18,7 @@
 
 set -e
 
-ko=$SHIFT_TOP/kmod/shift_ft.ko
+ko=$SHIFT_TOP/build/kmod/$(uname -r)/shift_ft.ko
 sm=$SHIFT_TOP/tools/shiftmon/shiftmon
 ftflap=$SHIFT_TOP/selftests/shift_ft/ftflap
 ftpage=$SHIFT_TOP/selftests/shift_ft/ftpage
