@@ -9,6 +9,7 @@
  * a reader that used its own sizes would find the wrong rows.  Each TEST runs
  * in its own process (kselftest_harness forks), so library state is fresh.
  */
+#define _GNU_SOURCE	/* memfd_create() */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <infiniband/verbs.h>
@@ -30,6 +33,7 @@
 #include "provq.h"
 #include "qp.h"
 #include "quiesce.h"
+#include "shadow.h"
 #include "thread.h"
 #include "wrid.h"
 
@@ -982,6 +986,69 @@ TEST(thread_signals)
 	lib_stage = 2;
 	pthread_cond_broadcast(&lib_cond);
 	pthread_mutex_unlock(&lib_lock);
+}
+
+/* The open descriptors of this process that name @ino. */
+static int fds_of(ino_t ino)
+{
+	char path[64];
+	struct stat st;
+	int fd, n = 0;
+
+	for (fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (!stat(path, &st) && st.st_ino == ino)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * A region registered from a dma-buf keeps the dma-buf open for its twin
+ * (NCCL closes its fd as soon as the MR is registered), with the offset,
+ * until the MR goes or a rereg gives it the process's memory instead.
+ * The lab cannot register a dma-buf on Soft-RoCE (dmabuf.sh skips): this
+ * is what the host can check, on a memfd standing for the dma-buf.
+ */
+TEST(dmabuf_record)
+{
+	struct ibv_mr mr = { .lkey = 0x1234, .rkey = 0x1234 }, mr2 = mr;
+	struct shiftu_mr *rec;
+	struct stat st;
+	int fd;
+
+	setenv("SHIFTU_LOG", "off", 1);
+	setenv("SHIFTU_HEALTH_DEV", "/nonexistent/shift_ft", 1);
+	fd = memfd_create("dmabuf", MFD_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 1 << 16));
+	ASSERT_EQ(0, fstat(fd, &st));
+	shiftu_shadow_dmabuf_mr(&mr, 4096, 8192, 0x10000, fd, IBV_ACCESS_LOCAL_WRITE);
+	close(fd);
+	EXPECT_EQ(1, fds_of(st.st_ino));	/* the library's */
+	shiftu_shadow_mr_gone(&mr);
+	EXPECT_EQ(0, fds_of(st.st_ino));
+
+	/* a rereg onto the process's memory lets the dma-buf go */
+	fd = memfd_create("dmabuf2", MFD_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fstat(fd, &st));
+	shiftu_shadow_dmabuf_mr(&mr2, 4096, 4096, 0, fd, 0);
+	close(fd);
+	EXPECT_EQ(1, fds_of(st.st_ino));
+	shiftu_shadow_mr_rereg(&mr2, &rec);
+	ASSERT_NE(NULL, rec);
+	EXPECT_LE(0, rec->dmabuf_fd);
+	EXPECT_EQ(4096, rec->dmabuf_offset);
+	EXPECT_EQ(4096, rec->length);
+	shiftu_shadow_mr_rereg_done(rec, 0, IBV_REREG_MR_CHANGE_TRANSLATION, &mr2, 64, 0);
+	EXPECT_EQ(0, fds_of(st.st_ino));
+	shiftu_shadow_mr_gone(&mr2);
+
+	/* a registration the library cannot keep the dma-buf of: unprotected, no leak */
+	shiftu_shadow_dmabuf_mr(&mr, 0, 4096, 0, -1, 0);
+	shiftu_shadow_mr_rereg(&mr, &rec);
+	EXPECT_EQ(NULL, rec);
 }
 
 TEST_HARNESS_MAIN
