@@ -28,9 +28,10 @@
 TOP      := $(CURDIR)
 VERSION  := $(shell $(TOP)/scripts/version.sh)
 # The kernel to build for (scripts/kver.sh says which when KVER is not
-# given); exported, so that the lab boots the same one.
+# given); exported, so that the lab boots the same one.  Expanded when
+# used, not now: on a fresh machine check's deps install the kernels first.
 ifeq ($(origin KVER),undefined)
-KVER     := $(shell $(CURDIR)/scripts/kver.sh)
+KVER      = $(shell $(CURDIR)/scripts/kver.sh)
 endif
 KDIR     ?= /lib/modules/$(KVER)/build
 BUILD    := $(TOP)/build
