@@ -690,17 +690,14 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 
 	*replayed = 0;
 	shiftu_plan_sends(&p, &vq->sq, from, vq->sent2, vq->hs_got, vq->hs_peer);
-	if (p.count_bad) {
+	if (p.count_bad)
 		shiftu_warn("qp %u: the peer says it has received %" PRIu64 " messages, but we sent %" PRIu64 ": nothing replayed",
 			    vq->reg.app_qp->qp_num, vq->hs_peer, vq->sent2);
-		stop = i = from;
-		ret = EPROTO;
-		goto flush;
-	}
 	vq->twin_signaled = vq->twin_done = 0;
-	b = malloc(sizeof(*b));
+	/* with a bad count nothing is posted: all complete flushed below */
+	b = p.count_bad ? NULL : malloc(sizeof(*b));
 	if (!b)
-		ret = ENOMEM;
+		ret = p.count_bad ? EPROTO : ENOMEM;
 	else
 		b->n = 0;
 	for (i = from; i < vq->sq.head && !ret; i++) {
@@ -725,7 +722,6 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		ret = chain_post(vq, b, replayed, &stop);
 	free(b);
 	if (ret) {
-flush:
 		/* those completed good above excepted */
 		for (; stop < vq->sq.head; stop++) {
 			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, stop);

@@ -9,8 +9,6 @@ void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint6
 {
 	uint64_t i;
 
-	p->from = from;
-	p->head = sq->head;
 	p->cut = from;
 	p->atomic = p->two_sided = false;
 	p->peer_known = peer_known;

@@ -47,7 +47,6 @@ static inline bool shiftu_op_atomic(uint32_t opcode)
 
 /* The sends outstanding at a move, surveyed (shiftu_plan_sends()). */
 struct shiftu_send_plan {
-	uint64_t from, head;	/* entries [from, head) of the send ring */
 	uint64_t cut;		/* [from, cut) executed at the peer */
 	bool atomic;		/* an atomic among them */
 	bool two_sided;		/* a message among them */
