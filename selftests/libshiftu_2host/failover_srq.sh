@@ -54,32 +54,30 @@ lu_ride_setup ibv_srq_pingpong "$GEN"
 SRQ_OVER='srq [0-9]*: [1-9][0-9]* receives moved from its default SRQ to its twin SRQ'
 SRQ_BACK='srq [0-9]*: [1-9][0-9]* receives moved from its twin SRQ to its default SRQ'
 
-# srq_pace TAG ARGS...: ibv_srq_pingpong ARGS at the lab's pace, unpulled
-# and without the library, sizes the pulled runs (ITERS) to about 13 s:
-# lu_pull takes rail 0 down 5 s in, brings it back about 8 s in, and the
-# QPs fail back within a second or two.
-srq_pace()
+# The runs go in groups (lu_group_ride), each pair on its own port: both
+# ibv_srq_pingpong layouts (-q 1: srq, 16 QPs: shared) unpulled and
+# without the library, 300 iterations each, to measure the lab's pace with
+# two pairs sharing the guests' CPUs; then both through one pull without
+# the library; then both and shiftgen (gen) through another with it.  Each
+# pingpong is sized to about 18 s at its pace: the last pair starts some
+# 3 s after the first, lu_pull takes rail 0 down 5 s after that and brings
+# it back about 3 s later, and the QPs fail back within a second or two.
+# The packet counts are the rails', the pairs together.
+
+# srq_start TAG PRE ARGS...: the ibv_srq_pingpong pair TAG -c ARGS in the
+# background
+srq_start()
 {
-	local t=$1
-	shift
-	lu_keep "$t" srq
-	lu_pp_pair "$t" 0 ibv_srq_pingpong "$@" -c -n 300
-	lu_exited_ok "$t"
-	lu_pp_iters "$t" 13
-	log "$t: $(lu_pp_line "$t"): $ITERS iterations for the pulled runs"
+	local tag=$1 pre=$2
+	shift 2
+	lu_keep "$tag" srq
+	LU_GIDX_OPT=-g LU_BG_PRE=$pre lu_bg_start "$tag" 60 ibv_srq_pingpong -c "$@"
 }
 
-# srq_ride TAG PRE ARGS...: ibv_srq_pingpong ARGS, every buffer checked,
-# through a pull of host 1's rail 0, with the library on both ends (PRE 1)
-# or without; both ends exit 0 with the client's result line.  s0, s1:
-# host 1's packets on rail 0 and rail 1 during the outage.
-srq_ride()
+# srq_done TAG: the pingpong pair TAG exited 0 with its result line
+srq_done()
 {
-	local t=$1 pre=$2 off on
-	shift 2
-	lu_keep "$t" srq
-	LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-		lu_pp_pair "$t" "$pre" ibv_srq_pingpong "$@" -c -n "$ITERS"
+	local t=$1 off on
 	read -r s0 s1 < "$FT_TMP/$t.outage"
 	read -r off on < "$FT_TMP/$t.times"
 	log "$t: rail 0 down from $off ms to $on ms; host 1's packets during the outage: rail 0 $s0, rail 1 $s1; client: $(lu_pp_line "$t")"
@@ -87,30 +85,50 @@ srq_ride()
 	grep -q 'iters in' "$FT_TMP/$t.cli.out" || lu_fail "$t" "no result line from the client"
 }
 
-srq_pace pace -q 1
-for pre in 0 1; do
-	t=srq.$pre
-	srq_ride "$t" "$pre" -q 1
-	[ "$pre" = 1 ] || continue
-	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
-		lu_fail "$t" "the client's QP did not fail over"
-	grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.srv.shiftu" ||
-		lu_fail "$t" "the server's QP did not follow"
-	grep -q "$SRQ_OVER" "$FT_TMP/$t.cli.shiftu" ||
-		lu_fail "$t" "the client's SRQ did not move"
-	log "$t: client: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.cli.shiftu" | head -n 1)"
-	log "$t: server: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.srv.shiftu" | head -n 1)"
-	[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-	grep -q "$SRQ_BACK" "$FT_TMP/$t.cli.shiftu" ||
-		lu_fail "$t" "the client's SRQ did not move back"
-	lu_check_log "$t" cli "qps=1" "failovers=1" "failbacks=1"
-	lu_check_log "$t" srv "qps=1" "failovers=1" "failbacks=1"
+lu_group_gate
+srq_start srq.pace 0 -q 1 -n 300
+srq_start shared.pace 0 -n 300
+LU_GROUP_PULL=0 LU_BG_PRE=0 lu_group_ride srq.pace shared.pace
+declare -A ITERS_OF
+for t in srq shared; do
+	lu_exited_ok "$t.pace"
+	lu_pp_iters "$t.pace" 14 300
+	ITERS_OF[$t]=$ITERS
+	log "$t.pace: $(lu_pp_line "$t.pace"), two pairs together: $ITERS iterations for the pulled runs"
 done
 
-# gen: checked SEND traffic into SRQs through the pull, failing over and back
+LU_PULL_ON=1 LU_PULL_BY=link
+lu_group_gate
+srq_start srq.0 0 -q 1 -n "${ITERS_OF[srq]}"
+srq_start shared.0 0 -n "${ITERS_OF[shared]}"
+LU_BG_PRE=0 lu_group_ride srq.0 shared.0
+srq_done srq.0
+srq_done shared.0
+
+lu_group_gate
+srq_start srq.1 1 -q 1 -n "${ITERS_OF[srq]}"
+srq_start shared.1 1 -n "${ITERS_OF[shared]}"
+lu_keep gen srq
+lu_bg_start gen 30 "$GEN" -m send --srq -D 15
+lu_group_ride srq.1 shared.1 gen
+
+t=srq.1
+srq_done "$t"
+grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
+	lu_fail "$t" "the client's QP did not fail over"
+grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.srv.shiftu" ||
+	lu_fail "$t" "the server's QP did not follow"
+grep -q "$SRQ_OVER" "$FT_TMP/$t.cli.shiftu" ||
+	lu_fail "$t" "the client's SRQ did not move"
+log "$t: client: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.cli.shiftu" | head -n 1)"
+log "$t: server: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.srv.shiftu" | head -n 1)"
+[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
+grep -q "$SRQ_BACK" "$FT_TMP/$t.cli.shiftu" ||
+	lu_fail "$t" "the client's SRQ did not move back"
+lu_check_log "$t" cli "qps=1" "failovers=1" "failbacks=1" "twin_wcs>0"
+lu_check_log "$t" srv "qps=1" "failovers=1" "failbacks=1"
+
 t=gen
-lu_keep "$t" srq
-LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull lu_pair "$t" 1 "$GEN" -m send --srq -D 13
 lu_rode "$t"
 lu_gen_clean "$t"
 for side in cli srv; do
@@ -125,24 +143,18 @@ lu_check_log "$t" srv "failovers=1" "failbacks=1"
 log "$t: server: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.srv.shiftu" | tr '\n' ';')"
 log "$t: $(grep '^shiftgen: role=server' "$FT_TMP/$t.srv.out")"
 
-# shared: sixteen QPs on one SRQ through the pull, each side's moving one
-# by one
-srq_pace pace16
-for pre in 0 1; do
-	t=shared.$pre
-	srq_ride "$t" "$pre"
-	[ "$pre" = 1 ] || continue
-	for side in cli srv; do
-		n=$(grep -c 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.$side.shiftu" || true)
-		[ "$n" = 16 ] || lu_fail "$t" "$side: $n of its 16 QPs failed over"
-		grep -q "$SRQ_OVER" "$FT_TMP/$t.$side.shiftu" ||
-			lu_fail "$t" "$side: the SRQ's receives did not move to its twin"
-		grep -q "$SRQ_BACK" "$FT_TMP/$t.$side.shiftu" ||
-			lu_fail "$t" "$side: the SRQ's receives did not move back"
-		log "$t: $side: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.$side.shiftu" | tr '\n' ';')"
-	done
-	log "$t: the client's first QP failed back $(cat "$FT_TMP/$t.fbwait") ms after the repair"
-	[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-	lu_check_log "$t" cli "qps=16" "failovers=16" "failbacks=16"
-	lu_check_log "$t" srv "qps=16" "failovers=16" "failbacks=16"
+t=shared.1
+srq_done "$t"
+for side in cli srv; do
+	n=$(grep -c 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.$side.shiftu" || true)
+	[ "$n" = 16 ] || lu_fail "$t" "$side: $n of its 16 QPs failed over"
+	grep -q "$SRQ_OVER" "$FT_TMP/$t.$side.shiftu" ||
+		lu_fail "$t" "$side: the SRQ's receives did not move to its twin"
+	grep -q "$SRQ_BACK" "$FT_TMP/$t.$side.shiftu" ||
+		lu_fail "$t" "$side: the SRQ's receives did not move back"
+	log "$t: $side: $(grep -o 'srq [0-9]*: .*' "$FT_TMP/$t.$side.shiftu" | tr '\n' ';')"
 done
+log "$t: the client's first QP failed back $(cat "$FT_TMP/$t.fbwait") ms after the repair"
+[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
+lu_check_log "$t" cli "qps=16" "failovers=16" "failbacks=16" "twin_wcs>0"
+lu_check_log "$t" srv "qps=16" "failovers=16" "failbacks=16"

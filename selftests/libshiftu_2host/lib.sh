@@ -314,7 +314,9 @@ lu_ms()
 	echo $(((${t//[!0-9]/} - ${1//[!0-9]/}) / 1000))
 }
 
-# lu_pull TAG: a LU_DURING command.  While the client of the pair TAG runs,
+# lu_pull TAG...: a LU_DURING command.  While the client of the pair TAG
+# runs (or the clients of the pairs TAG..., started together:
+# lu_group_ride),
 # rail 0 of host LU_PULL_ON (1 or 2) goes down by LU_PULL_BY (link or ip,
 # lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
 # and comes back 2.7 s later (LU_PULL_HOLD, 0.5 s by default, is the last
@@ -322,19 +324,20 @@ lu_ms()
 # per rail are counted for 1.5 s (LU_PULL_COUNT_S) from 0.7 s into the
 # outage (LU_PULL_COUNT_AT, for QPs that take longer to move; both
 # lengthen the outage; TAG.outage: rail 0's, rail 1's), and again for
-# 1.5 s from 0.3 s after the client's
-# library failed back, 120 looks at its log at most after the repair
+# 1.5 s from 0.3 s after the library of every client preloaded failed
+# back, 120 looks at their logs at most after the repair
 # (LU_PULL_FB_TENTHS: another bound, 0 for a QP that cannot fail back; a
 # look takes 0.1 s, or seconds when the pollers leave no CPU; TAG.fbwait:
 # how long after the repair the test saw it, in ms); with no library, 3 s
 # after the repair
 # (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
-# from the start of lu_pull.  No process is started but grep's and ip's:
-# the pollers leave the guests little CPU.
+# from the start of lu_pull.  Each TAG gets the same files: the counts are
+# the rail's, all pairs together.  No process is started but grep's and
+# ip's: the pollers leave the guests little CPU.
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {
-	local tag=$1 t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on
+	local t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on tag pre=0
 
 	lab_nap "${LU_PULL_AT:-5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
@@ -343,18 +346,24 @@ lu_pull()
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
 	lab_nap "${LU_PULL_COUNT_S:-1.5}"
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
-	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
+	for tag; do
+		echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.outage"
+	done
 	lab_nap "${LU_PULL_HOLD:-0.5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" on
 	on=$(lu_ms "$t0")
-	echo "$off $on" > "$FT_TMP/$tag.times"
-	if [ -e "$FT_TMP/$tag.cli.shiftu" ]; then
+	for tag; do
+		echo "$off $on" > "$FT_TMP/$tag.times"
+		[ -e "$FT_TMP/$tag.cli.shiftu" ] || continue
+		pre=1
 		while [ "$t" -lt "${LU_PULL_FB_TENTHS:-120}" ] &&
 		      ! grep -q 'failed back from' "$FT_TMP/$tag.cli.shiftu"; do
 			lab_nap 0.1
 			t=$((t + 1))
 		done
 		echo "$(($(lu_ms "$t0") - on))" > "$FT_TMP/$tag.fbwait"
+	done
+	if [ "$pre" = 1 ]; then
 		lab_nap 0.3
 	else
 		lab_nap 3
@@ -362,7 +371,9 @@ lu_pull()
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
 	lab_nap 1.5
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
-	echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.after"
+	for tag; do
+		echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.after"
+	done
 }
 
 # lu_urgent: this (sub)shell and what it starts from now on at niceness
@@ -375,13 +386,13 @@ lu_urgent()
 	renice -n -10 -p "$BASHPID" > /dev/null
 }
 
-# lu_pull_urgent TAG: lu_pull in a subshell of its own, urgent (a LU_DURING
+# lu_pull_urgent TAG...: lu_pull in a subshell of its own, urgent (a LU_DURING
 # command: the test's shell, and the processes it starts after, keep their
 # niceness)
 lu_pull_urgent()
 (
 	lu_urgent
-	lu_pull "$1"
+	lu_pull "$@"
 )
 
 # lu_ride ON BY PROG SIZE TAG ARGS...: unmodified perftest PROG -F ARGS,
@@ -396,10 +407,47 @@ lu_ride()
 	shift 5
 	lu_keep "$tag" rides
 	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
-	lu_rode "$tag"
-	[ -n "$(awk -v s="$size" '$1 == s && NF >= 4' "$FT_TMP/$tag.cli.out")" ] ||
-		lu_fail "$tag" "no result line from the client"
+	lu_ride_ok "$tag" "$size"
 }
+
+# lu_ride_ok TAG SIZE: the perftest pair TAG rode as lu_ride says.
+lu_ride_ok()
+{
+	lu_rode "$1"
+	[ -n "$(awk -v s="$2" '$1 == s && NF >= 4' "$FT_TMP/$1.cli.out")" ] ||
+		lu_fail "$1" "no result line from the client"
+}
+
+# lu_group_ride TAG...: the pairs TAG..., started by lu_bg_start (all
+# with the same LU_BG_PRE) with LU_BG_GATE set to lu_group_gate's file:
+# their clients start together, then go through one lu_pull (urgent:
+# beside their pollers the pull's steps would lag), then are collected
+# (lu_bg_wait).  One outage rides several programs: a pull's timeline
+# (some 11 s) is the same for one pair as for three, and the guests' CPU
+# is shared meanwhile, not left idle.  Started one after the other, each
+# pair's start waited seconds for the pollers of those before it.  With
+# LU_GROUP_PULL=0, no pull: the pairs only run together.
+lu_group_ride()
+{
+	local tag
+
+	touch "$LU_BG_GATE"
+	LU_BG_GATE=
+	if [ "${LU_GROUP_PULL:-1}" = 1 ]; then
+		lu_pull_urgent "$@"
+	fi
+	for tag; do
+		lu_bg_wait "$tag" "${LU_BG_PRE:-1}"
+	done
+}
+
+# lu_group_gate: LU_BG_GATE set to a new gate file for lu_group_ride
+lu_group_gate()
+{
+	LU_BG_GATE=$FT_TMP/gate.$((++LU_GATES))
+	rm -f "$LU_BG_GATE"
+}
+LU_GATES=0
 
 # lu_rode TAG: the pair TAG rode lu_pull's outage: both sides exited 0, the
 # client's QP failed over to rxe1 and back once, both sides' libraries saw
@@ -448,9 +496,9 @@ lu_pp_line()
 	grep -m1 'iters in' "$FT_TMP/$1.cli.out" || echo "(no result line)"
 }
 
-# lu_pp_iters TAG SECS: sets ITERS to how many iterations (2000 at least)
-# last SECS at the pace of the pingpong pair TAG, which ran unpulled; fails
-# if TAG printed no pace.
+# lu_pp_iters TAG SECS [MIN]: sets ITERS to how many iterations (MIN, 2000
+# unless given, at least) last SECS at the pace of the pingpong pair TAG,
+# which ran unpulled; fails if TAG printed no pace.
 lu_pp_iters()
 {
 	local usec
@@ -461,7 +509,7 @@ lu_pp_iters()
 		lu_fail "$1" "no usec/iter in the client's output"
 	fi
 	ITERS=$(($2 * 1000000 / usec))
-	[ "$ITERS" -ge 2000 ] || ITERS=2000
+	[ "$ITERS" -ge "${3:-2000}" ] || ITERS=${3:-2000}
 }
 
 # lu_keep TAG DIR: when the test ends, passed or not, the files of the pair
@@ -481,23 +529,40 @@ lu_keep_now()
 	return 0
 }
 
-# lu_rides ON SUFFIX: lu_ride for ib_send_bw, ib_read_bw and ib_write_lat,
-# each through host ON's rail 0 going down by QEMU's set_link and by ip
-# link, for 17 s (the after-window ends about 14 s in, once the client has
-# failed back: some 0.4 s after the repair in the lab); the tags end in
-# SUFFIX, and _ip for ip link.
+# lu_rides ON SUFFIX [events]: ib_send_bw, ib_read_bw and ib_write_lat
+# together (lu_group_ride), preloaded, through host ON's rail 0 going down
+# by QEMU's set_link, then by ip link; each rides as lu_ride says.  With
+# "events", ib_send_bw -e (completions by event, where perftest refuses
+# -D: 3,500 messages, some 15 s beside the others) rides the first pull
+# too.  The
+# clients run 15 s: the pull comes 5 s in, and the after-window ends
+# about 6 s later, once every client has failed back.  The tags end in SUFFIX, and _ip for ip
+# link.
 lu_rides()
 {
-	local on=$1 by sfx run prog size name
+	local by sfx run prog size tag tags
 
-	for run in ib_send_bw:65536:send_bw ib_read_bw:65536:read_bw ib_write_lat:2:write_lat; do
-		IFS=: read -r prog size name <<< "$run"
-		for by in link ip; do
-			sfx=$2
-			if [ "$by" = ip ]; then
-				sfx=${2}_ip
-			fi
-			lu_ride "$on" "$by" "$prog" "$size" "$name$sfx" -D 13
+	LU_PULL_ON=$1
+	for by in link ip; do
+		LU_PULL_BY=$by sfx=$2 tags=()
+		[ "$by" = link ] || sfx=${2}_ip
+		lu_group_gate
+		for run in send_bw:ib_send_bw read_bw:ib_read_bw write_lat:ib_write_lat; do
+			tag=${run%%:*}$sfx prog=${run#*:}
+			lu_keep "$tag" rides
+			lu_bg_start "$tag" 30 "$prog" -F -D 15
+			tags+=("$tag")
+		done
+		if [ "${3:-}" = events ] && [ "$by" = link ]; then
+			lu_keep "send_bw_events$sfx" rides
+			lu_bg_start "send_bw_events$sfx" 60 ib_send_bw -F -e -n 3500
+			tags+=("send_bw_events$sfx")
+		fi
+		lu_group_ride "${tags[@]}"
+		for tag in "${tags[@]}"; do
+			size=65536
+			[ "${tag#write_lat}" = "$tag" ] || size=2
+			lu_ride_ok "$tag" "$size"
 		done
 	done
 }
@@ -610,8 +675,10 @@ lu_srv_collect()
 
 # lu_bg_start TAG SECS PROG ARGS...: a PROG pair like lu_pair's, preloaded
 # (or as LU_BG_PRE says: lu_env), left running in the background for about
-# SECS; the client's ARGS are the server's too.  lu_bg_wait TAG collects it
-# into the same files as lu_pair.
+# SECS; the client's ARGS are the server's too (LU_GIDX_OPT: as lu_srv_start
+# says, for both).  With LU_BG_GATE set, the client starts only once that
+# file exists (lu_group_ride).  lu_bg_wait TAG [PRE] collects it into the
+# same files as lu_pair (PRE: as started, 1 unless given).
 lu_bg_start()
 {
 	local tag=$1 secs=$2 prog=$3 port=$LU_PORT
@@ -621,10 +688,15 @@ lu_bg_start()
 	rm -f "$FT_TMP/$tag".*
 	lu_srv_start "$tag" "${LU_BG_PRE:-1}" $((secs + 60)) "$prog" "$port" "$@"
 	ft_defer "lab-peer 'kill -- -$LU_SRV_STARTED' 2> /dev/null"
+	# the subshell waits for LU_BG_GATE, then becomes timeout (same pid)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
-	timeout $((secs + 40)) $(lu_env "${LU_BG_PRE:-1}" "$FT_TMP/$tag.cli.shiftu") \
-		"$prog" -d rxe0 -x "$LU_GIDX" -p "$port" "$@" "$LU_TCP" \
-		> "$FT_TMP/$tag.cli.out" 2>&1 &
+	(
+		while [ -n "${LU_BG_GATE:-}" ] && [ ! -e "$LU_BG_GATE" ]; do
+			sleep 0.05
+		done
+		exec timeout $((secs + 40)) $(lu_env "${LU_BG_PRE:-1}" "$FT_TMP/$tag.cli.shiftu") \
+			"$prog" -d rxe0 "${LU_GIDX_OPT:--x}" "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
+	) > "$FT_TMP/$tag.cli.out" 2>&1 &
 	echo $! > "$FT_TMP/$tag.cli.pid"
 }
 
@@ -634,7 +706,7 @@ lu_bg_wait()
 
 	wait "$(cat "$FT_TMP/$tag.cli.pid")" || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
-	lu_srv_collect "$tag" 1 || true
+	lu_srv_collect "$tag" "${2:-1}" || true
 }
 
 # lu_show FILE...: files as comments, for a failure's context.

@@ -20,7 +20,7 @@
 # on rail 0 again, and neither log has a warning.  The QP grants no remote
 # access, so its failback probes with an empty SEND, not an empty WRITE
 # (which Soft-RoCE refuses then).  Each run is made long enough (about
-# 14 s at the pace measured) to hold the pull and the failback, from a
+# 20 s) to hold the pull and the failback, from a
 # short unpulled run that measures the lab's pace first.
 #
 # ibv_srq_pingpong's QPs use an SRQ and ibv_ud_pingpong's is UD: the library
@@ -33,31 +33,62 @@ set -e
 
 lu_ride_setup ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong
 
-# rc_ride TAG ARGS...: ibv_rc_pingpong ARGS through host 1's rail 0 pulled
-# by QEMU (lu_pull), without the library and then with it.  A short
-# unpulled run of the same ARGS without the library measures the lab's
-# pace first, and the pulled runs are sized to RC_SECS (14) at that pace:
-# the programs connect within a second, the pull comes 3 s in, the repair
-# about 3 s later, the failback up to 3 s after that, and rail 0's packets
-# are counted for 1.8 s after it.
-rc_ride()
+# The four ibv_rc_pingpong variants run together, each on its own port:
+# first unpulled and without the library, 500 iterations each, to measure
+# the lab's pace with four pairs sharing the guests' CPUs; then all four
+# through one pull without the library, and all four through another with
+# it (lu_group_ride), each sized to RC_SECS (14) at its pace, which they
+# run at about half of when pulled (measured: 2000 iterations sized to 14 s
+# took 28 s to 36 s): the pairs start together, the pull comes 5 s in, the
+# repair about 3 s later, the failbacks up to 3 s after that, and rail 0's
+# packets are counted for 1.8 s after them.  The packet counts are the
+# rails', the four pairs together; each client's own twin completions
+# (twin_wcs) show its traffic on rail 1.
+RC=("rc" "rc_events -e" "rc_newsend -N" "rc_chk -c")
+
+# rc_start TAG PRE ARGS...: the ibv_rc_pingpong pair TAG, in the background
+rc_start()
 {
-	local tag=$1 pre s0 s1 r0 r1 off on t0 ms
-	shift
+	local tag=$1 pre=$2
+	shift 2
+	lu_keep "$tag" pingpong
+	LU_GIDX_OPT=-g LU_BG_PRE=$pre lu_bg_start "$tag" 60 ibv_rc_pingpong "$@"
+}
 
-	lu_keep "$tag.pace" pingpong
-	t0=$EPOCHREALTIME
-	lu_pp_pair "$tag.pace" 0 ibv_rc_pingpong -n 500 "$@"
-	ms=$(lu_ms "$t0")
+declare -A ITERS_OF
+tags=()
+lu_group_gate
+for v in "${RC[@]}"; do
+	read -r tag args <<< "$v"
+	# shellcheck disable=SC2086 # args: words
+	rc_start "$tag.pace" 0 -n 500 $args
+	tags+=("$tag.pace")
+done
+LU_GROUP_PULL=0 LU_BG_PRE=0 lu_group_ride "${tags[@]}"
+for v in "${RC[@]}"; do
+	read -r tag args <<< "$v"
 	lu_exited_ok "$tag.pace"
-	lu_pp_iters "$tag.pace" "${RC_SECS:-14}"
-	log "$tag.pace: 500 iterations in $ms ms ($(lu_pp_line "$tag.pace")): $ITERS iterations for the pulled runs"
+	secs=${RC_SECS:-14}
+	# -e with the library ran twice as fast as its pace (1874 against 3653
+	# usec/iter without it): sized to 14 s, one such run ended 2.4 s after
+	# the repair, before its failback
+	[ "$args" != -e ] || secs=$((secs * 2))
+	lu_pp_iters "$tag.pace" "$secs" 300
+	ITERS_OF[$tag]=$ITERS
+	log "$tag.pace: $(lu_pp_line "$tag.pace"), four pairs together: $ITERS iterations for the pulled runs"
+done
 
-	for pre in 0 1; do
-		local t=$tag.$pre
-		lu_keep "$t" pingpong
-		LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_AT=3 LU_DURING=lu_pull \
-			lu_pp_pair "$t" "$pre" ibv_rc_pingpong -n "$ITERS" "$@"
+for pre in 0 1; do
+	tags=()
+	lu_group_gate
+	for v in "${RC[@]}"; do
+		read -r tag args <<< "$v"
+		# shellcheck disable=SC2086 # args: words
+		rc_start "$tag.$pre" "$pre" -n "${ITERS_OF[$tag]}" $args
+		tags+=("$tag.$pre")
+	done
+	LU_PULL_ON=1 LU_PULL_BY=link LU_BG_PRE=$pre lu_group_ride "${tags[@]}"
+	for t in "${tags[@]}"; do
 		read -r s0 s1 < "$FT_TMP/$t.outage"
 		read -r r0 r1 < "$FT_TMP/$t.after"
 		read -r off on < "$FT_TMP/$t.times"
@@ -68,22 +99,14 @@ rc_ride()
 		grep -q 'failed over to qp [0-9]* on rxe1 port 1' "$FT_TMP/$t.cli.shiftu" ||
 			lu_fail "$t" "the client's QP did not fail over"
 		[ "$s1" -gt 100 ] || lu_fail "$t" "rail 1 carried only $s1 packets during the outage"
-		lu_check_log "$t" cli "qps=1" "failovers>=1" "failbacks>=1"
+		lu_check_log "$t" cli "qps=1" "failovers>=1" "failbacks>=1" "twin_wcs>0"
 		lu_check_log "$t" srv "qps=1"
 		grep -q 'probe good (an empty SEND' "$FT_TMP/$t.cli.shiftu" "$FT_TMP/$t.srv.shiftu" ||
 			lu_fail "$t" "no failback probed with an empty SEND"
 		[ "$r0" -gt 100 ] || lu_fail "$t" "rail 0 carried only $r0 packets after the repair"
 		log "$t: $(grep -ho 'failed back from.*' "$FT_TMP/$t.cli.shiftu" | tail -n 1)"
 	done
-}
-
-rc_ride rc
-# -e with the library ran twice as fast as its pace (1874 against 3653
-# usec/iter without it): sized to 14 s, one such run ended 2.4 s after the
-# repair, before its failback
-RC_SECS=28 rc_ride rc_events -e
-rc_ride rc_newsend -N
-rc_ride rc_chk -c
+done
 
 # plain TAG PROG ARGS...: PROG ARGS unpulled, without the library and
 # with it: both exit 0 on both ends, each preloaded side logs no warning.
