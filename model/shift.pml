@@ -21,9 +21,9 @@
  *
  * Counts: the two-sided counts and ring places are small offsets here
  * (a script is M_L requests), and glue.c adds them to a start just below
- * a wrap (0, 2^31 - 2, 2^32 - 2, 2^64 - 1: start_i, chosen by init), so
- * that each wrap the 31-bit count on the wire and the 64-bit counts cross
- * is reached within a script.
+ * a wrap (0, 2^31 - 1, 2^32 - 1, 2^64 - 1: start_i, chosen by init), so
+ * that the first message crosses each wrap of the 31-bit count on the
+ * wire and of the 64-bit counts.
  *
  * The world:
  *   - each side's application posts a script of up to M_L requests
