@@ -18,7 +18,7 @@ PACKAGES=(
 	libibverbs-dev ibverbs-providers ibverbs-utils librdmacm-dev
 	rdmacm-utils perftest iputils-ping socat libnl-3-dev libnl-genl-3-dev
 	dkms redis-server libhiredis-dev sparse linux-source-6.1 python3 jq
-	xz-utils procps python3-pyverbs ucx-utils ethtool
+	xz-utils procps python3-pyverbs ucx-utils ethtool spin
 )
 
 # Print the packages that are not in the "install ok installed" state.

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * glue.c: the calls model/shift.pml makes into the library's protocol
+ * decisions (userlib/proto.c, proto.h, serial.h), compiled into spin's
+ * verifier.  Each function does what failover.c and handshake.c do around
+ * the same call, with the model's small numbers (counts and ring places as
+ * offsets from a start near a wrap) turned into the library's 64-bit ones
+ * and back.  Nothing here decides anything: a decision that changes in
+ * proto.c changes in the model.
+ *
+ * The seeded defects (make -C model SEED=...) sit here, where failover.c
+ * makes the same calls, so that the model can be shown to catch them:
+ *   SEED_31BIT     the peer's 31-bit count read as the low 32 bits of our
+ *                  count (the cut one bit too narrow, issue 18)
+ *   SEED_NO_FENCE  a move replays at once, without waiting for the peer's
+ *                  count: a notification the peer had may go again, and
+ *                  data may land after its notification
+ *   SEED_ATOMIC    an atomic outstanding does not stop the replay
+ */
+#include <stdint.h>
+
+#include "proto.h"
+#include "serial.h"
+#include "shift_model.h"
+
+_Static_assert(S_DEFAULT == SHIFTU_SEND_DEFAULT && S_FALLBACK == SHIFTU_SEND_FALLBACK &&
+	       S_HANDSHAKE == SHIFTU_SEND_HANDSHAKE && S_DEAD == SHIFTU_SEND_DEAD,
+	       "the model's send states are proto.h's");
+_Static_assert(N_REPLAY == SHIFTU_SENDS_REPLAY && N_HOLD == SHIFTU_SENDS_HOLD &&
+	       N_GIVE_UP == SHIFTU_SENDS_GIVE_UP, "the model's plans are proto.h's");
+_Static_assert(A_OLD == SHIFTU_HS_OLD && A_STALE == SHIFTU_HS_STALE &&
+	       A_FOLLOW_BACK == SHIFTU_HS_FOLLOW_BACK && A_REJOIN == SHIFTU_HS_REJOIN &&
+	       A_FOLLOW_OVER == SHIFTU_HS_FOLLOW_OVER && A_ANSWER == SHIFTU_HS_ANSWER &&
+	       A_DONE == SHIFTU_HS_DONE && A_REPLAY == SHIFTU_HS_REPLAY &&
+	       A_NOTE == SHIFTU_HS_NOTE, "the model's handshake acts are proto.h's");
+
+/*
+ * The counts and ring places start here, as shiftu_count_start() lets the
+ * test build start them: one below each wrap the handshake's count crosses
+ * (2^31 on the wire, 2^32, 2^64), so that the first message crosses it.
+ * The model picks one (start_i).
+ */
+static const uint64_t starts[M_STARTS] = {
+	0, (1ULL << 31) - 1, (1ULL << 32) - 1, UINT64_MAX,
+};
+
+static const uint32_t opcodes[] = {
+	[OP_WRITE] = IBV_WR_RDMA_WRITE, [OP_WIMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+	[OP_SEND] = IBV_WR_SEND, [OP_READ] = IBV_WR_RDMA_READ,
+	[OP_FADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+/* A side's sends as datapath.c records them: ring places start + k. */
+struct model_ring {
+	struct shiftu_ring r;
+	struct shiftu_swqe slot[4];
+};
+_Static_assert(M_L <= 4, "the ring holds a script");
+
+/* sent2 after the first @head requests of @ops */
+static uint64_t sent2_of(int start, const unsigned char *ops, int head)
+{
+	uint64_t sent2 = starts[start];
+	int k;
+
+	for (k = 0; k < head; k++)
+		sent2 += shiftu_op_two_sided(opcodes[ops[k]]);
+	return sent2;
+}
+
+static void lay_out(struct model_ring *b, int start, const unsigned char *ops, int head)
+{
+	uint64_t sent2 = starts[start];
+	int k;
+
+	b->r.slots = b->slot;
+	b->r.mask = 3;
+	b->r.stride = sizeof(struct shiftu_swqe);
+	for (k = 0; k < head; k++) {
+		struct shiftu_swqe *e = shiftu_swqe_at(&b->r, starts[start] + k);
+
+		e->opcode = opcodes[ops[k]];
+		sent2 += shiftu_op_two_sided(e->opcode);
+		e->seq2 = sent2;
+	}
+	b->r.head = starts[start] + head;
+}
+
+/* The count a control message carries (shiftu_ctrl_send()): @consumed messages received. */
+int model_wire(int start, int consumed)
+{
+	return (int)shiftu_hs_count_put(starts[start] + consumed);
+}
+
+/*
+ * The peer's count as shiftu_hs_message() reads the 31 bits @wire: near
+ * our own sent2, that of the first @head requests of @ops.
+ */
+uint64_t model_peer(int start, int wire, const unsigned char *ops, int head)
+{
+	uint64_t sent2 = sent2_of(start, ops, head);
+
+#ifdef SEED_31BIT
+	/* the defect: the wire's 31 bits taken for a 32-bit cut of our count */
+	return (sent2 & ~(uint64_t)UINT32_MAX) | (uint32_t)wire;
+#else
+	return shiftu_hs_count_get((uint32_t)wire, sent2);
+#endif
+}
+
+/*
+ * A move's plan (move_locked(), then replay()): the sends [@from, @head)
+ * of @ops outstanding, the peer's count @peer if @known.  Returns the
+ * shiftu_plan_next() outcome in bits 0-1, plan.atomic in bit 2,
+ * plan.count_bad in bit 3, and from bit 8 on one bit per request k that
+ * shiftu_plan_replays() posts again.
+ */
+int model_plan(int start, const unsigned char *ops, int from, int head, int known, uint64_t peer)
+{
+	struct shiftu_send_plan p;
+	struct model_ring b;
+	enum shiftu_sends_next next;
+	int k, out;
+
+	lay_out(&b, start, ops, head);
+	shiftu_plan_sends(&p, &b.r, starts[start] + from, sent2_of(start, ops, head), known, peer);
+#ifdef SEED_ATOMIC
+	p.atomic = false;
+#endif
+	next = shiftu_plan_next(&p, false, false);
+#ifdef SEED_NO_FENCE
+	if (next == SHIFTU_SENDS_HOLD)
+		next = SHIFTU_SENDS_REPLAY;
+#endif
+	out = next | p.atomic << 2 | p.count_bad << 3;
+	for (k = from; k < head; k++)
+		if (shiftu_plan_replays(&p, starts[start] + k, opcodes[ops[k]]))
+			out |= 1 << (8 + k);
+	return out;
+}
+
+/*
+ * What a control message on the twin calls for (shiftu_hs_message()): the
+ * model has one failover and no failback, so the message never comes on
+ * the default QP, and no generation or granted failback is in play.
+ */
+int model_hs_decide(int state, int on_twin, int ack, int busy)
+{
+	struct shiftu_hs_in in = {
+		.state = state, .on_twin = on_twin, .ack = ack, .busy = busy,
+	};
+
+	return shiftu_hs_decide(&in);
+}
