@@ -46,7 +46,7 @@ ft_require_cmd redis-server redis-cli
 smr_redis_start
 LU_STORE=$SMR_STORE
 ft_defer "lab-link eth0 on"
-ft_defer "lab-peer 'lab-link eth0 on'"
+ft_defer "lu_peer_try 'lab_link eth0 on'"
 
 PULL=1
 link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }

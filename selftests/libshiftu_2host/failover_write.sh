@@ -25,8 +25,8 @@ set -e
 [ -x "$SM" ] || skip "shiftmon not built (make -C $SHIFT_TOP/tools/shiftmon)"
 lu_ride_setup ib_write_bw
 "$SMR_PATHS_CLEAR"
-lab-peer "$SMR_PATHS_CLEAR"
-ft_defer "lab-peer $SMR_PATHS_CLEAR"
+lu_peer_run "$SMR_PATHS_CLEAR"
+ft_defer "lu_peer_try $SMR_PATHS_CLEAR"
 ft_defer "$SMR_PATHS_CLEAR"
 smr_agent_start
 smr_agent_peer_start

@@ -50,7 +50,7 @@ lu_setup()
 	lu_peer_open
 	LU_RDIR=$(lu_peer_out "mktemp -d /tmp/libshiftu_2host.$FT_TEST.XXXXXX") || LU_RDIR=
 	[ -n "$LU_RDIR" ] || fail "no scratch directory on host 2"
-	ft_defer "lab-peer 'rm -rf $LU_RDIR'"
+	ft_defer "lu_peer_try 'rm -rf $LU_RDIR'"
 	lu_rails_answer
 	LU_GIDX=$(lab_gid_index rxe0) || fail "rxe0 has no RoCEv2 IPv4 GID"
 	LU_RGIDX=$(lu_peer_out "lab_gid_index rxe0") || LU_RGIDX=
@@ -168,8 +168,8 @@ lu_cable()
 # lu_cable_restore: rail 0 up on both hosts, whichever way it was taken.
 lu_cable_restore()
 {
-	lab-link eth0 on; ip link set eth0 up
-	lab-peer "lab-link eth0 on; ip link set eth0 up"
+	lab_link eth0 on; ip link set eth0 up
+	lu_peer_try "lab_link eth0 on; ip link set eth0 up"
 }
 
 # lu_exited_ok TAG: both sides of the pair TAG exited 0.
@@ -252,7 +252,10 @@ lu_require_netem()
 # lu_peer_open: a shell on host 2 for lu_peer_run, over one TCP connection
 # on mgmt (socat there, started once; bash's /dev/tcp here).  A command
 # then starts no process on either side, where lab-peer starts Python on
-# both: seconds each while pollers hold the guests' CPUs.
+# both: seconds each while pollers hold the guests' CPUs.  The shell ends
+# with the test: its connection closes when the test's shell exits, and
+# the shell's read meets the end of its input (lab-peer's kill, in the
+# test's cleanups, cost a second a test).
 LU_PEER_FD=
 lu_peer_open()
 {
@@ -261,7 +264,8 @@ lu_peer_open()
 
 	pid=$(lab-peer --bg "exec socat TCP-LISTEN:$port,bind=$LU_TCP,reuseaddr EXEC:'bash $LU_DIR/peer-shell'") ||
 		fail "could not start a shell on host 2"
-	ft_defer "lab-peer 'kill $pid' 2> /dev/null"
+	# until the connection is made; after, it ends with it
+	ft_defer "[ -n \"\$LU_PEER_FD\" ] || lab-peer 'kill $pid' 2> /dev/null"
 	for ((i = 0; i < 100; i++)); do
 		# the group's 2> is undone after it, the exec's fd stays
 		{ exec {LU_PEER_FD}<> "/dev/tcp/$LU_TCP/$port"; } 2> /dev/null && return 0
@@ -280,6 +284,28 @@ lu_peer_run()
 	echo "$*" >&"$LU_PEER_FD"
 	IFS= read -r -t 60 -u "$LU_PEER_FD" reply || fail "no answer from the shell on host 2 to: $*"
 	return "${reply#lu-peer }"
+}
+
+# lu_peer_try CMD...: CMD run on host 2 by lu_peer_open's shell if it is
+# open and answers, else by lab-peer; returns its status.  For the test's
+# cleanups, which must not fail the test on their way: a dead shell is
+# given up for the rest of the test.
+lu_peer_try()
+{
+	local reply
+
+	if [ -n "$LU_PEER_FD" ] && { echo "$*" >&"$LU_PEER_FD"; } 2> /dev/null &&
+	   IFS= read -r -t 20 -u "$LU_PEER_FD" reply && [ "${reply#lu-peer }" != "$reply" ]; then
+		return "${reply#lu-peer }"
+	fi
+	LU_PEER_FD=
+	lab-peer "$*"
+}
+
+# ft2_links_on, as lib2.sh has it, through lu_peer_try
+ft2_links_on()
+{
+	lu_peer_try "lab_link eth0 on; lab_link eth1 on"
 }
 
 # lu_peer_out CMD...: as lu_peer_run, CMD's standard output copied to
@@ -687,7 +713,7 @@ lu_bg_start()
 
 	rm -f "$FT_TMP/$tag".*
 	lu_srv_start "$tag" "${LU_BG_PRE:-1}" $((secs + 60)) "$prog" "$port" "$@"
-	ft_defer "lab-peer 'kill -- -$LU_SRV_STARTED' 2> /dev/null"
+	ft_defer "lu_peer_try 'kill -- -$LU_SRV_STARTED' 2> /dev/null"
 	# the subshell waits for LU_BG_GATE, then becomes timeout (same pid)
 	# shellcheck disable=SC2046 # lu_env's words are separate arguments
 	(

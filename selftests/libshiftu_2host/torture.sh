@@ -30,7 +30,7 @@ ft_require_cmd redis-server redis-cli ip
 smr_redis_start
 LU_STORE=$SMR_STORE
 ft_defer "lab-link eth0 on; ip link set eth0 up"
-ft_defer "lab-peer 'lab-link eth0 on; ip link set eth0 up'"
+ft_defer "lu_peer_try 'lab_link eth0 on; ip link set eth0 up'"
 
 # rnd VAR LO HI: VAR = a random number of milliseconds in [LO, HI], as seconds
 rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((ms / 1000)) $((ms % 1000)); }

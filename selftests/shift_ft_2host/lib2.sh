@@ -21,11 +21,21 @@ ft2_setup()
 	ft_require_cmd lab-peer lab-link
 	ft_setup
 	lab-peer --wait 30 > /dev/null || fail "host 2 does not answer"
-	peer "[ -d /sys/module/shift_ft ] || insmod $FT_KO" ||
-		fail "insmod on host 2"
-	peer "$FTPAGE wait rxe0 1 state=ACTIVE -t 5000 && $FTPAGE wait rxe1 1 state=ACTIVE -t 5000" \
-		> /dev/null || fail "host 2's ports are not ACTIVE"
-	ft_defer "lab-peer 'lab-link eth0 on; lab-link eth1 on' "
+	# one lab-peer for both (each starts Python on both hosts: a second in
+	# the lab's guests); 3: no module
+	peer "{ [ -d /sys/module/shift_ft ] || insmod $FT_KO || exit 3; } &&
+	      $FTPAGE wait rxe0 1 state=ACTIVE -t 5000 > /dev/null &&
+	      $FTPAGE wait rxe1 1 state=ACTIVE -t 5000 > /dev/null" || {
+		[ $? = 3 ] && fail "insmod on host 2"
+		fail "host 2's ports are not ACTIVE"
+	}
+	ft_defer ft2_links_on
+}
+
+# ft2_links_on: both of host 2's cables plugged in again (a test's end)
+ft2_links_on()
+{
+	lab-peer 'lab-link eth0 on; lab-link eth1 on'
 }
 
 # peer CMD: run CMD on host 2, its output commented out for TAP.
