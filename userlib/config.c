@@ -11,6 +11,7 @@
 #include "fork.h"
 #include "lockorder.h"
 #include "log.h"
+#include "testbuild.h"
 #include "util.h"
 
 static struct shiftu_config config;
@@ -221,21 +222,7 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 				  sizeof(cfg->health_dev), SHIFTU_HEALTH_DEV_DEFAULT);
 	if ((v = get("SHIFTU_RECORD")) && shiftu_parse_record(v, &cfg->record_copy))
 		nbad += bad("SHIFTU_RECORD", v, "auto");
-	if ((v = get("SHIFTU_TEST_TWIN_RESET_MS")) &&
-	    shiftu_parse_ms(v, 0, SHIFTU_TWIN_RESET_MS_MAX, &cfg->twin_reset_ms))
-		nbad += bad("SHIFTU_TEST_TWIN_RESET_MS", v, "0");
-	if ((v = get("SHIFTU_TEST_FAILBACK_DELAY_MS")) &&
-	    shiftu_parse_ms(v, 0, SHIFTU_FAILBACK_DELAY_MS_MAX, &cfg->failback_delay_ms))
-		nbad += bad("SHIFTU_TEST_FAILBACK_DELAY_MS", v, "0");
-	if ((v = get("SHIFTU_TEST_SERVE_DELAY_MS")) &&
-	    shiftu_parse_ms(v, 0, SHIFTU_SERVE_DELAY_MS_MAX, &cfg->serve_delay_ms))
-		nbad += bad("SHIFTU_TEST_SERVE_DELAY_MS", v, "0");
-	if ((v = get("SHIFTU_TEST_WATCH_DELAY_MS")) &&
-	    shiftu_parse_ms(v, 0, SHIFTU_WATCH_DELAY_MS_MAX, &cfg->watch_delay_ms))
-		nbad += bad("SHIFTU_TEST_WATCH_DELAY_MS", v, "0");
-	if ((v = get("SHIFTU_TEST_REPLAY_FAIL")) &&
-	    shiftu_parse_ms(v, 0, SHIFTU_REPLAY_FAIL_MAX, &cfg->replay_fail))
-		nbad += bad("SHIFTU_TEST_REPLAY_FAIL", v, "0");
+	nbad += shiftu_test_knobs_from_env(cfg, get);
 	return nbad;
 }
 
@@ -262,21 +249,7 @@ static void config_read(void)
 		   log_names[config.log_level], config.store.url,
 		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,
 		   config.probe_ms, config.health_dev, config.record_copy ? "copy" : "auto");
-	if (config.twin_reset_ms)
-		shiftu_info("config: SHIFTU_TEST_TWIN_RESET_MS=%u: twins are reset %u ms after a failback (a test setting)",
-			    config.twin_reset_ms, config.twin_reset_ms);
-	if (config.failback_delay_ms)
-		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
-			    config.failback_delay_ms, config.failback_delay_ms);
-	if (config.serve_delay_ms)
-		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits for the application's poll to take a failback's message before each look (0.5 s at most) and %u ms before keeping what it found, and an answer on a default QP leaves %u ms late (a test setting)",
-			    config.serve_delay_ms, config.serve_delay_ms, config.serve_delay_ms / 2);
-	if (config.watch_delay_ms)
-		shiftu_info("config: SHIFTU_TEST_WATCH_DELAY_MS=%u: the watcher thread waits %u ms before it serves the backup CQs' events (a test setting)",
-			    config.watch_delay_ms, config.watch_delay_ms);
-	if (config.replay_fail)
-		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
-			    config.replay_fail, config.replay_fail - 1);
+	shiftu_test_knobs_log(&config);
 	/* the library is in use from here: its locks must survive a fork */
 	shiftu_fork_init();
 }

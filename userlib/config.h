@@ -11,11 +11,8 @@
  *   SHIFTU_PROBE_MS	1..3600000				(100)
  *   SHIFTU_HEALTH_DEV	path					(/dev/shift_ft)
  *   SHIFTU_RECORD	auto|copy				(auto)
- *   SHIFTU_TEST_TWIN_RESET_MS	0..10000 (0; tests only, see libshiftu(7))
- *   SHIFTU_TEST_FAILBACK_DELAY_MS	0..10000 (0; tests only, likewise)
- *   SHIFTU_TEST_SERVE_DELAY_MS	0..1000 (0; tests only, likewise)
- *   SHIFTU_TEST_WATCH_DELAY_MS	0..10000 (0; tests only, likewise)
- *   SHIFTU_TEST_REPLAY_FAIL	0..65536 (0; tests only, likewise)
+ *
+ * The test build (libshiftu-test.so.0) reads its knobs too (testbuild.h).
  *
  * A value that does not parse is logged once (warn: variable and value) and
  * the default is used instead.
@@ -31,11 +28,6 @@
 
 #define SHIFTU_PROBE_MS_DEFAULT		100
 #define SHIFTU_PROBE_MS_MAX		3600000
-#define SHIFTU_TWIN_RESET_MS_MAX	10000
-#define SHIFTU_FAILBACK_DELAY_MS_MAX	10000
-#define SHIFTU_SERVE_DELAY_MS_MAX	1000
-#define SHIFTU_WATCH_DELAY_MS_MAX	10000
-#define SHIFTU_REPLAY_FAIL_MAX		65536
 #define SHIFTU_HEALTH_DEV_DEFAULT	"/dev/shift_ft"	/* SHIFT_FT_DEVICE_PATH */
 
 enum shiftu_store_kind {
@@ -69,11 +61,18 @@ struct shiftu_config {
 	char health_dev[PATH_MAX];
 	bool record_copy;		/* SHIFTU_RECORD=copy: never read the
 					 * provider's rings (provq.c) */
-	uint32_t twin_reset_ms;		/* tests: a stale twin's reset waits */
-	uint32_t failback_delay_ms;	/* tests: going back waits after the probe */
-	uint32_t serve_delay_ms;	/* tests: shiftu_app_serve() waits first; answers leave late */
-	uint32_t watch_delay_ms;	/* tests: the watcher waits before serving twin CQs */
-	uint32_t replay_fail;		/* tests: a replay's post this far on fails */
+#ifdef SHIFTU_TEST_BUILD
+	/* the test build's knobs (testbuild.h): read through its accessors */
+	struct {
+		uint32_t twin_reset_ms;	/* a stale twin's reset waits */
+		uint32_t failback_delay_ms; /* going back waits after the probe */
+		uint32_t serve_delay_ms; /* shiftu_app_serve() waits first;
+					  * answers leave late */
+		uint32_t watch_delay_ms; /* the watcher waits before serving
+					  * twin CQs */
+		uint32_t replay_fail;	/* a replay's post this far on fails */
+	} test;
+#endif
 };
 
 /*

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "bell.h"
-#include "config.h"
 #include "cq.h"
 #include "cqex.h"
 #include "failover.h"
@@ -30,6 +29,7 @@
 #include "quiesce.h"
 #include "shadow.h"
 #include "srq.h"
+#include "testbuild.h"
 #include "util.h"
 
 uint64_t shiftu_twin_wcs;
@@ -592,10 +592,11 @@ static int app_ctrl(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 
 static void serve_test_wait(const struct shiftu_vqp *vq)
 {
-	uint64_t until = shiftu_mono_ns() + SERVE_TEST_WAIT_NS;
+	uint64_t until;
 
-	if (!shiftu_config()->serve_delay_ms)
+	if (!shiftu_test_serve_delay_ms())
 		return;
+	until = shiftu_mono_ns() + SERVE_TEST_WAIT_NS;
 	/* not shiftu_awaits_default(): false for a moment in a going back */
 	while (__atomic_load_n(&vq->ctrl_default, __ATOMIC_RELAXED) &&
 	       shiftu_mono_ns() < until)
@@ -604,7 +605,7 @@ static void serve_test_wait(const struct shiftu_vqp *vq)
 
 static void serve_test_delay(void)
 {
-	uint32_t ms = shiftu_config()->serve_delay_ms;
+	uint32_t ms = shiftu_test_serve_delay_ms();
 
 	if (ms)
 		usleep(ms * 1000U);

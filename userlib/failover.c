@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "cq.h"
 #include "cqex.h"
 #include "event.h"
@@ -45,6 +44,7 @@
 #include "serial.h"
 #include "shadow.h"
 #include "srq.h"
+#include "testbuild.h"
 #include "util.h"
 #include "wrapi.h"
 
@@ -586,7 +586,7 @@ struct replay_chain {
 static int chain_post_send(struct shiftu_vqp *vq, struct ibv_qp *qp, struct replay_chain *b,
 			   uint64_t posted, struct ibv_send_wr **bad)
 {
-	uint32_t fail = shiftu_config()->replay_fail;
+	uint32_t fail = shiftu_test_replay_fail();
 	unsigned int k = b->n;
 	int ret = 0;
 
@@ -1247,7 +1247,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		/* drained: the shadow thread must not connect it as it is */
 		vq->twin_stale = 1;
 		__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
-		if (kind == MOVE_REJOIN || !shiftu_config()->twin_reset_ms) {
+		if (kind == MOVE_REJOIN || !shiftu_test_twin_reset_ms()) {
 			ret = shiftu_twin_renew(vq);
 			if (ret && kind == MOVE_REJOIN) {
 				shiftu_warn("qp %u on %s: cannot renew its twin: %s: unprotected",

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "cq.h"
 #include "failover.h"
 #include "handshake.h"
@@ -23,6 +22,7 @@
 #include "serial.h"
 #include "shadow.h"
 #include "srq.h"
+#include "testbuild.h"
 #include "thread.h"
 #include "util.h"
 
@@ -95,8 +95,8 @@ int shiftu_ctrl_send(struct shiftu_vqp *vq, bool ack)
 	 * thread waits before its look (shiftu_app_serve()), not while the
 	 * peer's move still drains its CQ and takes the answer itself.
 	 */
-	if (ack && !vq->on_twin && shiftu_config()->serve_delay_ms)
-		usleep(shiftu_config()->serve_delay_ms * 500U);
+	if (ack && !vq->on_twin && shiftu_test_serve_delay_ms())
+		usleep(shiftu_test_serve_delay_ms() * 500U);
 	/* its completion comes to the application's CQ: taken out by the
 	 * slow poll, which the CQ keeps from before it can come until then */
 	if (due)
@@ -174,9 +174,9 @@ static void *watcher(void *arg)
 		if (ret <= 0)
 			continue;
 		/* SHIFTU_TEST_WATCH_DELAY_MS: the peers' messages pile up */
-		if (shiftu_config()->watch_delay_ms && n &&
+		if (shiftu_test_watch_delay_ms() && n &&
 		    !(fds[n].revents & POLLIN))
-			usleep(shiftu_config()->watch_delay_ms * 1000U);
+			usleep(shiftu_test_watch_delay_ms() * 1000U);
 		pthread_mutex_lock(&serve_lock);
 		pthread_mutex_lock(&ch_lock);
 		stale = gen != ch_gen;

@@ -37,6 +37,7 @@
 #include "shadow.h"
 #include "srq.h"
 #include "store.h"
+#include "testbuild.h"
 #include "thread.h"
 #include "util.h"
 
@@ -1276,10 +1277,11 @@ static uint64_t fb_answer_ns(void)
  */
 static bool twin_reset_later(struct shiftu_vqp *vq, bool *pending)
 {
-	uint64_t at = __atomic_load_n(&vq->back_ns, __ATOMIC_RELAXED) +
-		      shiftu_config()->twin_reset_ms * 1000000ULL;
+	uint32_t ms = shiftu_test_twin_reset_ms();
+	uint64_t at = __atomic_load_n(&vq->back_ns, __ATOMIC_RELAXED) + ms * 1000000ULL;
 
-	if (shiftu_mono_ns() >= at)
+	/* without the knob back_ns, a moment past, is due at once */
+	if (!ms || shiftu_mono_ns() >= at)
 		return false;
 	*pending = true;
 	return true;
@@ -1447,11 +1449,11 @@ static void failback_probed(struct shiftu_vqp *vq)
 		    (now + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
 	if (!vq->fb_mode)
 		return;
-	if (shiftu_config()->failback_delay_ms) {
+	if (shiftu_test_failback_delay_ms()) {
 		shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-			    shiftu_config()->failback_delay_ms);
-		usleep(shiftu_config()->failback_delay_ms * 1000U);
+			    shiftu_test_failback_delay_ms());
+		usleep(shiftu_test_failback_delay_ms() * 1000U);
 	}
 	shiftu_back_due(vq);
 }

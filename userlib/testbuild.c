@@ -3,6 +3,11 @@
  * testbuild.c: knobs of the test build only (libshiftu-test.so,
  * -DSHIFTU_TEST_BUILD; never linked into libshiftu.so).
  *
+ *   SHIFTU_TEST_TWIN_RESET_MS, SHIFTU_TEST_FAILBACK_DELAY_MS,
+ *   SHIFTU_TEST_SERVE_DELAY_MS, SHIFTU_TEST_WATCH_DELAY_MS,
+ *   SHIFTU_TEST_REPLAY_FAIL
+ *	read with the rest of the configuration (config.c) into its test
+ *	part; what each does and its range: testbuild.h
  *   SHIFTU_TEST_COUNT_START	0..2^64-1, decimal or 0x hex	(0)
  *	where every QP's two-sided counts start (serial.h): a lab test
  *	starts them just below 2^31 or 2^32 and pulls cables across the
@@ -14,12 +19,66 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "config.h"
 #include "log.h"
 #include "serial.h"
+#include "testbuild.h"
 
 #ifndef SHIFTU_TEST_BUILD
 #error "testbuild.c belongs to the test build only (-DSHIFTU_TEST_BUILD)"
 #endif
+
+/* One knob: 0..@max, 0 when unset; a bad value is logged and 0 kept. */
+static int knob(char *(*get)(const char *), const char *var, uint32_t max, uint32_t *val)
+{
+	const char *v = get(var);
+
+	*val = 0;
+	if (!v || !shiftu_parse_ms(v, 0, max, val))
+		return 0;
+	/* the words config.c uses for every variable */
+	shiftu_warn("%s=%s: invalid value, using 0", var, v);
+	return 1;
+}
+
+int shiftu_test_knobs_from_env(struct shiftu_config *cfg, char *(*get)(const char *))
+{
+	int nbad = 0;
+
+	/* one after the other: the log's lines in this order */
+	nbad += knob(get, "SHIFTU_TEST_TWIN_RESET_MS", SHIFTU_TWIN_RESET_MS_MAX,
+		     &cfg->test.twin_reset_ms);
+	nbad += knob(get, "SHIFTU_TEST_FAILBACK_DELAY_MS", SHIFTU_FAILBACK_DELAY_MS_MAX,
+		     &cfg->test.failback_delay_ms);
+	nbad += knob(get, "SHIFTU_TEST_SERVE_DELAY_MS", SHIFTU_SERVE_DELAY_MS_MAX,
+		     &cfg->test.serve_delay_ms);
+	nbad += knob(get, "SHIFTU_TEST_WATCH_DELAY_MS", SHIFTU_WATCH_DELAY_MS_MAX,
+		     &cfg->test.watch_delay_ms);
+	nbad += knob(get, "SHIFTU_TEST_REPLAY_FAIL", SHIFTU_REPLAY_FAIL_MAX,
+		     &cfg->test.replay_fail);
+	return nbad;
+}
+
+void shiftu_test_knobs_log(const struct shiftu_config *cfg)
+{
+	const typeof(cfg->test) *t = &cfg->test;
+
+	if (t->twin_reset_ms)
+		shiftu_info("config: SHIFTU_TEST_TWIN_RESET_MS=%u: twins are reset %u ms after a failback (a test setting)",
+			    t->twin_reset_ms, t->twin_reset_ms);
+	if (t->failback_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_FAILBACK_DELAY_MS=%u: a two-sided failback waits %u ms after its probe (a test setting)",
+			    t->failback_delay_ms, t->failback_delay_ms);
+	if (t->serve_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_SERVE_DELAY_MS=%u: the backup thread waits for the application's poll to take a failback's message before each look (0.5 s at most) and %u ms before keeping what it found, and an answer on a default QP leaves %u ms late (a test setting)",
+			    t->serve_delay_ms, t->serve_delay_ms, t->serve_delay_ms / 2);
+	if (t->watch_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_WATCH_DELAY_MS=%u: the watcher thread waits %u ms before it serves the backup CQs' events (a test setting)",
+			    t->watch_delay_ms, t->watch_delay_ms);
+	if (t->replay_fail)
+		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
+			    t->replay_fail, t->replay_fail - 1);
+}
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static uint64_t count_start;

@@ -740,12 +740,12 @@ TEST(config_parsers)
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("10ms", &ms));
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("3600001", &ms));
 	EXPECT_EQ(-EINVAL, shiftu_parse_probe_ms("99999999999999999999", &ms));
-	EXPECT_EQ(0, shiftu_parse_ms("0", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
+	EXPECT_EQ(0, shiftu_parse_ms("0", 0, 10000, &ms));
 	EXPECT_EQ(0, ms);
-	EXPECT_EQ(0, shiftu_parse_ms("10000", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
+	EXPECT_EQ(0, shiftu_parse_ms("10000", 0, 10000, &ms));
 	EXPECT_EQ(10000, ms);
-	EXPECT_EQ(-EINVAL, shiftu_parse_ms("10001", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
-	EXPECT_EQ(-EINVAL, shiftu_parse_ms(" 5", 0, SHIFTU_TWIN_RESET_MS_MAX, &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_ms("10001", 0, 10000, &ms));
+	EXPECT_EQ(-EINVAL, shiftu_parse_ms(" 5", 0, 10000, &ms));
 
 	EXPECT_EQ(0, shiftu_parse_store_dir("/run/user/1000/shiftu", dir));
 	EXPECT_STREQ("/run/user/1000/shiftu", dir);
@@ -782,6 +782,7 @@ static char *bad_env(const char *name)
 		return "relative/dir";
 	if (!strcmp(name, "SHIFTU_RECORD"))
 		return "always";
+	/* the test build's knobs: not even read by this (production) build */
 	if (!strcmp(name, "SHIFTU_TEST_TWIN_RESET_MS"))
 		return "-1";
 	if (!strcmp(name, "SHIFTU_TEST_FAILBACK_DELAY_MS"))
@@ -805,8 +806,9 @@ TEST(config_bad_values)
 	fd = mkstemp(path);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_WARN, path));
-	/* every bad value: one line, and the default */
-	EXPECT_EQ(13, shiftu_config_from_env(&cfg, bad_env));
+	/* every bad value: one line, and the default; the test build's
+	 * knobs none (testbuild_only.sh tries them on libshiftu-test.so.0) */
+	EXPECT_EQ(8, shiftu_config_from_env(&cfg, bad_env));
 	EXPECT_EQ(SHIFTU_LOG_WARN, cfg.log_level);
 	EXPECT_FALSE(cfg.log_time);
 	EXPECT_EQ(SHIFTU_STORE_LOCAL, cfg.store.kind);
@@ -815,18 +817,13 @@ TEST(config_bad_values)
 	EXPECT_STREQ(SHIFTU_HEALTH_DEV_DEFAULT, cfg.health_dev);
 	EXPECT_STREQ("", cfg.store.dir);
 	EXPECT_FALSE(cfg.record_copy);
-	EXPECT_EQ(0, cfg.twin_reset_ms);
-	EXPECT_EQ(0, cfg.failback_delay_ms);
-	EXPECT_EQ(0, cfg.serve_delay_ms);
-	EXPECT_EQ(0, cfg.watch_delay_ms);
-	EXPECT_EQ(0, cfg.replay_fail);
 
 	n = read(fd, buf, sizeof(buf) - 1);
 	ASSERT_LT(0, n);
 	buf[n] = '\0';
 	for (char *p = buf; (p = strchr(p, '\n')); p++)
 		lines++;
-	EXPECT_EQ(13, lines);
+	EXPECT_EQ(8, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG_TIME=always"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
@@ -835,11 +832,7 @@ TEST(config_bad_values)
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_HEALTH_DEV="));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE_DIR=relative/dir"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_RECORD=always"));
-	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_TWIN_RESET_MS=-1"));
-	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_FAILBACK_DELAY_MS=10001"));
-	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_SERVE_DELAY_MS=1001"));
-	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_WATCH_DELAY_MS=10001"));
-	EXPECT_NE(NULL, strstr(buf, "SHIFTU_TEST_REPLAY_FAIL=65537"));
+	EXPECT_EQ(NULL, strstr(buf, "SHIFTU_TEST_"));
 	EXPECT_EQ(0, strncmp(buf, "libshiftu[", 10));
 	EXPECT_NE(NULL, strstr(buf, "]: warn: "));
 

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * testbuild.h: the lab's knobs, read by the test build only
+ * (libshiftu-test.so.0, -DSHIFTU_TEST_BUILD, testbuild.c).  The production
+ * library has neither the variables nor the code behind them: there each
+ * accessor below is a constant 0, and what a call site does with a nonzero
+ * value is folded away by the compiler.
+ *
+ *   SHIFTU_TEST_TWIN_RESET_MS		0..10000	(0)
+ *	a stale twin's reset is put off this long after a failback
+ *	(shadow.c), rather than done in the move (failover.c)
+ *   SHIFTU_TEST_FAILBACK_DELAY_MS	0..10000	(0)
+ *	a two-sided failback waits this long after its good probe
+ *   SHIFTU_TEST_SERVE_DELAY_MS		0..1000		(0)
+ *	shiftu_app_serve() waits for the application's poll to take the
+ *	failback's message, then this long before it keeps what it found
+ *	(cq.c); an answer on the default QP leaves half that late
+ *	(handshake.c)
+ *   SHIFTU_TEST_WATCH_DELAY_MS		0..10000	(0)
+ *	the watcher thread waits this long before it serves the backup
+ *	CQs' events (handshake.c)
+ *   SHIFTU_TEST_REPLAY_FAIL		0..65536	(0)
+ *	a replay's post this far on (1: the first) fails with EIO
+ *	(failover.c)
+ *
+ * A bad value is logged (warn: variable and value) and 0 is used; a value
+ * in force is logged at info as a test setting.  None of them is on the
+ * data path: each is read by a failover, a failback or a library thread.
+ */
+#ifndef _SHIFTU_TESTBUILD_H
+#define _SHIFTU_TESTBUILD_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+#define SHIFTU_TWIN_RESET_MS_MAX	10000
+#define SHIFTU_FAILBACK_DELAY_MS_MAX	10000
+#define SHIFTU_SERVE_DELAY_MS_MAX	1000
+#define SHIFTU_WATCH_DELAY_MS_MAX	10000
+#define SHIFTU_REPLAY_FAIL_MAX		65536
+
+#ifdef SHIFTU_TEST_BUILD
+/*
+ * Fill @cfg->test from the variables @get returns, logging each bad value (its
+ * default, 0, is kept).  Called by shiftu_config_from_env().  Returns the
+ * number of bad values.
+ */
+int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
+			       char *(*get)(const char *)) SHIFTU_HIDDEN;
+/* Log (info) each knob in force: a library under test says so. */
+void shiftu_test_knobs_log(const struct shiftu_config *cfg) SHIFTU_HIDDEN;
+
+/* Each reads the configuration (config.h), reading the environment first
+ * if nothing has yet. */
+static inline uint32_t shiftu_test_twin_reset_ms(void)
+{
+	return shiftu_config()->test.twin_reset_ms;
+}
+
+static inline uint32_t shiftu_test_failback_delay_ms(void)
+{
+	return shiftu_config()->test.failback_delay_ms;
+}
+
+static inline uint32_t shiftu_test_serve_delay_ms(void)
+{
+	return shiftu_config()->test.serve_delay_ms;
+}
+
+static inline uint32_t shiftu_test_watch_delay_ms(void)
+{
+	return shiftu_config()->test.watch_delay_ms;
+}
+
+static inline uint32_t shiftu_test_replay_fail(void)
+{
+	return shiftu_config()->test.replay_fail;
+}
+#else
+static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
+					     char *(*get)(const char *))
+{
+	(void)cfg;
+	(void)get;
+	return 0;
+}
+
+static inline void shiftu_test_knobs_log(const struct shiftu_config *cfg)
+{
+	(void)cfg;
+}
+
+static inline uint32_t shiftu_test_twin_reset_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_failback_delay_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_serve_delay_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_watch_delay_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_replay_fail(void)
+{
+	return 0;
+}
+#endif /* SHIFTU_TEST_BUILD */
+
+#endif /* _SHIFTU_TESTBUILD_H */
