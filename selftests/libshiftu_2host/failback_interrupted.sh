@@ -20,6 +20,9 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# the test build (SHIFTU_TEST_FAILBACK_DELAY_MS); lu_setup skips without it
+LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+
 lu_gen_ride_setup
 
 WAITING='going back in 2000 ms'

@@ -25,6 +25,9 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# the test build (SHIFTU_TEST_TWIN_RESET_MS); lu_setup skips without it
+LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+
 lu_gen_ride_setup
 
 # The second pull must come well inside the 1.5 s, and every process

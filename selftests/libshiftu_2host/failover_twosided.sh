@@ -136,7 +136,9 @@ PULL=1
 ride imm_cli write_imm
 PULL=2
 lu_keep send_srv twosided
+# the test build, which has SHIFTU_TEST_SERVE_DELAY_MS
 RINGS="copied as posted" LU_LOG=debug \
+	LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0} \
 	LU_ENV="SHIFTU_RECORD=copy SHIFTU_TEST_SERVE_DELAY_MS=50" ride send_srv send --one-cq
 # the side that led the failback (its probe was good) waited for the
 # peer's answer, and its backup thread's look, held until then, found it

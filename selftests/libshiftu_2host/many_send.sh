@@ -23,6 +23,9 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# the test build (SHIFTU_TEST_WATCH_DELAY_MS); lu_setup skips without it
+LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+
 lu_ride_setup ib_send_bw
 Q=16
 # Messages of 1 KiB, one packet each.  Messages of 64 KiB on 16 QPs end in

@@ -17,6 +17,9 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# the test build (SHIFTU_TEST_REPLAY_FAIL); lu_setup skips without it
+LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+
 lu_gen_ride_setup
 lu_require_netem
 
