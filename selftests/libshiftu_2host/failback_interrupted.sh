@@ -21,7 +21,7 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 # the test build (SHIFTU_TEST_FAILBACK_DELAY_MS); lu_setup skips without it
-LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+LU_LIB=$LU_TEST_LIB
 
 lu_gen_ride_setup
 

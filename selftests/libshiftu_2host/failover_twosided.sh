@@ -42,6 +42,7 @@ set -e
 GEN=$LU_DIR/shiftgen
 [ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
 lu_setup "$GEN"
+[ -f "$LU_TEST_LIB" ] || skip "the test build is not built ($LU_TEST_LIB; make -C $SHIFT_TOP lib)"
 ft_require_cmd redis-server redis-cli
 smr_redis_start
 LU_STORE=$SMR_STORE
@@ -138,7 +139,7 @@ PULL=2
 lu_keep send_srv twosided
 # the test build, which has SHIFTU_TEST_SERVE_DELAY_MS
 RINGS="copied as posted" LU_LOG=debug \
-	LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0} \
+	LU_LIB=$LU_TEST_LIB \
 	LU_ENV="SHIFTU_RECORD=copy SHIFTU_TEST_SERVE_DELAY_MS=50" ride send_srv send --one-cq
 # the side that led the failback (its probe was good) waited for the
 # peer's answer, and its backup thread's look, held until then, found it

@@ -32,7 +32,7 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 # the test build; lu_setup skips the test if it is not built
-LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+LU_LIB=$LU_TEST_LIB
 lu_gen_ride_setup
 
 W31=$((1 << 31))

@@ -27,6 +27,9 @@ LU_DIR=$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$LU_DIR/../shiftmon_2host/lib.sh"
 
 LU_LIB=${LIBSHIFTU:-$SHIFT_TOP/userlib/libshiftu.so.0}
+# the test build (userlib/testbuild.h: the SHIFTU_TEST_ knobs): a test that
+# sets a knob preloads it (LU_LIB=$LU_TEST_LIB)
+LU_TEST_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
 LU_RDIR=		# host 2's scratch directory, made by lu_setup
 LU_SRV_PID=		# host 2's running perftest server (its process group)
 LU_PORT=${LU_PORT:-18600}	# the next perftest TCP port; one per pair

@@ -24,7 +24,7 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 # the test build (SHIFTU_TEST_WATCH_DELAY_MS); lu_setup skips without it
-LU_LIB=${LIBSHIFTU_TEST:-$SHIFT_TOP/userlib/libshiftu-test.so.0}
+LU_LIB=$LU_TEST_LIB
 
 lu_ride_setup ib_send_bw
 Q=16

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: what the failover tests ride through is a failure.  Without
-# libshiftu, unmodified ib_send_bw, ib_read_bw and ib_write_lat, with their
-# default flags, stall while the client's rail 0 is down (5 s to about 8 s, by a
-# pulled cable): host 1 sends nothing on rail 1, and Soft-RoCE, which takes
-# perftest's retry count 7 as "retry forever", reports no error either; the
-# programs only go on once the cable is back.  (ib_write_bw's run without
-# the library: failover_write.sh.)
+# libshiftu, unmodified ib_send_bw, ib_read_bw, ib_write_lat and ib_write_bw,
+# with their default flags, stall while the client's rail 0 is down (5 s to
+# about 8 s, by a pulled cable): host 1 sends nothing on rail 1, and
+# Soft-RoCE, which takes perftest's retry count 7 as "retry forever",
+# reports no error either; the programs only go on once the cable is back.
+# These are the controls of failover_perftest.sh and failover_write.sh.
 #
 #     host 1 (client)                                  host 2 (server)
 #     PROG ─ rxe0 ─ eth0 ══ rail 0 (down 5-8 s) ══ eth0 ─ rxe0 ─ PROG
@@ -15,15 +15,15 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-lu_setup ib_send_bw ib_read_bw ib_write_lat
+lu_setup ib_send_bw ib_read_bw ib_write_lat ib_write_bw
 ft_defer lu_cable_restore
 
-# The three together (lu_group_ride), without the library, through one
+# The four together (lu_group_ride), without the library, through one
 # pull: rail 1 idle during the outage.  The counts are the rails', the
-# three pairs together.
+# four pairs together.
 tags=()
 lu_group_gate
-for run in send_bw:ib_send_bw read_bw:ib_read_bw write_lat:ib_write_lat; do
+for run in send_bw:ib_send_bw read_bw:ib_read_bw write_lat:ib_write_lat write_bw:ib_write_bw; do
 	tag=${run%%:*}_plain
 	LU_BG_PRE=0 lu_bg_start "$tag" 30 "${run#*:}" -F -D 15
 	tags+=("$tag")
