@@ -288,6 +288,19 @@ static void paths_follow_port(u32 slot)
 	}
 }
 
+/*
+ * Context: inside a write section.  Row @idx's report now goes with
+ * netlink port @portid's socket (0: with none).
+ */
+static void path_report_owner(u32 idx, u32 portid)
+{
+	if (tbl.report_portid[idx])
+		tbl.n_withdraw--;
+	tbl.report_portid[idx] = portid;
+	if (portid)
+		tbl.n_withdraw++;
+}
+
 static void copy_attrs(struct shift_ft_page_port *p,
 		       const struct sft_port_attrs *a)
 {
@@ -413,6 +426,8 @@ void sft_port_remove(u32 slot)
 			continue;
 		sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, i, r,
 				   SHIFT_FT_EV_DEVICE_REMOVE, tbl.gen + 1);
+		/* the reporter's socket no longer owns the row it may outlive */
+		path_report_owner(i, 0);
 		memset(r, 0, sizeof(*r));
 		tbl.hdr->path_count--;
 		clear_bit(i, tbl.path_dirty);
@@ -507,19 +522,6 @@ int sft_path_lookup(u32 slot, const u8 *gid)
 			return i;
 	}
 	return -ENOENT;
-}
-
-/*
- * Context: inside a write section.  Row @idx's report now goes with
- * netlink port @portid's socket (0: with none).
- */
-static void path_report_owner(u32 idx, u32 portid)
-{
-	if (tbl.report_portid[idx])
-		tbl.n_withdraw--;
-	tbl.report_portid[idx] = portid;
-	if (portid)
-		tbl.n_withdraw++;
 }
 
 /* Context: process (netlink), tbl.lock held by the caller. */
