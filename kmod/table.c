@@ -336,6 +336,10 @@ static void path_report_owner(u32 idx, u32 portid)
 	tbl.report_portid[idx] = portid;
 }
 
+/*
+ * Everything but the device name, which only sft_port_add() and
+ * sft_port_rename() write: see sft_port_update().
+ */
 static void copy_attrs(struct shift_ft_page_port *p,
 		       const struct sft_port_attrs *a)
 {
@@ -343,7 +347,6 @@ static void copy_attrs(struct shift_ft_page_port *p,
 	p->port_num = a->port_num;
 	p->ifindex = a->ifindex;
 	p->node_guid = a->node_guid;
-	memcpy(p->dev_name, a->dev_name, sizeof(p->dev_name));
 	memcpy(p->netdev, a->netdev, sizeof(p->netdev));
 	p->link_layer = a->link_layer;
 	p->phys_state = a->phys_state;
@@ -375,6 +378,7 @@ int sft_port_add(const struct sft_port_attrs *a)
 	p = &tbl.ports[slot];
 	memset(p, 0, sizeof(*p));
 	copy_attrs(p, a);
+	memcpy(p->dev_name, a->dev_name, sizeof(p->dev_name));
 	p->state = a->state;
 	p->last_change_ns = ktime_get_ns();
 	memset(tbl.ev_counts[slot], 0, sizeof(tbl.ev_counts[slot]));
@@ -393,6 +397,13 @@ int sft_port_add(const struct sft_port_attrs *a)
 /*
  * Context: process (the ib client's worker).  Records the port's queried
  * attributes and the event that led to the query.
+ *
+ * @a->dev_name is ignored: the worker cannot read the device's name safely
+ * (device_rename() replaces it under the core's devices_rwsem, which the
+ * worker cannot take), and a name it read just before a rename would undo
+ * sft_port_rename() here.  The row's name is written only by
+ * sft_port_add() and sft_port_rename(), which the core calls with
+ * devices_rwsem held, serialised with renames.
  */
 void sft_port_update(u32 slot, const struct sft_port_attrs *a, u32 event)
 {
@@ -419,7 +430,10 @@ out_unlock:
 	mutex_unlock(&tbl.lock);
 }
 
-/* Context: process (the ib client's rename callback). */
+/*
+ * Context: process (the ib client's rename callback, devices_rwsem held by
+ * the core).  The only writer of a row's name after sft_port_add().
+ */
 void sft_port_rename(u32 slot, const char *name)
 {
 	struct shift_ft_page_port *p = &tbl.ports[slot];
