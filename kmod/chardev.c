@@ -90,6 +90,7 @@ static int sft_mmap(struct file *file, struct vm_area_struct *vma)
 	return remap_vmalloc_range(vma, sft_table_page(), 0);
 }
 
+/* Context: process, any user that could open the file. */
 static long sft_ioctl_info(struct shift_ft_info __user *uinfo)
 {
 	struct shift_ft_info info;
@@ -100,6 +101,13 @@ static long sft_ioctl_info(struct shift_ft_info __user *uinfo)
 		return -EFAULT;
 	if (usize < SHIFT_FT_INFO_SIZE_VER0)
 		return -EINVAL;
+	/*
+	 * copy_struct_from_user() checks that every byte beyond ours is zero:
+	 * unbounded, a caller's size would make that a scan of up to 4 GiB.
+	 * Like openat2() and clone3(), refuse what no struct will ever need.
+	 */
+	if (usize > SHIFT_FT_INFO_SIZE_MAX)
+		return -E2BIG;
 	err = copy_struct_from_user(&info, sizeof(info), uinfo, usize);
 	if (err)
 		return err;

@@ -127,6 +127,10 @@ static void sft_query_netdev(struct ib_device *ibdev, u32 port,
 /*
  * Context: process, may sleep.  Fills @a from the device; on a failed query
  * (a dead device) the port keeps what was known and reads as DOWN.
+ *
+ * Not the name: the worker calls this too, and only .add and .rename run
+ * under the core's devices_rwsem, which keeps dev_name() stable.
+ * sft_add_dev() reads it; sft_rename() hands renames to the table.
  */
 static void sft_query(struct sft_dev *d, u32 i, struct sft_port_attrs *a)
 {
@@ -139,7 +143,6 @@ static void sft_query(struct sft_dev *d, u32 i, struct sft_port_attrs *a)
 	a->dev_index = ibdev->index;
 	a->port_num = port;
 	a->node_guid = be64_to_cpu(ibdev->node_guid);
-	strscpy(a->dev_name, dev_name(&ibdev->dev), sizeof(a->dev_name));
 	a->numa_node = sft_numa_node(ibdev);
 	a->link_layer = rdma_protocol_roce(ibdev, port) ||
 			rdma_port_get_link_layer(ibdev, port) ==
@@ -255,6 +258,9 @@ static int sft_add_dev(struct ib_device *ibdev)
 		int slot;
 
 		sft_query(d, i, &dp->attrs);
+		/* the name as registered; renames come through sft_rename() */
+		strscpy(dp->attrs.dev_name, dev_name(&ibdev->dev),
+			sizeof(dp->attrs.dev_name));
 		slot = sft_port_add(&dp->attrs);
 		if (slot < 0) {
 			pr_warn("%s port %u not tracked: port table full (max_ports=%u)\n",
@@ -290,7 +296,11 @@ static void sft_remove(struct ib_device *ibdev, void *client_data)
 	kfree(d);
 }
 
-/* Context: process, under the core's device locks; may sleep. */
+/*
+ * Context: process, under the core's device locks (devices_rwsem, so
+ * dev_name() is stable); may sleep.  The worker may be updating the same
+ * rows: the table takes the name from here only (sft_port_update()).
+ */
 static void sft_rename(struct ib_device *ibdev, void *client_data)
 {
 	struct sft_dev *d = client_data;

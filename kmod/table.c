@@ -20,6 +20,7 @@
 #include <linux/timekeeping.h>
 #include <linux/topology.h>
 #include <linux/vmalloc.h>
+#include <linux/xarray.h>
 
 #include "table.h"
 #include "netlink.h"
@@ -63,11 +64,19 @@ static struct {
 
 	/*
 	 * The netlink port a SHIFT_FT_REPORT_F_WITHDRAW report on each path
-	 * row came from (0: none), and how many are set: the report is
-	 * withdrawn when that socket goes (sft_path_reporter_gone()).
+	 * row came from (0: none): the report is withdrawn when that socket
+	 * goes (sft_path_reporter_gone()).  Written under tbl.lock.
 	 */
 	u32 *report_portid;
-	u32 n_withdraw;
+	/*
+	 * Netlink port -> xa_mk_value(rows whose report_portid it is), an
+	 * entry only while that count is not zero.  Written under tbl.lock
+	 * (owner_hold(), owner_put()); read without it by
+	 * sft_path_reporter_gone(), so that closing one of the many sockets
+	 * that own no row costs one RCU lookup, not the table lock and a
+	 * scan of the path table.
+	 */
+	struct xarray owners;
 } tbl;
 
 static bool row_valid(u32 flags)
@@ -288,6 +297,49 @@ static void paths_follow_port(u32 slot)
 	}
 }
 
+/*
+ * Context: tbl.lock held, before the write section that gives a row to
+ * @portid (it may allocate, and fail with -ENOMEM).  Counts one more row
+ * owned by @portid; path_report_owner() hands it to the row.
+ */
+static int owner_hold(u32 portid)
+{
+	unsigned long n = xa_to_value(xa_load(&tbl.owners, portid));
+
+	lockdep_assert_held(&tbl.lock);
+	return xa_err(xa_store(&tbl.owners, portid, xa_mk_value(n + 1),
+			       GFP_KERNEL));
+}
+
+/* Context: tbl.lock held.  Cannot fail: the entry exists or goes. */
+static void owner_put(u32 portid)
+{
+	unsigned long n = xa_to_value(xa_load(&tbl.owners, portid));
+
+	lockdep_assert_held(&tbl.lock);
+	if (n > 1)
+		/* replaces the value in its slot: allocates nothing */
+		xa_store(&tbl.owners, portid, xa_mk_value(n - 1), GFP_KERNEL);
+	else
+		xa_erase(&tbl.owners, portid);
+}
+
+/*
+ * Context: inside a write section.  Row @idx's report now goes with
+ * netlink port @portid's socket (0: with none); a non-zero @portid was
+ * counted by owner_hold() beforehand.
+ */
+static void path_report_owner(u32 idx, u32 portid)
+{
+	if (tbl.report_portid[idx])
+		owner_put(tbl.report_portid[idx]);
+	tbl.report_portid[idx] = portid;
+}
+
+/*
+ * Everything but the device name, which only sft_port_add() and
+ * sft_port_rename() write: see sft_port_update().
+ */
 static void copy_attrs(struct shift_ft_page_port *p,
 		       const struct sft_port_attrs *a)
 {
@@ -295,7 +347,6 @@ static void copy_attrs(struct shift_ft_page_port *p,
 	p->port_num = a->port_num;
 	p->ifindex = a->ifindex;
 	p->node_guid = a->node_guid;
-	memcpy(p->dev_name, a->dev_name, sizeof(p->dev_name));
 	memcpy(p->netdev, a->netdev, sizeof(p->netdev));
 	p->link_layer = a->link_layer;
 	p->phys_state = a->phys_state;
@@ -327,6 +378,7 @@ int sft_port_add(const struct sft_port_attrs *a)
 	p = &tbl.ports[slot];
 	memset(p, 0, sizeof(*p));
 	copy_attrs(p, a);
+	memcpy(p->dev_name, a->dev_name, sizeof(p->dev_name));
 	p->state = a->state;
 	p->last_change_ns = ktime_get_ns();
 	memset(tbl.ev_counts[slot], 0, sizeof(tbl.ev_counts[slot]));
@@ -345,6 +397,13 @@ int sft_port_add(const struct sft_port_attrs *a)
 /*
  * Context: process (the ib client's worker).  Records the port's queried
  * attributes and the event that led to the query.
+ *
+ * @a->dev_name is ignored: the worker cannot read the device's name safely
+ * (device_rename() replaces it under the core's devices_rwsem, which the
+ * worker cannot take), and a name it read just before a rename would undo
+ * sft_port_rename() here.  The row's name is written only by
+ * sft_port_add() and sft_port_rename(), which the core calls with
+ * devices_rwsem held, serialised with renames.
  */
 void sft_port_update(u32 slot, const struct sft_port_attrs *a, u32 event)
 {
@@ -371,7 +430,10 @@ out_unlock:
 	mutex_unlock(&tbl.lock);
 }
 
-/* Context: process (the ib client's rename callback). */
+/*
+ * Context: process (the ib client's rename callback, devices_rwsem held by
+ * the core).  The only writer of a row's name after sft_port_add().
+ */
 void sft_port_rename(u32 slot, const char *name)
 {
 	struct shift_ft_page_port *p = &tbl.ports[slot];
@@ -413,6 +475,8 @@ void sft_port_remove(u32 slot)
 			continue;
 		sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, i, r,
 				   SHIFT_FT_EV_DEVICE_REMOVE, tbl.gen + 1);
+		/* the reporter's socket no longer owns the row it may outlive */
+		path_report_owner(i, 0);
 		memset(r, 0, sizeof(*r));
 		tbl.hdr->path_count--;
 		clear_bit(i, tbl.path_dirty);
@@ -509,25 +573,13 @@ int sft_path_lookup(u32 slot, const u8 *gid)
 	return -ENOENT;
 }
 
-/*
- * Context: inside a write section.  Row @idx's report now goes with
- * netlink port @portid's socket (0: with none).
- */
-static void path_report_owner(u32 idx, u32 portid)
-{
-	if (tbl.report_portid[idx])
-		tbl.n_withdraw--;
-	tbl.report_portid[idx] = portid;
-	if (portid)
-		tbl.n_withdraw++;
-}
-
 /* Context: process (netlink), tbl.lock held by the caller. */
 int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 		    u32 portid, u32 flags, struct netlink_ext_ack *extack)
 {
+	u32 owner = flags & SHIFT_FT_REPORT_F_WITHDRAW ? portid : 0;
 	struct shift_ft_page_path *r;
-	int idx;
+	int idx, err;
 
 	lockdep_assert_held(&tbl.lock);
 	idx = sft_path_lookup(slot, gid);
@@ -548,6 +600,11 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 		}
 		idx = i;
 	}
+	if (owner) {
+		err = owner_hold(owner);
+		if (err)
+			return err;
+	}
 
 	change_begin(SHIFT_FT_EV_PATH_REPORT);
 	r = &tbl.paths[idx];
@@ -564,7 +621,7 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 	r->report_source = source;
 	r->report_pid = pid;
 	r->report_ns = ktime_get_ns();
-	path_report_owner(idx, flags & SHIFT_FT_REPORT_F_WITHDRAW ? portid : 0);
+	path_report_owner(idx, owner);
 	set_bit(idx, tbl.path_dirty);
 	path_set_state(idx, path_effective(r));
 	change_end();
@@ -572,25 +629,34 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 }
 
 /*
- * Context: process (the netlink socket's release), may sleep.  The
- * SHIFT_FT_REPORT_F_WITHDRAW reports that came on netlink port @portid
- * are withdrawn.
+ * Context: process (the release of any netlink socket, whoever owns it),
+ * may sleep.  The SHIFT_FT_REPORT_F_WITHDRAW reports that came on netlink
+ * port @portid are withdrawn.
+ *
+ * Most sockets never made such a report: the owner count tells so without
+ * tbl.lock.  No count for @portid can appear while this runs: it is set
+ * only by a request on that socket, and the socket is being released.
  */
 void sft_path_reporter_gone(u32 portid)
 {
-	bool begun = false;
+	unsigned long n;
 	u32 i;
 
+	if (!xa_load(&tbl.owners, portid))
+		return;
+
 	mutex_lock(&tbl.lock);
-	for (i = 0; tbl.n_withdraw && i < tbl.path_max; i++) {
+	n = xa_to_value(xa_load(&tbl.owners, portid));
+	if (!n)
+		goto out_unlock;
+
+	change_begin(SHIFT_FT_EV_REPORTER_GONE);
+	for (i = 0; n && i < tbl.path_max; i++) {
 		struct shift_ft_page_path *r = &tbl.paths[i];
 
 		if (tbl.report_portid[i] != portid)
 			continue;
-		if (!begun) {
-			change_begin(SHIFT_FT_EV_REPORTER_GONE);
-			begun = true;
-		}
+		n--;
 		r->report_state = SHIFT_FT_PATH_UNKNOWN;
 		r->report_source = SHIFT_FT_SRC_NONE;
 		r->report_pid = 0;
@@ -599,8 +665,8 @@ void sft_path_reporter_gone(u32 portid)
 		set_bit(i, tbl.path_dirty);
 		path_set_state(i, path_effective(r));
 	}
-	if (begun)
-		change_end();
+	change_end();
+out_unlock:
 	mutex_unlock(&tbl.lock);
 }
 
@@ -713,6 +779,7 @@ int sft_table_init(u32 port_max, u32 path_max)
 	init_waitqueue_head(&tbl.wq);
 	skb_queue_head_init(&tbl.deleted);
 	INIT_LIST_HEAD(&tbl.pair_cfg);
+	xa_init(&tbl.owners);
 	tbl.port_max = port_max;
 	tbl.path_max = path_max;
 
@@ -785,6 +852,8 @@ void sft_table_exit(void)
 	list_for_each_entry_safe(c, tmp, &tbl.pair_cfg, list)
 		kfree(c);
 	vfree(tbl.page);
+	/* empty: every owned row went with its port (sft_port_remove()) */
+	xa_destroy(&tbl.owners);
 	kfree(tbl.report_portid);
 	kfree(tbl.ev_counts);
 	bitmap_free(tbl.path_dirty);

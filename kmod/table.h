@@ -13,7 +13,11 @@
 #include <linux/netlink.h>
 #include <shift_ft.h>
 
-/* What the ib client learnt about a port, handed to the table in one piece. */
+/*
+ * What the ib client learnt about a port, handed to the table in one piece.
+ * dev_name is read by sft_port_add() only: later names come through
+ * sft_port_rename(), never through sft_port_update().
+ */
 struct sft_port_attrs {
 	u64 node_guid;
 	u32 dev_index;

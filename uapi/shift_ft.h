@@ -448,9 +448,11 @@ struct shift_ft_page_path {
  * to sizeof(struct shift_ft_info) as it knows it (at least
  * SHIFT_FT_INFO_SIZE_VER0) and flags to zero; the kernel fills in as much as
  * both know and sets size to what it filled.  -EINVAL for a size below
- * SHIFT_FT_INFO_SIZE_VER0, -E2BIG for a larger struct whose bytes beyond the
- * kernel's are not zero, -EOPNOTSUPP for unknown flags, -EFAULT for a bad
- * pointer, -ENOTTY for an unknown ioctl.
+ * SHIFT_FT_INFO_SIZE_VER0, -E2BIG for a size above SHIFT_FT_INFO_SIZE_MAX
+ * (one 4 KiB page: the kernel reads nothing then) or for a larger struct
+ * whose bytes beyond the kernel's are not zero, -EOPNOTSUPP for unknown
+ * flags, -EFAULT for a bad pointer, -ENOTTY for an unknown ioctl.  The
+ * struct will never grow beyond SHIFT_FT_INFO_SIZE_MAX.
  */
 struct shift_ft_info {
 	__u32 size;			/* in: caller's size; out: filled */
@@ -465,6 +467,7 @@ struct shift_ft_info {
 };
 
 #define SHIFT_FT_INFO_SIZE_VER0		40
+#define SHIFT_FT_INFO_SIZE_MAX		4096
 #define SHIFT_FT_IOC_MAGIC		0xF7
 #define SHIFT_FT_IOC_INFO		_IOWR(SHIFT_FT_IOC_MAGIC, 1, struct shift_ft_info)
 

@@ -40,6 +40,7 @@ struct opts {
 	uint32_t flags;		/* report: SHIFT_FT_A_FLAGS */
 	unsigned long count;	/* report/path-del: --count; monitor: -c */
 	double seconds;		/* monitor: -T */
+	bool hold;		/* --hold: keep the socket open once done */
 	int max_restarts;
 };
 
@@ -81,6 +82,8 @@ static void usage(void)
 "      max+N (SHIFT_FT_A_MAX+N); TYPE: u8 u16 u32 u64 s32 str (NUL added)\n"
 "      strn (no NUL) bin (hex) gid flag (empty)\n"
 "options (anywhere): --expect-errno E[,E..]  --no-retry  -f FIELDS  -v\n"
+"  --hold (after success, print \"# hold: <portid>\" and keep the socket\n"
+"  open until killed: its F_WITHDRAW reports last as long)\n"
 "  --count N (report/path-del: GID's last 32 bits count up from the one given)\n",
 		prog);
 	exit(2);
@@ -917,6 +920,8 @@ int main(int argc, char **argv)
 			o.verbose = true;
 		else if (!strcmp(a, "--dump"))
 			o.dump = true;
+		else if (!strcmp(a, "--hold"))
+			o.hold = true;
 		else if (!strcmp(a, "--flags") && has_next) {
 			o.have_flags = true;
 			o.flags = parse_u32(argv[++i], "flags");
@@ -975,6 +980,12 @@ int main(int argc, char **argv)
 	else
 		usage();
 
+	if (o.hold && !rc) {
+		printf("# hold: %u\n", nl_socket_get_local_port(c.sk));
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	free(c.out);
 	nl_socket_free(c.sk);
 	return rc;

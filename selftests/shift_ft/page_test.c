@@ -482,6 +482,52 @@ TEST(ioctl_bad_args)
 	close(fd);
 }
 
+/*
+ * The size is bounded (SHIFT_FT_INFO_SIZE_MAX) before the kernel reads a
+ * byte: zeroed memory beyond the bound is refused, not scanned, and the
+ * largest size fails with E2BIG rather than walking off the mapping
+ * (EFAULT) after reading gigabytes.
+ */
+TEST(ioctl_size_limit)
+{
+	size_t len = SHIFT_FT_INFO_SIZE_MAX + (size_t)page_size();
+	int fd = open(SHIFT_FT_DEVICE_PATH, O_RDONLY);
+	struct shift_ft_info *info;
+	uint8_t *buf;
+
+	ASSERT_LE(0, fd);
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	info = (struct shift_ft_info *)buf;
+
+	/* the bound itself is accepted: a newer caller's zeroed struct */
+	info->size = SHIFT_FT_INFO_SIZE_MAX;
+	EXPECT_EQ(0, ioctl(fd, SHIFT_FT_IOC_INFO, info))
+		TH_LOG("size %u: %s", SHIFT_FT_INFO_SIZE_MAX, strerror(errno));
+	EXPECT_LE((__u32)SHIFT_FT_INFO_SIZE_VER0, info->size);
+	EXPECT_GE((__u32)SHIFT_FT_INFO_SIZE_MAX, info->size);
+
+	/* one byte more, all zero: refused, and nothing written back */
+	memset(buf, 0, len);
+	info->size = SHIFT_FT_INFO_SIZE_MAX + 1;
+	EXPECT_EQ(-1, ioctl(fd, SHIFT_FT_IOC_INFO, info))
+		TH_LOG("size %u (zeroed) accepted", SHIFT_FT_INFO_SIZE_MAX + 1);
+	EXPECT_EQ(E2BIG, errno);
+	EXPECT_EQ((__u32)SHIFT_FT_INFO_SIZE_MAX + 1, info->size);
+	EXPECT_EQ(0ULL, info->map_size);
+
+	/* 4 GiB - 1: refused at once, not an EFAULT after a scan */
+	memset(buf, 0, len);
+	info->size = UINT32_MAX;
+	EXPECT_EQ(-1, ioctl(fd, SHIFT_FT_IOC_INFO, info));
+	EXPECT_EQ(E2BIG, errno) TH_LOG("size 4 GiB - 1: %s", strerror(errno));
+	EXPECT_EQ((__u32)UINT32_MAX, info->size);
+
+	munmap(buf, len);
+	close(fd);
+}
+
 /* Rearm, make a change through netlink, expect POLLIN and a new generation. */
 TEST_F(page, poll_wakes_on_change)
 {
