@@ -248,7 +248,8 @@ static int ring_init(struct shiftu_vqp *vq)
 	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
 
 	if (ring_alloc(&vq->sq, cap->max_send_wr, sizeof(struct shiftu_swqe) +
-		       cap->max_send_sge * sizeof(struct ibv_sge) + cap->max_inline_data))
+		       shiftu_swqe_sges(cap->max_send_sge) * sizeof(struct ibv_sge) +
+		       cap->max_inline_data))
 		return -ENOMEM;
 	if (ring_alloc(&vq->rq, cap->max_recv_wr, sizeof(struct shiftu_rwqe) +
 		       cap->max_recv_sge * sizeof(struct ibv_sge))) {
