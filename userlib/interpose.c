@@ -265,7 +265,9 @@ static int ring_init(struct shiftu_vqp *vq)
  * (failover.c): an RC QP gets one entry more on each than the application
  * asks for (on its send queue only when its receives come from an SRQ,
  * which has its own entry: srq.c).  What the application reads back is
- * what it asked for.
+ * what it asked for.  A provider that refuses the larger QP (a request at
+ * the device's max_qp_wr) is asked again for what the application asked:
+ * the QP is then made as without the library, unprotected (qp_attach()).
  */
 static void caps_ask(struct ibv_qp_init_attr *attr, bool *grown)
 {
@@ -289,7 +291,7 @@ static void caps_tell(struct ibv_qp_init_attr *attr, bool grown)
  * (send_ops_flags), or 0 for a QP posted with ibv_post_send only.
  */
 static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
-		      const struct ibv_qp_init_attr *attr)
+		      const struct ibv_qp_init_attr *attr, bool grown)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
 	struct ibv_qp_ex *qpx = send_ops ? shiftu_real.qp_to_qp_ex(qp) : NULL;
@@ -328,6 +330,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	 */
 	if (attr->qp_type != IBV_QPT_RC)
 		why = "not an RC QP";
+	else if (!grown)
+		why = "its provider refused the entry more a failover's marker takes (a queue at the device's max_qp_wr)";
 	else if (send_ops && (!qpx || !shiftu_wr_ops_covered(send_ops)))
 		why = "its extended send operations are not all replayable";
 	else if (!shiftu_cq_find(attr->send_cq) || !shiftu_cq_find(attr->recv_cq))
@@ -412,10 +416,16 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 	caps_ask(&a, &grown);
 	attr->cap = a.cap;
 	qp = s->create_qp_ex(ctx, attr);
+	if (!qp && grown) {
+		caps_tell(&a, grown);
+		grown = false;
+		attr->cap = a.cap;
+		qp = s->create_qp_ex(ctx, attr);
+	}
 	a.cap = attr->cap;
 	if (qp)
 		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ?
-				  attr->send_ops_flags : 0, &a);
+				  attr->send_ops_flags : 0, &a, grown);
 	caps_tell(&a, grown);
 	attr->cap = a.cap;
 	return qp;
@@ -663,8 +673,13 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		return NULL;
 	caps_ask(attr, &grown);
 	qp = shiftu_real.create_qp(pd, attr);
+	if (!qp && grown) {
+		caps_tell(attr, grown);
+		grown = false;
+		qp = shiftu_real.create_qp(pd, attr);
+	}
 	if (qp)
-		qp_attach(qp, 0, attr);
+		qp_attach(qp, 0, attr, grown);
 	caps_tell(attr, grown);
 	return qp;
 }
