@@ -340,6 +340,13 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = srq_why;
 	else if (ring_init(vq))
 		why = "out of memory";
+	else if (shiftu_cq_hold(attr->send_cq, attr->recv_cq)) {
+		why = "a CQ of its has no room left for a failover's completions (the device's max_cqe)";
+		free(vq->sq.slots);
+		free(vq->rq.slots);
+		vq->sq.slots = vq->rq.slots = NULL;
+	}
+	vq->cq_room = !why;
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
 	vq->rc_qpn = qp->qp_num | (vq->srq ? SHIFTU_RC_SRQ : 0);
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
@@ -356,6 +363,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	if (shiftu_qp_register(&vq->reg)) {
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
+		if (vq->cq_room)
+			shiftu_cq_release(attr->send_cq, attr->recv_cq);
 		free(vq->sq.slots);
 		free(vq->rq.slots);
 		shiftu_srq_qp_detach(vq);
@@ -601,6 +610,8 @@ static void qp_detach(struct ibv_qp *qp)
 	shiftu_failover_qp_gone(vq);
 	shiftu_shadow_qp_gone(vq);
 	shiftu_srq_qp_detach(vq);
+	if (vq->cq_room)
+		shiftu_cq_release(vq->init_attr.send_cq, vq->init_attr.recv_cq);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
 	__atomic_store_n(&vq->rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
@@ -850,11 +861,11 @@ SHIFTU_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 }
 
 /*
- * A failover puts up to four completions of the library's own per QP into
- * its CQs (the markers behind both queues, a control message flushed on
- * each): room for the QPs that share a CQ of @cqe entries on @s, so that
- * it cannot overflow.  The CQ reports its larger size, as verbs allow;
- * never past the device's limit, which the application may ask for.
+ * A CQ of @cqe entries on @s is made with room for the failover
+ * completions of SHIFTU_CQ_EXTRA / SHIFTU_CQ_PER_QP QPs (interpose.h); it
+ * grows as more take room on it (shiftu_cq_hold()).  The CQ reports its
+ * larger size, as verbs allow; never past the device's limit, which the
+ * application may ask for (its QPs then have no room, and go unprotected).
  */
 static int cq_size(const struct shiftu_ctx *s, int cqe)
 {
@@ -914,7 +925,7 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
 			    s->dev_name);
 		return cq;
 	}
-	shiftu_shadow_cq(ibv_cq_ex_to_cq(cq));
+	shiftu_shadow_cq(ibv_cq_ex_to_cq(cq), (int)cqe);
 	shiftu_dbg("cq on %s: extended, wc_flags 0x%" PRIx64 ": served", s->dev_name,
 		   (uint64_t)attr->wc_flags);
 	return cq;
@@ -929,11 +940,19 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 
 	if (!shiftu_real_verbs())
 		return NULL;
-	cqe = cq_size(shiftu_ctx_find(ctx), cqe);
-	cq = shiftu_real.create_cq(ctx, cqe, cq_context, channel, comp_vector);
+	cq = shiftu_real.create_cq(ctx, cq_size(shiftu_ctx_find(ctx), cqe), cq_context,
+				   channel, comp_vector);
 	if (cq)
-		shiftu_shadow_cq(cq);
+		shiftu_shadow_cq(cq, cqe);
 	return cq;
+}
+
+/* The application's resize keeps the room its protected QPs hold. */
+SHIFTU_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	if (!shiftu_real_verbs())
+		return ENOSYS;
+	return shiftu_cq_resize(cq, cqe);
 }
 
 /*
