@@ -125,8 +125,10 @@ static inline struct shiftu_vqp *vqp_take(const struct ibv_qp *qp)
 static shiftu_cold void record_inline(struct shiftu_ring *r, struct shiftu_swqe *e,
 				      const struct ibv_send_wr *w, uint32_t max_sge)
 {
-	uint8_t *dst = (uint8_t *)&e->sge[max_sge];
-	uint32_t room = r->stride - sizeof(*e) - max_sge * sizeof(e->sge[0]);
+	/* past the descriptor below, which a QP of no sge has room for too */
+	uint32_t sges = shiftu_swqe_sges(max_sge);
+	uint8_t *dst = (uint8_t *)&e->sge[sges];
+	uint32_t room = r->stride - sizeof(*e) - sges * sizeof(e->sge[0]);
 	uint32_t len = 0;
 	int i;
 

@@ -248,7 +248,8 @@ static int ring_init(struct shiftu_vqp *vq)
 	const struct ibv_qp_cap *cap = &vq->init_attr.cap;
 
 	if (ring_alloc(&vq->sq, cap->max_send_wr, sizeof(struct shiftu_swqe) +
-		       cap->max_send_sge * sizeof(struct ibv_sge) + cap->max_inline_data))
+		       shiftu_swqe_sges(cap->max_send_sge) * sizeof(struct ibv_sge) +
+		       cap->max_inline_data))
 		return -ENOMEM;
 	if (ring_alloc(&vq->rq, cap->max_recv_wr, sizeof(struct shiftu_rwqe) +
 		       cap->max_recv_sge * sizeof(struct ibv_sge))) {
@@ -264,7 +265,9 @@ static int ring_init(struct shiftu_vqp *vq)
  * (failover.c): an RC QP gets one entry more on each than the application
  * asks for (on its send queue only when its receives come from an SRQ,
  * which has its own entry: srq.c).  What the application reads back is
- * what it asked for.
+ * what it asked for.  A provider that refuses the larger QP (a request at
+ * the device's max_qp_wr) is asked again for what the application asked:
+ * the QP is then made as without the library, unprotected (qp_attach()).
  */
 static void caps_ask(struct ibv_qp_init_attr *attr, bool *grown)
 {
@@ -288,7 +291,7 @@ static void caps_tell(struct ibv_qp_init_attr *attr, bool grown)
  * (send_ops_flags), or 0 for a QP posted with ibv_post_send only.
  */
 static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
-		      const struct ibv_qp_init_attr *attr)
+		      const struct ibv_qp_init_attr *attr, bool grown)
 {
 	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
 	struct ibv_qp_ex *qpx = send_ops ? shiftu_real.qp_to_qp_ex(qp) : NULL;
@@ -327,6 +330,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	 */
 	if (attr->qp_type != IBV_QPT_RC)
 		why = "not an RC QP";
+	else if (!grown)
+		why = "its provider refused the entry more a failover's marker takes (a queue at the device's max_qp_wr)";
 	else if (send_ops && (!qpx || !shiftu_wr_ops_covered(send_ops)))
 		why = "its extended send operations are not all replayable";
 	else if (!shiftu_cq_find(attr->send_cq) || !shiftu_cq_find(attr->recv_cq))
@@ -335,6 +340,13 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		why = srq_why;
 	else if (ring_init(vq))
 		why = "out of memory";
+	else if (shiftu_cq_hold(attr->send_cq, attr->recv_cq)) {
+		why = "a CQ of its has no room left for a failover's completions (the device's max_cqe)";
+		free(vq->sq.slots);
+		free(vq->rq.slots);
+		vq->sq.slots = vq->rq.slots = NULL;
+	}
+	vq->cq_room = !why;
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
 	vq->rc_qpn = qp->qp_num | (vq->srq ? SHIFTU_RC_SRQ : 0);
 	if (vq->rings && !shiftu_config()->record_copy && !shiftu_provq_find(vq))
@@ -351,6 +363,8 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	if (shiftu_qp_register(&vq->reg)) {
 		shiftu_warn("qp %u on %s: cannot register: not managed",
 			    qp->qp_num, s->dev_name);
+		if (vq->cq_room)
+			shiftu_cq_release(attr->send_cq, attr->recv_cq);
 		free(vq->sq.slots);
 		free(vq->rq.slots);
 		shiftu_srq_qp_detach(vq);
@@ -411,10 +425,16 @@ static struct ibv_qp *create_qp_ex(struct ibv_context *ctx,
 	caps_ask(&a, &grown);
 	attr->cap = a.cap;
 	qp = s->create_qp_ex(ctx, attr);
+	if (!qp && grown) {
+		caps_tell(&a, grown);
+		grown = false;
+		attr->cap = a.cap;
+		qp = s->create_qp_ex(ctx, attr);
+	}
 	a.cap = attr->cap;
 	if (qp)
 		qp_attach(qp, attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ?
-				  attr->send_ops_flags : 0, &a);
+				  attr->send_ops_flags : 0, &a, grown);
 	caps_tell(&a, grown);
 	attr->cap = a.cap;
 	return qp;
@@ -590,6 +610,8 @@ static void qp_detach(struct ibv_qp *qp)
 	shiftu_failover_qp_gone(vq);
 	shiftu_shadow_qp_gone(vq);
 	shiftu_srq_qp_detach(vq);
+	if (vq->cq_room)
+		shiftu_cq_release(vq->init_attr.send_cq, vq->init_attr.recv_cq);
 	n = (struct vqp_node *)vq;
 	pthread_mutex_lock(&vqp_lock);
 	__atomic_store_n(&vq->rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
@@ -662,8 +684,13 @@ SHIFTU_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		return NULL;
 	caps_ask(attr, &grown);
 	qp = shiftu_real.create_qp(pd, attr);
+	if (!qp && grown) {
+		caps_tell(attr, grown);
+		grown = false;
+		qp = shiftu_real.create_qp(pd, attr);
+	}
 	if (qp)
-		qp_attach(qp, 0, attr);
+		qp_attach(qp, 0, attr, grown);
 	caps_tell(attr, grown);
 	return qp;
 }
@@ -834,11 +861,11 @@ SHIFTU_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 }
 
 /*
- * A failover puts up to four completions of the library's own per QP into
- * its CQs (the markers behind both queues, a control message flushed on
- * each): room for the QPs that share a CQ of @cqe entries on @s, so that
- * it cannot overflow.  The CQ reports its larger size, as verbs allow;
- * never past the device's limit, which the application may ask for.
+ * A CQ of @cqe entries on @s is made with room for the failover
+ * completions of SHIFTU_CQ_EXTRA / SHIFTU_CQ_PER_QP QPs (interpose.h); it
+ * grows as more take room on it (shiftu_cq_hold()).  The CQ reports its
+ * larger size, as verbs allow; never past the device's limit, which the
+ * application may ask for (its QPs then have no room, and go unprotected).
  */
 static int cq_size(const struct shiftu_ctx *s, int cqe)
 {
@@ -898,7 +925,7 @@ static struct ibv_cq_ex *create_cq_ex(struct ibv_context *ctx,
 			    s->dev_name);
 		return cq;
 	}
-	shiftu_shadow_cq(ibv_cq_ex_to_cq(cq));
+	shiftu_shadow_cq(ibv_cq_ex_to_cq(cq), (int)cqe);
 	shiftu_dbg("cq on %s: extended, wc_flags 0x%" PRIx64 ": served", s->dev_name,
 		   (uint64_t)attr->wc_flags);
 	return cq;
@@ -913,11 +940,19 @@ SHIFTU_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe,
 
 	if (!shiftu_real_verbs())
 		return NULL;
-	cqe = cq_size(shiftu_ctx_find(ctx), cqe);
-	cq = shiftu_real.create_cq(ctx, cqe, cq_context, channel, comp_vector);
+	cq = shiftu_real.create_cq(ctx, cq_size(shiftu_ctx_find(ctx), cqe), cq_context,
+				   channel, comp_vector);
 	if (cq)
-		shiftu_shadow_cq(cq);
+		shiftu_shadow_cq(cq, cqe);
 	return cq;
+}
+
+/* The application's resize keeps the room its protected QPs hold. */
+SHIFTU_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	if (!shiftu_real_verbs())
+		return ENOSYS;
+	return shiftu_cq_resize(cq, cqe);
 }
 
 /*

@@ -69,6 +69,7 @@ struct shiftu_real {
 					uint64_t iova, int fd, int access);
 	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
 				    struct ibv_comp_channel *channel, int comp_vector);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
 	int (*destroy_srq)(struct ibv_srq *srq);
@@ -345,6 +346,8 @@ struct shiftu_vqp {
 	pthread_mutex_t lock;
 	pthread_mutex_t fo_lock;
 	struct ibv_qp_init_attr init_attr;	/* as created (caps as granted) */
+	/* it holds room on its CQs (shiftu_cq_hold()); set at create */
+	uint8_t cq_room;
 	struct shiftu_qp_steps steps;
 	struct ibv_qp *bak_qp;
 	struct shiftu_cq *scq, *rcq;
@@ -527,8 +530,15 @@ static inline void shiftu_bump(uint64_t *c)
 			 __ATOMIC_RELAXED);
 }
 
-/* Entries every application CQ gets beyond what it asks for (interpose.c). */
-#define SHIFTU_CQ_EXTRA		16
+/*
+ * A failover puts up to SHIFTU_CQ_PER_QP completions of the library's own
+ * per protected QP into each of its CQs (the markers behind both queues, a
+ * control message flushed on each).  A CQ is made with room for
+ * SHIFTU_CQ_EXTRA of them beyond what the application asks for (four QPs'),
+ * and grows as more QPs take room on it (shiftu_cq_hold(), shadow.h).
+ */
+#define SHIFTU_CQ_PER_QP	4
+#define SHIFTU_CQ_EXTRA		(4 * SHIFTU_CQ_PER_QP)
 
 /*
  * What the poll's common path masks a completion's status and opcode with,

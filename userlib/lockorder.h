@@ -16,7 +16,8 @@
  *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
  *     vq->lock		a QP's connection steps; one QP's at a time
  *       vq->fo_lock		a QP's moves; one QP's at a time
- *         cq_lock		the CQ records' list (shadow.c)
+ *         cq_lock		the CQ records' list, and their room for a
+ *			failover's completions (shiftu_cq_hold()) (shadow.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
  *           srq_lock	the SRQs' sides and twins, and the posts to a tabled
  *			SRQ off its common path (srq.c); takes only mr_lock,

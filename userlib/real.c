@@ -61,6 +61,7 @@ static const struct real_sym {
 	SYM_OPT(reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
 	SYM(create_cq, "ibv_create_cq", "IBVERBS_1.1"),
 	SYM(destroy_cq, "ibv_destroy_cq", "IBVERBS_1.1"),
+	SYM(resize_cq, "ibv_resize_cq", "IBVERBS_1.1"),
 	SYM(create_srq, "ibv_create_srq", "IBVERBS_1.1"),
 	SYM(destroy_srq, "ibv_destroy_srq", "IBVERBS_1.1"),
 	SYM(modify_srq, "ibv_modify_srq", "IBVERBS_1.1"),

@@ -30,8 +30,19 @@ struct shiftu_swqe {
 	uint32_t inline_len;
 	/* two-sided requests (SEND, WRITE_WITH_IMM) posted up to this one */
 	uint64_t seq2;
-	struct ibv_sge sge[];		/* max_sge of them, then inline bytes */
+	/* shiftu_swqe_sges() of them, then inline bytes */
+	struct ibv_sge sge[];
 };
+
+/*
+ * The scatter entries a send slot of a QP granted @max_sge holds: at least
+ * one, since an inline request's descriptor (sge[0]) points at its bytes,
+ * which follow the entries, even on a QP granted none (an inline-only QP).
+ */
+static inline uint32_t shiftu_swqe_sges(uint32_t max_sge)
+{
+	return max_sge ? max_sge : 1;
+}
 
 /* Receive work requests likewise. */
 struct shiftu_rwqe {

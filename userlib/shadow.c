@@ -352,7 +352,7 @@ void shiftu_shadow_mr_rereg_done(struct shiftu_mr *m, int ret, int flags,
 	free(m);
 }
 
-void shiftu_shadow_cq(struct ibv_cq *cq)
+void shiftu_shadow_cq(struct ibv_cq *cq, int asked)
 {
 	struct shiftu_ctx *sctx = shiftu_ctx_find(cq->context);
 	struct shiftu_cq *c;
@@ -361,6 +361,7 @@ void shiftu_shadow_cq(struct ibv_cq *cq)
 		return;
 	c->app = cq;
 	c->sctx = sctx;
+	c->asked = asked;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_lock(&cq_lock);
 	c->next = cqs;
@@ -391,15 +392,123 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 	pthread_mutex_unlock(&cq_lock);
 }
 
+/* Context: cq_lock held. */
+static struct shiftu_cq *cq_find_locked(const struct ibv_cq *cq)
+{
+	struct shiftu_cq *c;
+
+	for (c = cqs; c && c->app != cq; c = c->next)
+		;
+	return c;
+}
+
 struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq)
 {
 	struct shiftu_cq *c;
 
 	pthread_mutex_lock(&cq_lock);
-	for (c = cqs; c && c->app != cq; c = c->next)
-		;
+	c = cq_find_locked(cq);
 	pthread_mutex_unlock(&cq_lock);
 	return c;
+}
+
+/* The entries @c needs for the application's and @qps QPs' room. */
+static long long cq_need(const struct shiftu_cq *c, long long qps)
+{
+	return (long long)c->asked + SHIFTU_CQ_PER_QP * qps;
+}
+
+/*
+ * Room for one more QP on @c.  A CQ whose room is taken grows to twice the
+ * QPs it holds room for (so that many QPs cost a few resizes, not one
+ * each), or to the device's max_cqe, and refuses when even that is short:
+ * a CQ never overflows for the library's completions.  Context: cq_lock.
+ */
+static int cq_room_take(struct shiftu_cq *c)
+{
+	long long need = cq_need(c, c->room_qps + 1LL);
+	long long want = cq_need(c, 2 * (c->room_qps + 1LL));
+	int ret;
+
+	if (need <= c->app->cqe) {
+		c->room_qps++;
+		return 0;
+	}
+	if (c->sctx->max_cqe && want > c->sctx->max_cqe)
+		want = c->sctx->max_cqe;
+	if (want < need || want > INT32_MAX)
+		return -ENOSPC;
+	ret = shiftu_real.resize_cq(c->app, (int)want);
+	if (ret)
+		return ret > 0 ? -ret : ret;
+	if (c->app->cqe < need)
+		return -ENOSPC;
+	c->room_qps++;
+	return 0;
+}
+
+int shiftu_cq_hold(struct ibv_cq *scq, struct ibv_cq *rcq)
+{
+	struct shiftu_cq *s, *r;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&cq_lock);
+	s = cq_find_locked(scq);
+	r = cq_find_locked(rcq);
+	if (s && r) {
+		ret = cq_room_take(s);
+		if (!ret && r != s && (ret = cq_room_take(r)))
+			s->room_qps--;
+	}
+	pthread_mutex_unlock(&cq_lock);
+	return ret;
+}
+
+void shiftu_cq_release(struct ibv_cq *scq, struct ibv_cq *rcq)
+{
+	struct shiftu_cq *s, *r;
+
+	pthread_mutex_lock(&cq_lock);
+	s = cq_find_locked(scq);
+	r = cq_find_locked(rcq);
+	if (s && s->room_qps)
+		s->room_qps--;
+	if (r && r != s && r->room_qps)
+		r->room_qps--;
+	pthread_mutex_unlock(&cq_lock);
+}
+
+int shiftu_cq_resize(struct ibv_cq *cq, int cqe)
+{
+	struct shiftu_cq *c;
+	long long want;
+	int ret, max;
+
+	pthread_mutex_lock(&cq_lock);
+	c = cq_find_locked(cq);
+	if (!c || cqe <= 0) {
+		pthread_mutex_unlock(&cq_lock);
+		return shiftu_real.resize_cq(cq, cqe);
+	}
+	/* the room of its QPs, and at least what a new CQ gets */
+	want = (long long)cqe + SHIFTU_CQ_PER_QP *
+	       (c->room_qps > SHIFTU_CQ_EXTRA / SHIFTU_CQ_PER_QP ?
+		c->room_qps : SHIFTU_CQ_EXTRA / SHIFTU_CQ_PER_QP);
+	max = c->sctx->max_cqe;
+	/* past the device's limit only when the application asks so */
+	if (max && want > max)
+		want = cqe > max ? cqe : max;
+	if (want > INT32_MAX)
+		want = cqe;
+	ret = shiftu_real.resize_cq(cq, (int)want);
+	if (!ret) {
+		c->asked = cqe;
+		if (cq->cqe < cq_need(c, c->room_qps))
+			shiftu_warn("cq on %s: resized to %d entries at the device's max_cqe: short of the room a failover of its %u protected QPs takes",
+				    c->sctx->dev_name, cq->cqe, c->room_qps);
+	}
+	pthread_mutex_unlock(&cq_lock);
+	return ret;
 }
 
 void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr)
@@ -830,6 +939,22 @@ static struct shiftu_cq *cq_rec(const struct ibv_cq *cq)
 	return shiftu_cq_find(cq);
 }
 
+/*
+ * @c's twin as large as @c, which grows with the QPs on it
+ * (shiftu_cq_hold()): a QP moved there brings its completions and the
+ * library's.  Returns 0 or the provider's error.
+ */
+static int twin_cq_fit(struct shiftu_cq *c)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&cq_lock);
+	if (c->bak->cqe < c->app->cqe)
+		ret = shiftu_real.resize_cq(c->bak, c->app->cqe);
+	pthread_mutex_unlock(&cq_lock);
+	return ret;
+}
+
 /* Create @vq's twin QP on the backup context. */
 static bool qp_create(struct shiftu_vqp *vq)
 {
@@ -861,6 +986,11 @@ static bool qp_create(struct shiftu_vqp *vq)
 		}
 		if (!a.srq)
 			return false;	/* the SRQ's PD has no twin yet: next pass */
+	}
+	if (twin_cq_fit(vq->scq) || twin_cq_fit(vq->rcq)) {
+		shiftu_unprotect(vq, "a twin of its CQs cannot grow as large as its CQ");
+		vq->published = 2;
+		return false;
 	}
 	a.qp_context = NULL;
 	a.cap.max_recv_wr++;		/* the control receive (handshake.h) */

@@ -68,6 +68,13 @@ struct shiftu_cq {
 	struct ibv_cq *app;
 	struct ibv_cq *bak;
 	struct shiftu_ctx *sctx;
+	/*
+	 * Under cq_lock: the entries the application asked for (at create,
+	 * or its last resize), and the protected QPs that hold room for a
+	 * failover's completions beside them (shiftu_cq_hold()).
+	 */
+	int asked;
+	unsigned int room_qps;
 	pthread_mutex_t lock;
 	struct ibv_wc *stash;		/* completions polled by the library */
 	unsigned int stash_n, stash_head, stash_cap;
@@ -121,8 +128,25 @@ void shiftu_shadow_mr_gone(struct ibv_mr *mr);
 void shiftu_shadow_mr_rereg(struct ibv_mr *mr, struct shiftu_mr **rec);
 void shiftu_shadow_mr_rereg_done(struct shiftu_mr *rec, int ret, int flags,
 				 void *addr, size_t length, int access);
-void shiftu_shadow_cq(struct ibv_cq *cq);
+/* A CQ was made for the application's @asked entries (and ours beside). */
+void shiftu_shadow_cq(struct ibv_cq *cq, int asked);
 void shiftu_shadow_cq_gone(struct ibv_cq *cq);
+/*
+ * Room on CQs @scq and @rcq (one, or two) for a failover's completions of
+ * one more protected QP (SHIFTU_CQ_PER_QP on each): a CQ whose room is
+ * taken grows (ibv_resize_cq), never past the device's max_cqe.  Returns
+ * 0, or -ENOSPC (at the device's limit), -ENOENT (not recorded) or the
+ * provider's error: the QP then goes unprotected.  shiftu_cq_release()
+ * gives the room back when the QP goes (the CQ keeps its size, for the
+ * next one).  Context: the create and destroy verbs; takes cq_lock.
+ */
+int shiftu_cq_hold(struct ibv_cq *scq, struct ibv_cq *rcq);
+void shiftu_cq_release(struct ibv_cq *scq, struct ibv_cq *rcq);
+/*
+ * ibv_resize_cq(@cq, @cqe) of the application: @cqe entries and the room
+ * its protected QPs hold beside them, as far as the device goes.
+ */
+int shiftu_cq_resize(struct ibv_cq *cq, int cqe);
 /* A QP was created (@attr as the application gave it) or modified. */
 void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr);
 void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *attr,

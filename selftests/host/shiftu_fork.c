@@ -86,7 +86,7 @@ static void records(void)
 	fake_sctx.ctx = &fake_ibctx;
 	fake_sctx.next = shiftu_ctx_list;
 	shiftu_ctx_list = &fake_sctx;
-	shiftu_shadow_cq(&fake_cq);
+	shiftu_shadow_cq(&fake_cq, 1);
 	fake_c = shiftu_cq_find(&fake_cq);
 	fake_vq = calloc(1, sizeof(*fake_vq));
 	if (!fake_vq)
