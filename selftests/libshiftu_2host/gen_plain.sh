@@ -51,18 +51,13 @@ expect()
 	done
 }
 
-# run TAG MODE ARGS...: as PHASE says, a plain pair in MODE started in the
-# background, or judged clean on both sides once it ran
+# run TAG MODE ARGS...: a plain pair in MODE, judged clean on both sides
 run()
 {
 	local tag=$1 mode=$2 cli srv sent
 	shift 2
 
-	if [ "$PHASE" = start ]; then
-		LU_BG_PRE=0 lu_bg_start "$tag" 30 "$GEN" -m "$mode" "$@"
-		TAGS+=("$tag")
-		return
-	fi
+	lu_pair "$tag" 0 "$GEN" -m "$mode" "$@"
 	lu_exited_ok "$tag"
 	cli=$(summary "$tag" cli)
 	srv=$(summary "$tag" srv)
@@ -82,19 +77,9 @@ run()
 	log "$tag: $srv"
 }
 
-runs()
-{
-	run write_imm write_imm -s 4096 -c 4 -q 8 -D 3
-	run send      send      -s 4096 -q 8 -D 3
-	run write     write     -s 4096 -c 4 -q 8 -D 3
-	run atomic    atomic    -D 3
-	run lockstep  write_imm -s 8 -c 1 -q 1 -n 300
-}
-
-# the five together, each on its own port (lu_group_ride, no pull)
-TAGS=()
-lu_group_gate
-PHASE=start runs
-LU_GROUP_PULL=0 LU_BG_PRE=0 lu_group_ride "${TAGS[@]}"
-PHASE=judge runs
+run write_imm write_imm -s 4096 -c 4 -q 8 -D 3
+run send      send      -s 4096 -q 8 -D 3
+run write     write     -s 4096 -c 4 -q 8 -D 3
+run atomic    atomic    -D 3
+run lockstep  write_imm -s 8 -c 1 -q 1 -n 300
 expect lockstep "$(summary lockstep cli)" sent=300

@@ -15,7 +15,7 @@
 # Debian's perftest 4.5 posts with ibv_post_send on Soft-RoCE either way (seen
 # in the lab: its QPs are not created with send_ops_flags, so the ibv_wr_*
 # API is never used), hence the same counters for both.  Each runs once plain and once
-# preloaded: the six plain runs together, then the six preloaded ones.  Both runs must exit 0 on both hosts and print the same result
+# preloaded.  Both runs must exit 0 on both hosts and print the same result
 # line shape (#bytes, #iterations); each preloaded side's libshiftu log must
 # have one exit line with qps >= 1, the counters that program cannot run
 # without, and no error or warn line.
@@ -53,22 +53,15 @@ judge()
 
 # run TAG SIZE ITERS SRV_RESULT CLI_REQS SRV_REQS PROG ARGS...: PROG plain,
 # then preloaded; judge both, then the preloaded sides' libshiftu logs.
-# run TAG SIZE ITERS SRVRES CREQ SREQ PROG ARGS...: as PHASE says, start
-# the pair TAG.SUFFIX of PROG ARGS (with the library as PRE says) in the
-# background, or judge it once it ran: both exit 0 with their result lines
-# and, preloaded, each side's log meets CREQ and SREQ
 run()
 {
 	local tag=$1 size=$2 iters=$3 srvres=$4 creq=$5 sreq=$6 prog=$7
 	shift 7
 
-	if [ "$PHASE" = start ]; then
-		LU_BG_PRE=$PRE lu_bg_start "$tag.$SUFFIX" 60 "$prog" "$@"
-		TAGS+=("$tag.$SUFFIX")
-		return
-	fi
-	judge "$tag.$SUFFIX" "$size" "$iters" "$srvres"
-	[ "$PRE" = 1 ] || return 0
+	lu_pair "$tag.plain" 0 "$prog" "$@"
+	judge "$tag.plain" "$size" "$iters" "$srvres"
+	lu_pair "$tag.shiftu" 1 "$prog" "$@"
+	judge "$tag.shiftu" "$size" "$iters" "$srvres"
 	# shellcheck disable=SC2086 # the requirement lists are words
 	lu_check_log "$tag.shiftu" cli "contexts>=1" "qps>=1" $creq
 	# shellcheck disable=SC2086
@@ -77,24 +70,9 @@ run()
 	log "$tag preloaded: $(lu_result "$FT_TMP/$tag.shiftu.cli.out" "$size" "$iters")"
 }
 
-runs()
-{
-	run write_bw     65536 200 0 "$NEW" ""      ib_write_bw "${BW[@]}"
-	run write_bw_old 65536 200 0 "$OLD" ""      ib_write_bw "${BW[@]}" --use_old_post_send
-	run read_bw      65536 200 0 "$NEW" ""      ib_read_bw "${BW[@]}"
-	run send_bw      65536 200 1 "$NEW" "$RECV" ib_send_bw "${BW[@]}"
-	run send_bw_old  65536 200 1 "$OLD" "$RECV" ib_send_bw "${BW[@]}" --use_old_post_send
-	run write_lat    2     200 0 "$NEW" "$NEW"  ib_write_lat "${LAT[@]}"
-}
-
-# the six plain together, then the six preloaded together (lu_group_ride,
-# no pull), each pair on its own port
-for PRE in 0 1; do
-	SUFFIX=plain
-	[ "$PRE" = 0 ] || SUFFIX=shiftu
-	TAGS=()
-	lu_group_gate
-	PHASE=start runs
-	LU_GROUP_PULL=0 LU_BG_PRE=$PRE lu_group_ride "${TAGS[@]}"
-	PHASE=judge runs
-done
+run write_bw     65536 200 0 "$NEW" ""      ib_write_bw "${BW[@]}"
+run write_bw_old 65536 200 0 "$OLD" ""      ib_write_bw "${BW[@]}" --use_old_post_send
+run read_bw      65536 200 0 "$NEW" ""      ib_read_bw "${BW[@]}"
+run send_bw      65536 200 1 "$NEW" "$RECV" ib_send_bw "${BW[@]}"
+run send_bw_old  65536 200 1 "$OLD" "$RECV" ib_send_bw "${BW[@]}" --use_old_post_send
+run write_lat    2     200 0 "$NEW" "$NEW"  ib_write_lat "${LAT[@]}"
