@@ -12,7 +12,9 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 ft_setup
-ROUNDS=${FT_ROUNDS:-100}
+# 40 renames (about 14 s under emulation; 100 took 35 s of make check's
+# one-host stage, on each kernel): a stress of the race, not its proof
+ROUNDS=${FT_ROUNDS:-40}
 idx=$(ft_nl rxe1 1 port_index)
 ft_defer "ip link set dev eth1 up"
 ft_defer "rdma dev set rxe8 name rxe1"
