@@ -38,7 +38,7 @@ fi
 log "preload: libshiftu preloaded alone did not reach shiftgen_dl (as expected): $(grep '^shiftgen: role=server' "$FT_TMP/preload.srv.out")"
 
 # dl_ride TAG ON BY: the pair TAG under shiftu-run through rail 0 of host ON
-# going down by BY (lu_pull), judged as lu_ride judges perftest's.
+# going down by BY (lu_pull), judged as lu_ride_ok judges perftest's.
 dl_ride()
 {
 	local tag=$1

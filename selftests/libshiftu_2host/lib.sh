@@ -424,22 +424,11 @@ lu_pull_urgent()
 	lu_pull "$@"
 )
 
-# lu_ride ON BY PROG SIZE TAG ARGS...: unmodified perftest PROG -F ARGS,
-# preloaded on both hosts, through rail 0 of host ON going down by BY
-# (lu_pull).  Both sides exit 0, the client prints a result line for SIZE
-# bytes, its QP fails over to rxe1 and back once, rail 1 carries host 1's
-# packets during the outage and rail 0 after the repair.
-lu_ride()
-{
-	local prog=$3 size=$4 tag=$5
-	LU_PULL_ON=$1 LU_PULL_BY=$2
-	shift 5
-	lu_keep "$tag" rides
-	LU_DURING=lu_pull lu_pair "$tag" 1 "$prog" -F "$@"
-	lu_ride_ok "$tag" "$size"
-}
-
-# lu_ride_ok TAG SIZE: the perftest pair TAG rode as lu_ride says.
+# lu_ride_ok TAG SIZE: the unmodified perftest pair TAG, preloaded on both
+# hosts, rode lu_pull's outage (lu_rode): both sides exited 0, the client
+# printed a result line for SIZE bytes, its QP failed over to rxe1 and back
+# once, rail 1 carried host 1's packets during the outage and rail 0 after
+# the repair.
 lu_ride_ok()
 {
 	lu_rode "$1"
@@ -560,13 +549,12 @@ lu_keep_now()
 
 # lu_rides ON SUFFIX [events]: ib_send_bw, ib_read_bw and ib_write_lat
 # together (lu_group_ride), preloaded, through host ON's rail 0 going down
-# by QEMU's set_link, then by ip link; each rides as lu_ride says.  With
-# "events", ib_send_bw -e (completions by event, where perftest refuses
-# -D: 3,500 messages, some 15 s beside the others) rides the first pull
-# too.  The
-# clients run 15 s: the pull comes 5 s in, and the after-window ends
-# about 6 s later, once every client has failed back.  The tags end in SUFFIX, and _ip for ip
-# link.
+# by QEMU's set_link, then by ip link; each rides as lu_ride_ok says.  The
+# clients run 15 s: the pull comes 5 s in, and the after-window ends about
+# 6 s later, once every client has failed back.  With "events", ib_send_bw
+# -e (completions by event, where perftest refuses -D: 3,500 messages, some
+# 15 s beside the others) rides the first pull too.  The tags end in
+# SUFFIX, and _ip for ip link.
 lu_rides()
 {
 	local by sfx run prog size tag tags
