@@ -3,7 +3,7 @@
 # Proves: ibv_*_pingpong, which check every wr_id and status, run preloaded as without libshiftu (rc through a rail 0 pull).
 #
 #     host 1 (client)                                   host 2 (server, started first)
-#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 3 s to 8 s ═══ eth0 10.0.0.2 ─ rxe0
+#     rxe0 ─ eth0 10.0.0.1 ══ rail 0: pulled 5 s to 8 s ═══ eth0 10.0.0.2 ─ rxe0
 #     rxe1 ─ eth1 10.0.1.1 ─── rail 1 (the twins) ───────── eth1 10.0.1.2 ─ rxe1
 #            eth2 10.0.2.1 ─── mgmt: the programs' TCP, ─── eth2 10.0.2.2
 #     redis-server (store)      lu_peer_run's shell
@@ -20,8 +20,8 @@
 # on rail 0 again, and neither log has a warning.  The QP grants no remote
 # access, so its failback probes with an empty SEND, not an empty WRITE
 # (which Soft-RoCE refuses then).  Each run is made long enough (about
-# 20 s) to hold the pull and the failback, from a
-# short unpulled run that measures the lab's pace first.
+# 14 s) to hold the pull and the failback, from a short unpulled run that
+# measures the lab's pace first.
 #
 # ibv_srq_pingpong's QPs use an SRQ and ibv_ud_pingpong's is UD: the library
 # protects neither (SRQs not yet, UD is unreliable), and they must run as
@@ -37,11 +37,10 @@ lu_ride_setup ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong
 # first unpulled and without the library, 500 iterations each, to measure
 # the lab's pace with four pairs sharing the guests' CPUs; then all four
 # through one pull without the library, and all four through another with
-# it (lu_group_ride), each sized to RC_SECS (14) at its pace, which they
-# run at about half of when pulled (measured: 2000 iterations sized to 14 s
-# took 28 s to 36 s): the pairs start together, the pull comes 5 s in, the
-# repair about 3 s later, the failbacks up to 3 s after that, and rail 0's
-# packets are counted for 1.8 s after them.  The packet counts are the
+# it (lu_group_ride), each sized to RC_SECS (14) at its pace (in the lab,
+# runs sized to 12 s so took 13 s to 16 s): the pairs start together, the
+# pull comes 5 s in, the repair about 3 s later, the failbacks up to 3 s
+# after that, and rail 0's packets are counted for 1.8 s after them.  The packet counts are the
 # rails', the four pairs together; each client's own twin completions
 # (twin_wcs) show its traffic on rail 1.
 RC=("rc" "rc_events -e" "rc_newsend -N" "rc_chk -c")
