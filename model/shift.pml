@@ -68,16 +68,17 @@
  * pan also reports invalid end states: every process's waiting places
  * are end labels, so a quiescent state is judged by check's assertions.
  *
- * The known gap this model found (issue 18): a side with nothing posted
- * answers a failover and stays on its default QP (SHIFTU_HS_ANSWER, which
- * clears hs_sent); if it fails over later (its next post on the broken
- * path, or its port's event), move_locked() sends a second control
- * message, which finds no control receive on the peer's twin (the answer
- * took it): it takes one of the application's receives there, or waits
- * in RNR and holds up everything behind it.  The model leaves that path
- * out (a side that stayed posts nothing more and ignores its port's
- * event) unless built with -DSTAY_THEN_MOVE, which selftests/host/
- * spin_model.sh checks still fails until the library handles it.
+ * A side with nothing posted answers a failover and stays on its default
+ * QP (SHIFTU_HS_ANSWER).  The exchange is then over on both sides: its
+ * answer took the one control receive on the peer's twin, and the peer's
+ * default QP, drained before it spoke, executes nothing more.  So when the
+ * side that stayed moves later (its application posts, which moves it at
+ * once, or its port's event, or an error completion), it says nothing and
+ * replays by the count it has.  This model found the library sending a
+ * second control message there (the answer cleared hs_sent): it took one
+ * of the application's receives on the peer's twin, or waited in RNR in
+ * front of everything else.  -DSEED_STAY_SPEAKS puts that back, and
+ * selftests/host/spin_model.sh checks that it is caught.
  *
  * Not modelled: failing back (probe, fence, withheld doorbell), a second
  * failure, a rejoin, SRQs, the drain's mechanics, a peer process that
@@ -147,16 +148,6 @@ bool gave_up;			/* a side gave its QP up for an atomic */
 /* a decision, for the atomic step that asked for it (0 between steps) */
 int plan;
 byte act;
-
-/*
- * The known gap (top): unless STAY_THEN_MOVE, a side that answered and
- * stayed does not move later.
- */
-#ifdef STAY_THEN_MOVE
-#define STAY_OK(s)	1
-#else
-#define STAY_OK(s)	(!stayed[s])
-#endif
 
 #define IDX(s, k)	((s) * M_L + (k))
 #define TWO(o)		((o) == OP_WIMM || (o) == OP_SEND)
@@ -285,6 +276,7 @@ inline move()
 	:: else ->
 		rx_twin[me] = 1;
 		on_twin[me] = 1;
+		stayed[me] = 0;
 		if
 		:: !hs_sent[me] -> send_ctrl(hs_got[me])
 		:: else
@@ -321,14 +313,14 @@ inline hs_message()
 			on_twin[me] = 1;
 			send_ctrl(1);
 			on_twin[me] = 0;
+#ifdef SEED_STAY_SPEAKS
+			/* the defect this model found (top) */
 			hs_got[me] = 0;
 			hs_sent[me] = 0;
-			stayed[me] = 1;
-#ifndef STAY_THEN_MOVE
-			/* the known gap (top): this side's application posts
-			 * nothing more */
-			slen[me] = nxt[me]
 #endif
+			/* the exchange is over (hs_sent, hs_got): a move says
+			 * nothing */
+			stayed[me] = 1
 		:: act == A_DONE ->
 			hs_got[me] = 0
 		:: act == A_REPLAY ->
@@ -362,7 +354,12 @@ end:
 	do
 	:: atomic {
 		nxt[me] < slen[me] ->
-		/* the application posts: where it goes is the library's state */
+		/* the application posts: where it goes is the library's state;
+		 * a side that stayed moves first (shiftu_post_send_slow()) */
+		if
+		:: state[me] == S_DEFAULT && stayed[me] -> move()
+		:: else
+		fi;
 		k = nxt[me];
 		nxt[me]++;
 		if
@@ -379,7 +376,7 @@ end:
 	   }
 	:: atomic {
 		/* the watcher: the port's event, if this side's port went */
-		down && state[me] == S_DEFAULT && !portev[me] && STAY_OK(me) ->
+		down && state[me] == S_DEFAULT && !portev[me] ->
 		portev[me] = 1;
 		move()
 	   }

@@ -1293,6 +1293,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		}
 	}
 	shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
+	vq->stayed = 0;
 	if (kind == MOVE_OVER)
 		__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
 	if (shiftu_plan_next(&plan, asking, kind == MOVE_BACK) == SHIFTU_SENDS_HOLD) {
@@ -1715,11 +1716,25 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 		vq->on_twin = 1;
 		ret = shiftu_ctrl_send(vq, true);
 		vq->on_twin = 0;
-		if (ret)
+		if (ret) {
 			shiftu_warn("qp %u: cannot answer the peer: %s",
 				    vq->reg.app_qp->qp_num, strerror(ret));
-		vq->hs_got = 0;
-		vq->hs_sent = 0;
+			vq->hs_got = 0;
+			vq->hs_sent = 0;
+			break;
+		}
+		/*
+		 * The exchange is over: the peer has our count, we have its.
+		 * Its default QP was drained before it spoke, so nothing we
+		 * post here from now on reaches it: our first post goes over
+		 * (the slow paths), replaying all of it by the peer's count,
+		 * and says nothing, since our answer took the one control
+		 * receive on the peer's twin (model/shift.pml).
+		 */
+		vq->stayed = 1;
+		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
+		shiftu_info("qp %u on %s: the peer failed over; nothing posted here: answered, staying until this QP posts",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 		break;
 	case SHIFTU_HS_DONE:
 		vq->hs_got = 0;
@@ -1957,13 +1972,16 @@ bool shiftu_back_pending(const struct shiftu_vqp *vq)
 
 /* ---- slow paths ------------------------------------------------------- */
 
+/* Why a QP that answered the peer's failover and stayed moves now. */
+#define STAYED_WHY	"it posts, and the peer is on its twin"
+
 /*
  * A QP at rest on its default QP with its port up takes the fast paths
  * again.  Only here, under fo_lock: no move is under way.
  */
 static void slow_settle(struct shiftu_vqp *vq)
 {
-	if (vq->state == SHIFTU_SEND_DEFAULT && !vq->down && !vq->rx_moved)
+	if (vq->state == SHIFTU_SEND_DEFAULT && !vq->down && !vq->rx_moved && !vq->stayed)
 		shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
 }
 
@@ -1973,8 +1991,8 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	bool back;
 	int ret = 0;
 
-	if (vq->state == SHIFTU_SEND_DEFAULT && vq->down)
-		shiftu_failover(vq, shiftu_down_why(vq));
+	if (vq->state == SHIFTU_SEND_DEFAULT && (vq->down || vq->stayed))
+		shiftu_failover(vq, vq->stayed ? STAYED_WHY : shiftu_down_why(vq));
 	/*
 	 * Under fo_lock: a move another thread is making (the state still
 	 * reads Default until it is done) must not see a request reach the
@@ -2039,6 +2057,9 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 {
 	int ret = 0;
 
+	/* the peer is on its twin, where its messages wait for receives */
+	if (vq->state == SHIFTU_SEND_DEFAULT && vq->stayed)
+		shiftu_failover(vq, STAYED_WHY);
 	pthread_mutex_lock(&vq->fo_lock);
 	if (!vq->rx_moved) {
 		/* it counts: this thread must be the receive queue's poster */

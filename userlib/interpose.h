@@ -377,10 +377,16 @@ struct shiftu_vqp {
 	 * head of the peer's twin.  @ctrl_rq: control receives on our twin
 	 * not yet consumed.  @hs_peer: the peer's receive count, valid once
 	 * @hs_got.  While @state is SHIFTU_SEND_HANDSHAKE the sends from
-	 * @replay_start on are held until it arrives.
+	 * @replay_start on are held until it arrives.  @stayed: we answered
+	 * the peer's failover and stayed on the default QP, having nothing
+	 * to move (SHIFTU_HS_ANSWER); the exchange is over on both sides
+	 * (@hs_sent, @hs_got) and the peer's twin holds no control receive
+	 * for a second message of ours.  Our next post, or a failure of our
+	 * own, moves the QP over without a word (shiftu_failover()).
 	 */
 	uint8_t hs_sent;
 	uint8_t hs_got;
+	uint8_t stayed;
 	uint8_t ctrl_rq;
 	uint8_t rx_moved;		/* our receives live on the twin */
 	uint8_t on_twin;		/* the work goes to the twin */

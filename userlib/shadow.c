@@ -1783,8 +1783,12 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * One-sided (mode 0): we never left the default QP and send nothing;
 	 * the peer comes back behind its fence.  Two-sided (mode 1): we are on
 	 * the twin too, or the peer's receives are on its twin; both sides go
-	 * back by the handshake, the peer first.
+	 * back by the handshake, the peer first.  Decided and done under
+	 * fo_lock: a QP that answered the peer's failover and stayed
+	 * (vq->stayed) moves over at its first post, and must not be reset
+	 * under that move, nor left marked stayed by it.
 	 */
+	pthread_mutex_lock(&vq->fo_lock);
 	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
 	/* our own failback, once the peer granted it: probing, going back
 	 * due or under way in another thread (shiftu_back_pending()), or
@@ -1835,13 +1839,18 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		}
 		shiftu_info("qp %u on %s: reset for the peer's failback (its request %u)",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, seq);
-		/* one-sided: the peer's next failover finds a control receive
-		 * on our twin again (it holds nothing else: we stayed) */
-		pthread_mutex_lock(&vq->fo_lock);
-		if (!mode && !vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
-			vq->ctrl_rq = 1;
-		pthread_mutex_unlock(&vq->fo_lock);
+		if (!mode) {
+			/*
+			 * One-sided: the peer's next failover is a new
+			 * exchange, and finds a control receive on our twin
+			 * again (it holds nothing else: we stayed).
+			 */
+			vq->stayed = vq->hs_sent = vq->hs_got = 0;
+			if (!vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
+				vq->ctrl_rq = 1;
+		}
 	}
+	pthread_mutex_unlock(&vq->fo_lock);
 	/* in the pass's last batch, with the other QPs' answers: the peer
 	 * asks again if it is lost */
 	i = req_add(SHIFTU_KV_PUT, 0);
