@@ -6,7 +6,8 @@
  *            [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]
  *            [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]
  *            [--one-cq] [--cq-ex[=poll|linger|ibv]] [--spare-qp SECONDS] [--solicited]
- *            [--signal-all] [--srq] [--rate MSGS] [-P CONNS] [-v] [SERVER_ADDR]
+ *            [--signal-all] [--srq] [--rate MSGS] [--reply] [-P CONNS] [-v]
+ *            [SERVER_ADDR]
  *
  * Without SERVER_ADDR it is the server: it listens on TCPPORT, takes one
  * client and ends with it.  With -P CONNS (both sides, the same number),
@@ -67,6 +68,13 @@
  * builds), so that most of the run is spent inside batches, and SIGUSR2
  * keeps the next batch open until the next SIGUSR2, 10 s at most (a test
  * makes a failure meet it).
+ *
+ * --reply (write mode; the client's): the server, which posts nothing all
+ * run, answers the client's DONE with one SEND of its buffer's checksum on
+ * the QP, into the one receive the client posted before it started; the
+ * client compares it with its own, and takes any other receive completion
+ * for an error.  A peer that posts for the first time only after the other
+ * side failed over (libshiftu's answer-and-stay, then its first post).
  *
  * Pace: as fast as credits allow, or with --rate (the client's) MSGS
  * messages a second on each connection at most, the thread polling its
@@ -195,7 +203,7 @@ static const char *const mode_names[MODE__MAX] = {
 
 /* options given explicitly, so that a server can check them against the client */
 enum { SET_MODE = 1, SET_CHUNK = 2, SET_CHUNKS = 4, SET_DEPTH = 8, SET_EXPECT = 16,
-       SET_SPARE = 32, SET_SOLICITED = 64 };
+       SET_SPARE = 32, SET_SOLICITED = 64, SET_REPLY = 128 };
 
 struct opts {
 	const char *dev;
@@ -214,6 +222,7 @@ struct opts {
 	bool verbose, expect_errors, wr_api, poll_in_batch, one_cq, solicited, signal_all;
 	enum { CQX_NONE, CQX_POLL, CQX_LINGER, CQX_IBV } cq_ex;
 	bool srq;		/* --srq: the QP's receives come from an SRQ of its own */
+	bool reply;		/* --reply */
 	unsigned int conns;	/* -P */
 	unsigned int set;
 };
@@ -225,6 +234,7 @@ struct run {
 	bool expect_errors;
 	bool spare;		/* both sides make a spare QP */
 	bool solicited;		/* notifications solicited, the server sleeps for them */
+	bool reply;		/* the server answers DONE with a SEND of its checksum */
 	uint32_t watchdog;
 	uint64_t slot;		/* bytes of one message's slot */
 };
@@ -245,6 +255,7 @@ struct wire {
 #define HELLO_EXPECT	1ull	/* W_FLAGS */
 #define HELLO_SPARE	2ull
 #define HELLO_SOLICITED	4ull
+#define HELLO_REPLY	8ull
 
 struct endpoint {
 	uint32_t qpn, psn, lid, mtu, rkey;
@@ -318,7 +329,7 @@ struct sg {
 };
 
 /* wr_id: what a WR was, for the error report */
-enum { WK_DATA = 1, WK_IMM, WK_CREDIT, WK_ATOMIC, WK_RECV };
+enum { WK_DATA = 1, WK_IMM, WK_CREDIT, WK_ATOMIC, WK_RECV, WK_REPLY };
 static const char *const wk_names[] = { "?", "data", "imm", "credit", "atomic", "recv" };
 #define WRID(kind, k, c)	((uint64_t)(kind) << 60 | ((uint64_t)(k) & 0xfffffffffffull) << 16 | (c))
 #define WRID_KIND(id)		((unsigned int)((id) >> 60))
@@ -412,7 +423,8 @@ static void usage(const char *fmt, ...)
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
 	      "                [--one-cq] [--cq-ex[=poll|linger|ibv]] [--spare-qp SECONDS] [--solicited]\n"
-	      "                [--signal-all] [--srq] [--rate MSGS] [-P CONNS] [-v] [SERVER_ADDR]\n"
+	      "                [--signal-all] [--srq] [--rate MSGS] [--reply] [-P CONNS] [-v]\n"
+	      "                [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
 	      "            -r 7 -t 14, watchdog -D + 30 s or 60 s, -P 1\n", stderr);
@@ -448,6 +460,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "signal-all", no_argument, NULL, 'A' },
 		{ "srq", no_argument, NULL, 'Q' },
 		{ "rate", required_argument, NULL, 'R' },
+		{ "reply", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -552,6 +565,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'R':
 			o->rate = num("--rate", optarg, 1, 1000000);
 			break;
+		case 'Y':
+			o->reply = true;
+			o->set |= SET_REPLY;
+			break;
 		case 'Q':
 			o->srq = true;
 			break;
@@ -583,6 +600,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage("--poll-in-batch is for one connection only, not -P %u", o->conns);
 	if (o->solicited && o->mode != MODE_WRITE_IMM && o->mode != MODE_SEND)
 		usage("--solicited is for -m write_imm and send only");
+	/* its receive is polled plainly, from a receive CQ of its own */
+	if (o->reply && (o->mode != MODE_WRITE || o->one_cq || o->cq_ex || o->srq))
+		usage("--reply is for -m write only, without --one-cq, --cq-ex and --srq");
 	if (o->mode != MODE_SEND && o->mode != MODE_ATOMIC &&
 	    (uint64_t)o->chunk * o->chunks > MAX_BUF)
 		usage("-s %u -c %u: a message of more than %llu bytes", o->chunk, o->chunks, MAX_BUF);
@@ -2224,9 +2244,110 @@ static void run_from_opts(struct run *r, const struct opts *o)
 	r->expect_errors = o->expect_errors;
 	r->spare = o->spare_secs;
 	r->solicited = o->solicited;
+	r->reply = o->reply;
 	r->watchdog = o->watchdog;
 	r->slot = r->mode == MODE_ATOMIC ? 0 :
 		  (uint64_t)r->chunk * (r->mode == MODE_SEND ? 1 : r->chunks);
+}
+
+/* ---- --reply ---- */
+
+/* The client's receive for the server's reply: aux[2]. */
+static int reply_recv(struct sg *g)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)&g->aux[2],
+		.length = sizeof(g->aux[2]),
+		.lkey = g->aux_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = WRID(WK_REPLY, 0, 0), .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	int ret = ibv_post_recv(g->qp, &wr, &bad);
+
+	if (ret)
+		msg(g, "Unable to post the reply's receive: %s", strerror(ret));
+	return -ret;
+}
+
+/* One completion of @cq, by g->deadline: 1, or 0 at the deadline, or -errno. */
+static int reply_poll(struct sg *g, struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int n;
+
+	while (!(n = ibv_poll_cq(cq, 1, wc)) && !finish_now && now_ns() < g->deadline)
+		sched_yield();
+	if (n < 0) {
+		msg(g, "Unable to poll for the reply: %s", strerror(-n));
+		return n;
+	}
+	return n;
+}
+
+/*
+ * The server: its checksum, sent into the client's receive once the
+ * client is DONE.  Returns true if it completed good.
+ */
+static bool reply_send(struct sg *g)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)&g->aux[2],
+		.length = sizeof(g->aux[2]),
+		.lkey = g->aux_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = WRID(WK_REPLY, 0, 0), .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+	uint64_t t0 = now_ns();
+	int ret;
+
+	g->aux[2] = checksum(g->buf, g->buf_len / 8);
+	ret = ibv_post_send(g->qp, &wr, &bad);
+	if (ret) {
+		msg(g, "Unable to post the reply: %s", strerror(ret));
+		return false;
+	}
+	ret = reply_poll(g, g->scq, &wc);
+	if (ret <= 0) {
+		if (!ret)
+			msg(g, "the reply did not complete");
+		return false;
+	}
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != wr.wr_id) {
+		msg(g, "the reply completed with status %s (wr_id 0x%" PRIx64 ")",
+		    ibv_wc_status_str(wc.status), wc.wr_id);
+		return false;
+	}
+	printf("shiftgen: role=server reply sent in %.3f s\n", (now_ns() - t0) / 1e9);
+	return true;
+}
+
+/* The client: the server's reply, its own checksum @csum. */
+static bool reply_check(struct sg *g, uint64_t csum)
+{
+	struct ibv_wc wc;
+	int ret = reply_poll(g, g->rcq, &wc);
+
+	if (ret <= 0) {
+		if (!ret)
+			msg(g, "no reply from the server");
+		return false;
+	}
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != WRID(WK_REPLY, 0, 0) ||
+	    wc.opcode != IBV_WC_RECV || (wc.wc_flags & IBV_WC_WITH_IMM) ||
+	    wc.byte_len != sizeof(g->aux[2])) {
+		msg(g, "the reply's receive completed with status %s, wr_id 0x%" PRIx64 ", opcode %d, %u bytes%s",
+		    ibv_wc_status_str(wc.status), wc.wr_id, wc.opcode, wc.byte_len,
+		    wc.wc_flags & IBV_WC_WITH_IMM ? ", with immediate data" : "");
+		return false;
+	}
+	if (g->aux[2] != csum) {
+		msg(g, "the reply says checksum 0x%" PRIx64 ", ours is 0x%" PRIx64, g->aux[2], csum);
+		return false;
+	}
+	printf("shiftgen: role=client reply ok\n");
+	return true;
 }
 
 /* the client's run on g->ctx, opened: 0 if it passed, else -errno */
@@ -2234,7 +2355,8 @@ static int client_run(struct sg *g)
 {
 	const char *peer = "none";
 	struct wire w = { 0 };
-	bool ok = false;
+	bool ok = false, replied = true;
+	uint64_t csum = 0;
 	int ret;
 
 	ret = create_resources(g, false);
@@ -2252,7 +2374,7 @@ static int client_run(struct sg *g)
 	w.f[W_CHUNKS] = g->run.chunks;
 	w.f[W_DEPTH] = g->run.depth;
 	w.f[W_FLAGS] = (g->run.expect_errors ? HELLO_EXPECT : 0) | (g->spare ? HELLO_SPARE : 0) |
-		       (g->run.solicited ? HELLO_SOLICITED : 0);
+		       (g->run.solicited ? HELLO_SOLICITED : 0) | (g->run.reply ? HELLO_REPLY : 0);
 	w.f[W_SPARE_QPN] = g->spare ? g->spare->qp_num : 0;
 	w.f[W_WATCHDOG] = g->run.watchdog;
 	ret = tcp_send(g, MSG_HELLO, &w);
@@ -2276,6 +2398,8 @@ static int client_run(struct sg *g)
 		goto out;
 	}
 	ret = qp_connect(g);
+	if (!ret && g->run.reply)
+		ret = reply_recv(g);
 	if (ret)
 		goto out;
 	if (g->idx >= 0) {
@@ -2301,8 +2425,11 @@ static int client_run(struct sg *g)
 		w.f[D_ERRORS] = g->st.errors;
 		w.f[D_CORRUPT] = g->st.corrupt;
 		if (g->run.mode == MODE_WRITE)
-			w.f[D_CSUM] = checksum(g->buf, g->buf_len / 8);
+			w.f[D_CSUM] = csum = checksum(g->buf, g->buf_len / 8);
 		ret = tcp_send(g, MSG_DONE, &w);
+		/* the server's reply comes before its RESULT, if it does */
+		if (!ret && g->run.reply)
+			replied = reply_check(g, csum);
 		/* an ABORT may still be queued ahead of the RESULT */
 		while (!ret && !(ret = tcp_recv(g, &w)) && w.type == MSG_ABORT)
 			;
@@ -2319,7 +2446,7 @@ static int client_run(struct sg *g)
 			    w.f[RS_MSGS], w.f[RS_LOST], w.f[RS_DUP], w.f[RS_REORDER],
 			    w.f[RS_CORRUPT], w.f[RS_ERRORS]);
 	}
-	ok = !g->timed_out && !g->st.corrupt && !strcmp(peer, "ok") &&
+	ok = !g->timed_out && !g->st.corrupt && !strcmp(peer, "ok") && replied &&
 	     (!g->st.errors || errors_allowed(&g->run)) &&
 	     !(g->o->signal_all && unfinished(g)) &&
 	     (g->st.completed == g->st.sent || g->st.errors);
@@ -2340,7 +2467,8 @@ static const char *hello_refusal(const struct opts *o, const struct wire *w)
 	    chunks > MAX_CHUNKS || !depth || depth > MAX_DEPTH ||
 	    chunk * (m == MODE_SEND ? 1 : chunks) * depth > MAX_BUF || !w->f[W_WATCHDOG] ||
 	    w->f[W_WATCHDOG] > 86400 + 30 || !(w->f[W_FLAGS] & HELLO_SPARE) != !w->f[W_SPARE_QPN] ||
-	    ((w->f[W_FLAGS] & HELLO_SOLICITED) && m != MODE_WRITE_IMM && m != MODE_SEND))
+	    ((w->f[W_FLAGS] & HELLO_SOLICITED) && m != MODE_WRITE_IMM && m != MODE_SEND) ||
+	    ((w->f[W_FLAGS] & HELLO_REPLY) && (m != MODE_WRITE || o->one_cq || o->cq_ex || o->srq)))
 		return "its parameters are out of range";
 	if (((o->set & SET_MODE) && m != o->mode) ||
 	    ((o->set & SET_CHUNK) && chunk != o->chunk) ||
@@ -2348,8 +2476,9 @@ static const char *hello_refusal(const struct opts *o, const struct wire *w)
 	    ((o->set & SET_DEPTH) && depth != o->depth) ||
 	    ((o->set & SET_EXPECT) && !(w->f[W_FLAGS] & HELLO_EXPECT)) ||
 	    ((o->set & SET_SPARE) && !(w->f[W_FLAGS] & HELLO_SPARE)) ||
-	    ((o->set & SET_SOLICITED) && !(w->f[W_FLAGS] & HELLO_SOLICITED)))
-		return "its -m/-s/-c/-q/--expect-errors/--spare-qp/--solicited differ from the server's";
+	    ((o->set & SET_SOLICITED) && !(w->f[W_FLAGS] & HELLO_SOLICITED)) ||
+	    ((o->set & SET_REPLY) && !(w->f[W_FLAGS] & HELLO_REPLY)))
+		return "its -m/-s/-c/-q/--expect-errors/--spare-qp/--solicited/--reply differ from the server's";
 	return NULL;
 }
 
@@ -2388,6 +2517,7 @@ static int server_run(struct sg *g)
 	g->run.expect_errors = w.f[W_FLAGS] & HELLO_EXPECT;
 	g->run.spare = w.f[W_FLAGS] & HELLO_SPARE;
 	g->run.solicited = w.f[W_FLAGS] & HELLO_SOLICITED;
+	g->run.reply = w.f[W_FLAGS] & HELLO_REPLY;
 	g->spare_rqpn = w.f[W_SPARE_QPN];
 	g->run.watchdog = w.f[W_WATCHDOG] + 5;
 	g->run.slot = g->run.mode == MODE_ATOMIC ? 0 :
@@ -2444,6 +2574,8 @@ static int server_run(struct sg *g)
 		g->st.peer_errors = done.f[D_ERRORS];
 		if (g->run.mode == MODE_WRITE && !done.f[D_ERRORS])
 			server_check_write(g, &done);
+		if (g->run.reply && !reply_send(g))
+			g->st.errors++;
 		else if (g->run.mode == MODE_WRITE)
 			g->st.msgs = done.f[D_COMPLETED];	/* content unknown after errors */
 		else if (g->run.mode == MODE_ATOMIC)
