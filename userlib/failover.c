@@ -1992,7 +1992,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	int ret = 0;
 
 	if (vq->state == SHIFTU_SEND_DEFAULT && (vq->down || vq->stayed))
-		shiftu_failover(vq, vq->stayed ? STAYED_WHY : shiftu_down_why(vq));
+		shiftu_failover(vq, vq->down ? shiftu_down_why(vq) : STAYED_WHY);
 	/*
 	 * Under fo_lock: a move another thread is making (the state still
 	 * reads Default until it is done) must not see a request reach the
