@@ -28,7 +28,14 @@
  * receive or error completion the library stashes, a wake-up too many
  * rather than one missed.  The bell's flush is a receive's for either arm:
  * the verbs count an error completion as solicited, where Soft-RoCE counts
- * only receives (a flushed send raises no solicited event there).
+ * only receives (a flushed send raises no solicited event there), and
+ * 6.12's Soft-RoCE neither (its flush_recv_wqe() posts with solicited 0,
+ * where 6.1's responder completed a flushed receive as solicited).  So
+ * before it rings a solicited-only arm the bell widens it: the provider's
+ * req_notify_cq for any completion, which on an armed CQ only widens the
+ * arm (both kernels); if a solicited completion of the application's own
+ * raised the event in between, the widened arm is one the application did
+ * not make, a wake-up too many again, never one missed.
  * Soft-RoCE flushes a receive when its responder runs, which a post from
  * userspace does not start: the bell then moves its QP to the error state
  * again, as a drain does (failover.c), a system call as a send's doorbell
@@ -126,6 +133,9 @@ void shiftu_bell_ring(struct shiftu_cq *c, const struct ibv_wc *wc)
 			return;
 	} while (!__atomic_compare_exchange_n(&c->armed, &arm, SHIFTU_ARM_NONE, false,
 					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	/* a flushed receive is no solicited completion everywhere (see the top) */
+	if (arm == SHIFTU_ARM_SOLICITED)
+		c->sctx->req_notify_cq(c->app, 0);
 	/* the provider's own post: the application's context's ops are ours */
 	ret = c->sctx->post_recv(qp, &w, &bad);
 	if (!ret)

@@ -9,8 +9,12 @@
 # rail 0 goes down from 5 s to about 8 s: the server sleeps through the outage
 # until the client's failover, and its receives then complete on its twin,
 # on another device, where only the library's bell can raise its event.
-# A solicited-only arm is rung by a flushed receive (Soft-RoCE raises no
-# solicited event for a flushed send).
+# The bell rings a solicited-only arm with a flushed receive, after
+# widening the arm (6.12's Soft-RoCE raises no solicited event for a flushed
+# receive, 6.1's none for a flushed send: bell.c).  The control runs first:
+# the same pair and pull without the library, whose server must miss no
+# wake-up either (plain Soft-RoCE raises the solicited events itself); on
+# 6.12 its client may die of the pull instead (lu_plain_rode).
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server, asleep)
 #     rxe0 ─ eth0 ══════ rail 0: pulled 5 s to 8 s ══ eth0 ─ rxe0
@@ -21,6 +25,20 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 lu_gen_ride_setup
+
+lu_keep solicited_plain solicited
+LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
+	lu_pair solicited_plain 0 "$GEN" -m write_imm --solicited -D 14
+read -r off on < "$FT_TMP/solicited_plain.times"
+log "solicited_plain: host 1's rail 0 down from $off ms to $on ms after the client's start"
+if lu_plain_rode solicited_plain; then
+	lu_gen_clean solicited_plain
+	ft_expect "control: solicited server missed_wakes" \
+		"$(lu_gen missed_wakes "$FT_TMP/solicited_plain.srv.out")" 0
+	wakes=$(lu_gen wakes "$FT_TMP/solicited_plain.srv.out")
+	[ "${wakes:-0}" -gt 0 ] || lu_fail solicited_plain "the server was never woken by an event"
+	log "solicited_plain: $(grep '^shiftgen: role=server ' "$FT_TMP/solicited_plain.srv.out")"
+fi
 
 lu_keep solicited solicited
 LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \

@@ -31,20 +31,28 @@ smr_redis_start
 LU_STORE=$SMR_STORE
 ft_defer "lab-link eth0 on"
 
+# The dead switch port is a netem qdisc on host 1's rail 0, put in before
+# any QP runs and only changed later (loss 100%, then 0%): putting a root
+# qdisc in or taking it out deactivates the device's queues for a moment
+# (dev_deactivate(): the noop qdisc), and a packet refused then fails its
+# QP at once on 6.12's Soft-RoCE (LU_RXE_XMIT_FATAL), a failure no switch
+# makes.  A change of netem's parameters swaps no qdisc.
+tc qdisc add dev eth0 root netem loss 0%
+
 # drop TAG: 2 s into the run, host 1's rail 0 drops all it sends, until the
 # library has failed over and the bystander followed (30 s at most), then it
 # carries again
 drop()
 {
 	sleep 2
-	tc qdisc add dev eth0 root netem loss 100%
+	tc qdisc change dev eth0 root netem loss 100%
 	for _ in $(seq 300); do
 		grep -q 'failed over to qp' "$FT_TMP/$1.cli.shiftu" 2> /dev/null &&
 			grep -q 'failed over to qp' "$FT_TMP/bystander.cli.shiftu" 2> /dev/null &&
 			break
 		sleep 0.1
 	done
-	tc qdisc del dev eth0 root
+	tc qdisc change dev eth0 root netem loss 0%
 }
 
 # the bystander: same rail, same peer, default retry_cnt (forever); it must
@@ -83,11 +91,11 @@ log "bystander: $(grep '^shiftgen: role=server' "$FT_TMP/bystander.srv.out")"
 stall_pull()
 {
 	sleep 2
-	tc qdisc add dev eth0 root netem loss 100%
+	tc qdisc change dev eth0 root netem loss 100%
 	sleep 0.3
 	lab-link eth0 off
 	sleep 3
-	tc qdisc del dev eth0 root
+	tc qdisc change dev eth0 root netem loss 0%
 	lab-link eth0 on
 }
 

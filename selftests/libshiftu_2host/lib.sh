@@ -34,6 +34,24 @@ LU_RDIR=		# host 2's scratch directory, made by lu_setup
 LU_SRV_PID=		# host 2's running perftest server (its process group)
 LU_PORT=${LU_PORT:-18600}	# the next perftest TCP port; one per pair
 
+# LU_RXE_XMIT_FATAL: 1 where Soft-RoCE fails a QP one of whose packets the
+# qdisc refused, and reports it as a flush.  6.12's rxe_send() returns what
+# ip_local_out() returned, so rxe_requester() takes NET_XMIT_CN (the noop
+# qdisc that dev_deactivate() puts in: a carrier loss, `ip link set down`,
+# a root qdisc replaced) or NET_XMIT_DROP as a failed send: the request
+# gets IB_WC_LOC_QP_OP_ERR and the QP goes to ERR, whose requests its
+# completer then flushes first, that one too ("work request flushed").
+# 6.1's rxe_send() took net_xmit_eval() of it (NET_XMIT_CN is success) and
+# turned any other refusal into -EAGAIN, which its requester retries; its
+# completer completes a failed request with its own status.  A carrier
+# loss refuses a QP's packets only for a moment (linkwatch swaps in the
+# noop qdisc, then ARP drops the neighbour and packets wait in its queue),
+# so a plain QP on 6.12 survives a pull or not by when it sends.
+case $(uname -r) in
+6.1.*) LU_RXE_XMIT_FATAL=0 ;;
+*) LU_RXE_XMIT_FATAL=1 ;;
+esac
+
 # lu_require_lib: skip unless the library is built.
 lu_require_lib()
 {
@@ -183,6 +201,28 @@ lu_exited_ok()
 		[ "$(cat "$FT_TMP/$1.$side.rc")" = 0 ] ||
 			lu_fail "$1" "$side exited $(cat "$FT_TMP/$1.$side.rc")"
 	done
+}
+
+# lu_plain_rode TAG: the control TAG (no library) rode lu_pull's pull of
+# host 1's rail 0: both sides exited 0.  Where a refused packet is fatal
+# (LU_RXE_XMIT_FATAL), its client may instead have died of the pull: then
+# host 1's rxe0 counted refused packets during the ride (TAG.refused) and
+# the client's output names the flushed or failed request; logged, and
+# returns 1: what only a run that rode shows is not there to check.  The
+# run with the library, under the same pull, must ride it all the same.
+lu_plain_rode()
+{
+	local tag=$1 refused
+
+	read -r refused < "$FT_TMP/$tag.refused"
+	if [ "$LU_RXE_XMIT_FATAL" = 1 ] && [ "$(cat "$FT_TMP/$tag.cli.rc")" != 0 ] &&
+	   [ "$refused" -gt 0 ] &&
+	   grep -qiE 'work request flushed error|local QP operation error' "$FT_TMP/$tag.cli.out"; then
+		log "$tag: without the library, the client's QP died of the pull: host 1's rxe0 refused $refused packets, $(uname -r)'s Soft-RoCE fails a QP on one (client: $(grep -iE -m 1 'work request flushed error|local QP operation error' "$FT_TMP/$tag.cli.out"))"
+		return 1
+	fi
+	lu_exited_ok "$tag"
+	log "$tag: without the library, rode the pull (host 1's rxe0 refused $refused packets)"
 }
 
 # lu_pull_plain DIR PROG ARGS...: the control of a pull test: the pair
@@ -335,6 +375,14 @@ lu_pkts()
 	read -r "$2" < "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"
 }
 
+# lu_refused VAR: VAR gets host 1's rxe0 send_err, the packets its qdisc
+# refused as Soft-RoCE counts them (6.1 counts only the refusals it turned
+# into -EAGAIN, not NET_XMIT_CN: LU_RXE_XMIT_FATAL)
+lu_refused()
+{
+	read -r "$1" < /sys/class/infiniband/rxe0/ports/1/hw_counters/send_err
+}
+
 # lu_ms T0: milliseconds from $EPOCHREALTIME T0 to now (its separator is
 # the locale's: only the digits are kept, microseconds).
 lu_ms()
@@ -360,15 +408,17 @@ lu_ms()
 # how long after the repair the test saw it, in ms); with no library, 3 s
 # after the repair
 # (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
-# from the start of lu_pull.  Each TAG gets the same files: the counts are
-# the rail's, all pairs together.  No process is started but grep's and
+# from the start of lu_pull; TAG.refused: the packets host 1's rxe0 saw
+# refused from the pull to the end (lu_refused).  Each TAG gets the same
+# files: the counts are the rail's, all pairs together.  No process is started but grep's and
 # ip's: the pollers leave the guests little CPU.
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {
-	local t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on tag pre=0
+	local t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on tag pre=0 e0 e1
 
 	lab_nap "${LU_PULL_AT:-5}"
+	lu_refused e0
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
 	off=$(lu_ms "$t0")
 	lab_nap "${LU_PULL_COUNT_AT:-0.7}"
@@ -400,8 +450,10 @@ lu_pull()
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
 	lab_nap 1.5
 	lu_pkts rxe0 b0; lu_pkts rxe1 b1
+	lu_refused e1
 	for tag; do
 		echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.after"
+		echo "$((e1 - e0))" > "$FT_TMP/$tag.refused"
 	done
 }
 
