@@ -5,8 +5,9 @@
 # its dumps and gets of ports, pairs and paths decode to what shiftmon -j
 # shows for the same rows, with no attribute the spec does not list for the
 # reply; as root, pair-set and pair-clear through YNL change the pair as
-# ftnl sees it, and YNL decodes the PAIR_NEW event and the extended ack of
-# a refused request.
+# ftnl sees it, path-report and path-del through YNL add and remove a row,
+# and YNL decodes the PAIR_NEW event and the extended ack of a refused
+# request.
 #
 #   cli.py --spec shift_ft.yaml ──┐
 #   shiftmon -j show, ftnl  ──────┴── genl "shift_ft" ── rxe0 (eth0), rxe1 (eth1)
@@ -19,6 +20,7 @@ SPEC=$SHIFT_TOP/Documentation/netlink/specs/shift_ft.yaml
 SHIFTMON=$SHIFT_TOP/tools/shiftmon/shiftmon
 PY=${YNL_PYTHON:-python3}
 G=fe80::ab:1
+G2=fe80::ab:2
 
 [ -r "$CLI" ] || skip "no YNL tree in $YNL_DIR (make ynl: needs linux-source-6.12)"
 "$PY" -c 'import yaml' 2> /dev/null || skip "$PY lacks yaml (apt-get install python3-yaml)"
@@ -107,6 +109,18 @@ if ynl --do pair-clear --json '{"dev-name": "rxe0", "port-num": 1}' > "$FT_TMP/c
 fi
 grep -q "error: -2\b" "$FT_TMP/clear.out" || { cat "$FT_TMP/clear.out"; fail "second pair-clear: no ENOENT"; }
 log "pair-set and pair-clear through YNL: the table follows, ENOENT the second time"
+
+# a path reported and forgotten through YNL (enum names in, a GID as hex)
+gid2=$("$PY" -c 'import ipaddress, sys; print(ipaddress.IPv6Address(sys.argv[1]).packed.hex())' "$G2")
+ft_defer "'$FTNL' path-del rxe0 1 $G2"
+ynl --do path-report --json "{\"dev-name\": \"rxe0\", \"port-num\": 1, \"remote-gid\": \"$gid2\",
+	\"report-state\": \"down\", \"report-source\": \"agent\", \"flags\": 0}" > /dev/null
+ft_expect "ftnl after YNL path-report" \
+	"$("$FTNL" path rxe0 1 "$G2" -f report_state,report_source)" \
+	"$(printf 'report_state=DOWN\treport_source=AGENT')"
+ynl --do path-del --json "{\"dev-name\": \"rxe0\", \"port-num\": 1, \"remote-gid\": \"$gid2\"}" > /dev/null
+"$FTNL" --expect-errno ENOENT path rxe0 1 "$G2" 2> /dev/null || fail "the path YNL deleted is still there"
+log "path-report and path-del through YNL: the row comes and goes"
 
 # a refused request: YNL shows the extended ack and names the attribute
 if ynl --do pair-set --json \
