@@ -37,6 +37,8 @@ KDIR     ?= /lib/modules/$(KVER)/build
 BUILD    := $(TOP)/build
 KSFT_TOP := $(BUILD)/kselftest
 KSFT_DIR := $(KSFT_TOP)/tools/testing/selftests
+# the kernel's YNL tools and netlink schemas (selftests/lab/get-ynl.sh)
+YNL_TOP  := $(BUILD)/ynl
 LAB      := $(TOP)/selftests/lab/lab.sh
 PREFIX   ?= /usr/local
 
@@ -59,7 +61,7 @@ LAB_KMOD_DIRS := selftests/shift_ft
 
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS
 
-.PHONY: all module tools lib selftests kselftest check deps unit lab dkms-test torture \
+.PHONY: all module tools lib selftests kselftest ynl check deps unit lab dkms-test torture \
 	demo bench many install dkms-install style clean version
 
 all: module tools lib selftests
@@ -81,8 +83,13 @@ $(KSFT_TOP)/.stamp: selftests/lab/get-kselftest.sh
 
 kselftest: $(KSFT_TOP)/.stamp
 
+# Only the tests use YNL: the module never depends on it (DKMS builds where
+# there are no kernel sources).
+ynl:
+	$(Q)$(TOP)/selftests/lab/get-ynl.sh $(YNL_TOP)
+
 # the host tests link userlib's objects: build them first, once
-selftests: kselftest lib
+selftests: kselftest ynl lib
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
 		$(MAKE) $(SUBMAKE_QUIET) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) \
 			SHIFT_TOP=$(TOP) all || exit; \

@@ -8,6 +8,8 @@
 # (the lab boots its own initramfs, see lab.sh).  Two kernels: Debian 12's
 # own 6.1 and the 6.12 of its security suite (metapackages that follow the
 # newest 6.12 build); make check builds for both and boots both.
+# linux-source-6.12 and python3-yaml/-jsonschema: the kernel's YNL tools
+# and schemas, for the netlink spec's tests (selftests/lab/get-ynl.sh).
 
 set -e
 
@@ -19,6 +21,7 @@ PACKAGES=(
 	rdmacm-utils perftest iputils-ping socat libnl-3-dev libnl-genl-3-dev
 	dkms redis-server libhiredis-dev sparse linux-source-6.1 python3 jq
 	xz-utils procps python3-pyverbs ucx-utils ethtool spin
+	linux-source-6.12 python3-yaml python3-jsonschema
 )
 
 # Print the packages that are not in the "install ok installed" state.
