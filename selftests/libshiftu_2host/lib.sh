@@ -359,18 +359,33 @@ lu_ms()
 # look takes 0.1 s, or seconds when the pollers leave no CPU; TAG.fbwait:
 # how long after the repair the test saw it, in ms); with no library, 3 s
 # after the repair
-# (TAG.after).  TAG.times: when the pull and the repair took effect, in ms
+# (TAG.after; none with LU_PULL_AFTER=0).  TAG.times: when the pull and the repair took effect, in ms
 # from the start of lu_pull.  Each TAG gets the same files: the counts are
 # the rail's, all pairs together.  No process is started but grep's and
 # ip's: the pollers leave the guests little CPU.
+# With LU_PULL_MOVED=N, the outage is as long as the moves need, not
+# fixed: the count starts LU_PULL_COUNT_AT after the clients' libraries
+# logged N failovers in all (lu_moves), LU_PULL_MOVE_S (20 s) at most
+# after the pull; a QP that has not moved by then stays and fails its
+# test's count of failovers.
 LU_PULL_ON=1 LU_PULL_BY=link
 lu_pull()
 {
-	local t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on tag pre=0
+	local t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on tag pre=0 t1
 
 	lab_nap "${LU_PULL_AT:-5}"
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
 	off=$(lu_ms "$t0")
+	if [ -n "${LU_PULL_MOVED:-}" ]; then
+		t1=$EPOCHREALTIME
+		while [ "$(lu_moves "$@")" -lt "$LU_PULL_MOVED" ] &&
+		      [ "$(lu_ms "$t1")" -lt $((${LU_PULL_MOVE_S:-20} * 1000)) ]; do
+			lab_nap 0.1
+		done
+		for tag; do
+			echo "$(lu_moves "$tag") $(lu_ms "$t1")" > "$FT_TMP/$tag.moved"
+		done
+	fi
 	lab_nap "${LU_PULL_COUNT_AT:-0.7}"
 	lu_pkts rxe0 a0; lu_pkts rxe1 a1
 	lab_nap "${LU_PULL_COUNT_S:-1.5}"
@@ -392,6 +407,8 @@ lu_pull()
 		done
 		echo "$(($(lu_ms "$t0") - on))" > "$FT_TMP/$tag.fbwait"
 	done
+	# LU_PULL_AFTER=0: a test that reads no TAG.after ends here
+	[ "${LU_PULL_AFTER:-1}" = 1 ] || return 0
 	if [ "$pre" = 1 ]; then
 		lab_nap 0.3
 	else
@@ -403,6 +420,79 @@ lu_pull()
 	for tag; do
 		echo "$((b0 - a0)) $((b1 - a1))" > "$FT_TMP/$tag.after"
 	done
+}
+
+# lu_moves TAG...: how many failovers the clients' libraries of the pairs
+# TAG... logged in all (grep's count: no other process)
+lu_moves()
+{
+	lu_count 'failed over to qp' "$@"
+}
+
+# lu_backs TAG...: how many failbacks they logged in all
+lu_backs()
+{
+	lu_count 'failed back from' "$@"
+}
+
+# lu_count RE TAG...: lines matching RE in the clients' libshiftu logs of
+# the pairs TAG..., in all: one grep for them all (a process costs tens of
+# milliseconds beside the pollers, and a wait looks every 0.2 s)
+lu_count()
+{
+	local re=$1 files=() line s=0 tag
+	shift
+
+	for tag; do
+		files+=("$FT_TMP/$tag.cli.shiftu")
+	done
+	while IFS= read -r line; do
+		s=$((s + ${line##*:}))
+	done < <(grep -cH -- "$re" "${files[@]}" 2> /dev/null)
+	echo "$s"
+}
+
+# lu_wait_backs N SECS TAG...: until the clients' libraries of the pairs
+# TAG... logged N failbacks in all, SECS at most; TAG.fbdone (each TAG's):
+# the failbacks seen and the ms waited.  A rider that ends its run once
+# its QPs are back (lu_end) then waits out no fixed length.
+lu_wait_backs()
+{
+	local n=$1 secs=$2 t0=$EPOCHREALTIME tag
+	shift 2
+
+	while [ "$(lu_backs "$@")" -lt "$n" ] && [ "$(lu_ms "$t0")" -lt $((secs * 1000)) ]; do
+		lab_nap 0.2
+	done
+	for tag; do
+		echo "$(lu_backs "$tag") $(lu_ms "$t0")" > "$FT_TMP/$tag.fbdone"
+	done
+}
+
+# lu_end PIDS PROG: end the run of perftest PROG, a child of each of PIDS
+# (a comma-separated list of timeout's, as lu_cli and lu_bg_start start
+# it): SIGALRM, perftest's own end of a duration (-D), which then stops
+# sampling and ends its run within its margin (2 s), printing its result
+# as at the end of -D.  -D stays the bound of a run that never gets there.
+lu_end()
+{
+	pkill -ALRM -P "$1" -x "$2" || true
+}
+
+# lu_lib_urgent: every thread of libshiftu's on both hosts (thread.h names
+# them shiftu*) at niceness -10, as lu_urgent does for a test's own steps
+# and smr_redis_start for the store (SMR_REDIS_NICE): beside dozens of an
+# application's pollers on the guest's one CPU, which is also the NIC, a
+# pass of the backup thread's took seconds (64 QPs: a failback request
+# answered 5 s after the repair and the probes seen 12 s after that).  A
+# job's library runs beside pollers that leave it a core (many cores).
+# Threads started later (backers) keep the default.
+# shellcheck disable=SC2016 # run here and by host 2's shell alike
+LU_LIB_URGENT='t=; for d in /proc/[0-9]*/task/[0-9]*; do { read -r c < "$d/comm"; } 2> /dev/null || continue; case $c in shiftu*) t="$t ${d##*/}" ;; esac; done; [ -z "$t" ] || renice -n -10 -p $t > /dev/null 2>&1; true'
+lu_lib_urgent()
+{
+	eval "$LU_LIB_URGENT"
+	lu_peer_run "$LU_LIB_URGENT" || true
 }
 
 # lu_urgent: this (sub)shell and what it starts from now on at niceness
@@ -688,6 +778,29 @@ lu_srv_collect()
 			rm -f "$FT_TMP/$tag.srv.shiftu"
 	fi
 	[ "$(cat "$FT_TMP/$tag.srv.rc")" != none ]
+}
+
+# lu_srv_collect_all PRE TAG...: lu_srv_collect for the servers of the
+# pairs TAG... together, in one call to host 2's shell where each pair's
+# takes three (a call costs a quarter of a second beside the pollers): once
+# they all ended (30 s at most), their status, output and log.  A server
+# that did not end leaves "none" in its TAG.srv.rc.
+lu_srv_collect_all()
+{
+	local pre=$1 tag list=''
+	shift
+
+	for tag; do
+		list+=" $tag"
+	done
+	lu_peer_out "(for i in \$(seq 600); do n=0; for t in$list; do [ -s $LU_RDIR/\$t.srv.rc ] && n=\$((n + 1)); done; [ \$n = $# ] && exit; sleep 0.05; done); for t in$list; do for k in rc out shiftu; do echo \"@@lu \$t.srv.\$k\"; cat $LU_RDIR/\$t.srv.\$k || { [ \$k != rc ] || echo none; }; done; done" \
+		> "$FT_TMP/srv_all.out" || fail "$1: no server status from host 2"
+	awk -v d="$FT_TMP" '/^@@lu / { f = d "/" $2; printf "" > f; next } f { print > f }' "$FT_TMP/srv_all.out"
+	for tag; do
+		if [ "$pre" = 0 ] || [ ! -s "$FT_TMP/$tag.srv.shiftu" ]; then
+			rm -f "$FT_TMP/$tag.srv.shiftu"
+		fi
+	done
 }
 
 # lu_bg_start TAG SECS PROG ARGS...: a PROG pair like lu_pair's, preloaded
