@@ -13,9 +13,9 @@
 #                     NCCL-style traffic, alone (the two-host lab; check
 #                     runs it too); TORTURE_PULLS=N, LU_LOG=debug
 #   make many         libshiftu with many QPs and processes through pulls,
-#                     five rounds each (the two-host lab, about 25 minutes;
-#                     not part of check): ib_write_bw -q 16, shiftgen -P 64,
-#                     eight ib_write_bw pairs started together
+#                     five rounds each, alone (the two-host lab, about 10
+#                     minutes; check runs them too): ib_write_bw -q 16,
+#                     shiftgen -P 64, eight ib_write_bw pairs started together
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout

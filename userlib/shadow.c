@@ -711,6 +711,7 @@ static void *backer(void *arg)
 	struct shiftu_vqp *vq;
 
 	(void)arg;
+	pthread_setname_np(pthread_self(), SHIFTU_THREAD_NAME "-backer");
 	pthread_mutex_lock(&backer_lock);
 	for (;;) {
 		while (!backer_head) {
@@ -2312,6 +2313,7 @@ static void *shadow_thread(void *arg)
 	bool pending;
 
 	(void)arg;
+	pthread_setname_np(pthread_self(), SHIFTU_THREAD_NAME "-shadow");
 	srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
 	pthread_mutex_lock(&shadow_lock);
 	for (;;) {

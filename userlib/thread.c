@@ -35,6 +35,10 @@ int shiftu_thread_start(void *(*fn)(void *), void *arg)
 		goto out_attr;
 	err = pthread_create(&t, &a, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* named for ps -L, top -H and renice: best effort (a thread may
+	 * rename itself, the shadow thread does) */
+	if (!err)
+		pthread_setname_np(t, SHIFTU_THREAD_NAME);
 out_attr:
 	pthread_attr_destroy(&a);
 	return err;

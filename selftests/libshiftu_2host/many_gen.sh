@@ -48,30 +48,46 @@ ARGS=(-P "$P" -m write_imm -s 1024 -c 4 -q 16 --rate 10)
 # as by default, rail 1 carried 21 packets once, the moved QPs' sends held
 # for their peers' counts.
 LU_PULL_ON=1 LU_PULL_BY=link LU_PULL_COUNT_AT=5 LU_PULL_HOLD=3.5
+# With the library, the rail comes back once all 64 moved instead
+# (LU_PULL_MOVED), and rail 1 is counted from 1.5 s after that, once the
+# moved QPs' handshakes are done (the peer's counts came 0.7 to 3 s after
+# each move).
 
 # pull_ready TAG: lu_pull once the client's library has all P QPs
 # protected (their twins ready, and the peer's), 30 s at most; then, once
 # the client's library has failed all P back (FB_SECS after the client's
-# start at most) and 3 s more (the server's library goes back on the
-# client's word), the client (the job lu_cli started last) ends its run
-# (shiftgen's SIGUSR1: -D only bounds it).  In a subshell of its own,
-# urgent (lu_urgent).
+# start at most) and the server's too (3 s more at most), the client (the
+# job lu_cli started last) ends its run (shiftgen's SIGUSR1: -D only
+# bounds it).  In a subshell of its own, urgent (lu_urgent).
 pull_ready()
 (
-	local cli=$! t0=$EPOCHREALTIME
+	local cli=$! t0=$EPOCHREALTIME i=0 moved mv_ms off on
 
 	lu_urgent
 
+	# the libraries' threads urgent too (lu_lib_urgent), as soon as
+	# they are there: the client's shadow thread makes the 64 twins
 	while [ "$(protected "$1")" -lt "$P" ] && [ "$(lu_ms "$t0")" -lt 30000 ]; do
+		if [ $((++i % 10)) = 3 ]; then
+			lu_lib_urgent
+		fi
 		lab_nap 0.1
 	done
 	log "$1: $(protected "$1") of $P QPs protected $(lu_ms "$t0") ms after the client started"
-	LU_PULL_AT=1 lu_pull "$1"
+	lu_lib_urgent
+	LU_PULL_AT=1 LU_PULL_MOVED=$P LU_PULL_COUNT_AT=1.5 LU_PULL_HOLD=0.5 LU_PULL_AFTER=0 \
+		lu_pull "$1"
+	read -r moved mv_ms < "$FT_TMP/$1.moved"
+	read -r off on < "$FT_TMP/$1.times"
+	log "$1: $moved of $P QPs moved $mv_ms ms after the pull; rail 0 down from $off to $on ms into lu_pull"
 	while [ "$(failed_back "$1")" -lt "$P" ] && [ "$(lu_ms "$t0")" -lt $((FB_SECS * 1000)) ]; do
-		lab_nap 0.5
+		lab_nap 0.2
 	done
 	log "$1: $(failed_back "$1") of $P QPs failed back $(lu_ms "$t0") ms after the client started"
-	lab_nap 3
+	# the server's library goes back on the client's word: in the lab
+	# its last QP was back a second before the client's; 3 s at most
+	lu_peer_run "(for i in \$(seq 30); do [ \$(grep -c 'failed back from' $LU_RDIR/$1.srv.shiftu) -ge $P ] && exit; sleep 0.1; done)" || true
+	log "$1: the server's QPs back $(lu_ms "$t0") ms after the client started"
 	pkill -USR1 -P "$cli" shiftgen || true
 )
 
@@ -134,10 +150,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	# back twice: its first going back met no word from the peer): a
 	# round ends 3 s after it, FB_SECS at most; -D and the timeouts
 	# leave margin beyond that
+	t0=$EPOCHREALTIME
 	LU_CLI_SECS=200 LU_SRV_SECS=210 LU_DURING=pull_ready \
 		lu_pair "$tag" 1 "$GEN" "${ARGS[@]}" -D $((FB_SECS + 20))
 	read -r s0 s1 < "$FT_TMP/$tag.outage"
-	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the test saw the client's failback $(cat "$FT_TMP/$tag.fbwait") ms after the repair"
+	log "$tag: host 1's packets during the outage: rail 0 $s0, rail 1 $s1; messages $(lu_gen msgs "$FT_TMP/$tag.srv.out"); the test saw the client's failback $(cat "$FT_TMP/$tag.fbwait") ms after the repair; the round took $(lu_ms "$t0") ms"
 	lu_gen_clean "$tag"
 	for side in cli srv; do
 		[ "$(conns "$tag" $side)" = "$P" ] ||
