@@ -848,12 +848,13 @@ static bool attrs_ok(const uint8_t *p, const uint8_t *end)
 }
 
 /*
- * Drains @fd; returns the error of the last NLMSG_ERROR (0: an ack or
- * none; *got says whether there was one).
+ * Drains @fd; returns the error of the last NLMSG_ERROR answering sequence
+ * number @seq (0: an ack or none; *got says whether there was one).  Others
+ * answer messages whose replies were left queued.
  */
 static bool overrun;
 
-static int drain(int fd, bool *got, bool check)
+static int drain(int fd, bool *got, bool check, uint32_t seq)
 {
 	int err = 0;
 
@@ -884,9 +885,11 @@ static int drain(int fd, bool *got, bool check)
 					failed("short NLMSG_ERROR");
 					continue;
 				}
-				err = -e->error;
-				*got = true;
-				hist[err >= 0 && err < 255 ? err : 255]++;
+				hist[-e->error >= 0 && -e->error < 255 ? -e->error : 255]++;
+				if (n->nlmsg_seq == seq) {
+					err = -e->error;
+					*got = true;
+				}
 				continue;
 			}
 			if (n->nlmsg_type == NLMSG_DONE) {
@@ -913,7 +916,7 @@ static void drain_events(int fd)
 	bool got;
 	unsigned long before = n_rows;
 
-	drain(fd, &got, false);
+	drain(fd, &got, false, 0);
 	n_events += n_rows - before;
 	n_rows = before;
 }
@@ -1025,7 +1028,8 @@ static int run_nl(unsigned long msgs, long uid, long show)
 			/* leave the replies (and a dump's rest) queued */
 			drained = false;
 		} else {
-			err = drain(fds[s], &got, true);
+			err = drain(fds[s], &got, true,
+				    len >= NLMSG_HDRLEN ? ((struct nlmsghdr *)tx)->nlmsg_seq : 0);
 			if (!overrun)
 				check_answer(&e, got, err, uid >= 0, i, len);
 		}
