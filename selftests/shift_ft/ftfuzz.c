@@ -1069,7 +1069,7 @@ static uint8_t *bad_edge;	/* a page followed by an unmapped one */
 static struct shift_ft_info kinfo;	/* what a valid SHIFT_FT_IOC_INFO says */
 static sigjmp_buf segv_jmp;
 static volatile sig_atomic_t segv_armed;
-static unsigned long n_ops, n_ok, n_maps;
+static unsigned long n_ok, n_maps;
 static bool is_root;
 
 static void on_segv(int sig)
@@ -1167,14 +1167,9 @@ static void round_ioctl(int fd)
 		}
 		break;
 	case 3:	/* read-only memory: the kernel's answer cannot be written */
-		{
-			struct shift_ft_info *in = (struct shift_ft_info *)bad_ro;
-
-			(void)in;
-			r = ioctl(fd, SHIFT_FT_IOC_INFO, bad_ro);
-			/* the page holds size = 72, flags 0 (set up before mprotect) */
-			expect_err("SHIFT_FT_IOC_INFO into read-only memory", r, EFAULT);
-		}
+		/* the page holds a valid request, set up before its mprotect */
+		r = ioctl(fd, SHIFT_FT_IOC_INFO, bad_ro);
+		expect_err("SHIFT_FT_IOC_INFO into read-only memory", r, EFAULT);
 		break;
 	case 4:	/* a struct straddling into an unmapped page */
 		{
@@ -1383,7 +1378,6 @@ static int dev_job(unsigned long rounds)
 				failed("open %#x as uid %d succeeded on a 0444 node", m, getuid());
 			oflags = m;
 		}
-		n_ops++;
 		switch (rn(4)) {
 		case 0:
 			round_ioctl(fd);
