@@ -15,7 +15,7 @@
 #   make fuzz         shift_ft's netlink family and /dev/shift_ft under
 #                     1,000,000 fuzzed messages and ioctl/mmap abuse while
 #                     the rails flap, then rmmod (the one-host lab, about
-#                     5 minutes; check runs 50,000): FT_FUZZ_MSGS=N,
+#                     4 minutes; check runs 50,000): FT_FUZZ_MSGS=N,
 #                     FT_FUZZ_SEED=S replays a run, KVER=... picks the kernel
 #   make many         libshiftu with many QPs and processes through pulls,
 #                     five rounds each (the two-host lab, about 25 minutes;
