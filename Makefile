@@ -12,6 +12,11 @@
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
 #                     NCCL-style traffic, alone (the two-host lab; check
 #                     runs it too); TORTURE_PULLS=N, LU_LOG=debug
+#   make fuzz         shift_ft's netlink family and /dev/shift_ft under
+#                     1,000,000 fuzzed messages and ioctl/mmap abuse while
+#                     the rails flap, then rmmod (the one-host lab, about
+#                     4 minutes; check runs 50,000): FT_FUZZ_MSGS=N,
+#                     FT_FUZZ_SEED=S replays a run, KVER=... picks the kernel
 #   make many         libshiftu with many QPs and processes through pulls,
 #                     five rounds each, alone (the two-host lab, about 10
 #                     minutes; check runs them too): ib_write_bw -q 16,
@@ -62,7 +67,7 @@ LAB_KMOD_DIRS := selftests/shift_ft
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS
 
 .PHONY: all module tools lib selftests kselftest ynl check deps unit lab dkms-test torture \
-	demo bench many install dkms-install style clean version
+	fuzz demo bench many install dkms-install style clean version
 
 all: module tools lib selftests
 
@@ -127,6 +132,9 @@ bench: all
 
 torture: all
 	$(Q)$(LAB) scenario torture two
+
+fuzz: all
+	$(Q)$(LAB) scenario fuzz one
 
 many: all
 	$(Q)LAB_TESTS="many_qps.sh many_gen.sh many_procs.sh" $(LAB) run two selftests/libshiftu_2host

@@ -39,8 +39,9 @@
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
 # info), TORTURE_PULLS, BENCH_STEPS (bench.sh's steps, default all) and
-# LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) are passed
-# on to the guest;
+# LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
+# FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's) are passed on to the
+# guest;
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order, which may be of a DIR's TEST_PROGS_NAMED (tests that run only
 # when named).
@@ -489,7 +490,8 @@ scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD; do
+	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
+		 FT_FUZZ_MSGS FT_FUZZ_SEED; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }
