@@ -15,7 +15,6 @@ ft_setup
 HALF=${FT_HALF_PATHS:-250}
 SECONDS_RUN=${FT_DUMP_SECONDS:-20}
 NPATH=$((HALF * 2))
-ft_defer "ip link set dev eth0 up; ip link set dev eth1 up"
 ft_defer "'$FTNL' path-del rxe0 1 fe80::d:0 --count $HALF"
 ft_defer "'$FTNL' path-del rxe1 1 fe80::e:0 --count $HALF"
 
@@ -78,18 +77,8 @@ check_ports()
 "$FTPAGE" torture "$((SECONDS_RUN + 5))" > "$FT_TMP/torture" 2>&1 &
 torture=$!
 ft_defer "kill $torture"
-(
-	while [ ! -e "$FT_TMP/stop" ]; do
-		for d in eth0 eth1; do
-			ip link set dev "$d" down
-			sleep 0.05
-			ip link set dev "$d" up
-			sleep 0.05
-		done
-	done
-) &
-flapper=$!
-ft_defer "touch '$FT_TMP/stop'; wait $flapper"
+ft_flap_rails 0.05
+flapper=$FT_FLAPPER
 
 end=$(($(date +%s) + SECONDS_RUN))
 ok=0 intr=0 retried=0 ports_ok=0 ports_intr=0

@@ -32,28 +32,20 @@ SEED=$((SEED))
 ROOT_MSGS=$((MSGS * 3 / 4))
 NOBODY_MSGS=$((MSGS - ROOT_MSGS))
 log "seed $(printf '%#x' "$SEED"), $MSGS messages (rerun: FT_FUZZ_SEED=$(printf '%#x' "$SEED") FT_FUZZ_MSGS=$MSGS)"
-ft_defer "ip link set dev eth0 up; ip link set dev eth1 up"
+
+# rxe2_churn: every third round of the flapper, rxe2 comes and goes
+rxe2_churn()
+{
+	i=$((${i:-0} + 1))
+	[ $((i % 3)) = 0 ] || return 0
+	rdma link add rxe2 type rxe netdev eth2 2> /dev/null || true
+	sleep 0.2
+	rdma link delete rxe2 2> /dev/null || true
+}
 
 # the rails flap and rxe2 comes and goes until told to stop
-(
-	i=0
-	while [ ! -e "$FT_TMP/stop" ]; do
-		for d in eth0 eth1; do
-			ip link set dev "$d" down
-			sleep 0.1
-			ip link set dev "$d" up
-			sleep 0.1
-		done
-		i=$((i + 1))
-		if [ $((i % 3)) = 0 ]; then
-			rdma link add rxe2 type rxe netdev eth2 2> /dev/null || true
-			sleep 0.2
-			rdma link delete rxe2 2> /dev/null || true
-		fi
-	done
-) &
-flapper=$!
-ft_defer "touch '$FT_TMP/stop'; wait $flapper"
+ft_flap_rails 0.1 rxe2_churn
+flapper=$FT_FLAPPER
 
 "$FTFUZZ" dev -n 100000000 -j 2 -s $((SEED + 2)) > "$FT_TMP/dev-root" 2>&1 &
 dev_root=$!

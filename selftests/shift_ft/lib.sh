@@ -36,6 +36,29 @@ fail() { echo "# FAIL: $*"; exit 1; }
 # ft_defer CMD...: run CMD (eval'd) at exit, last deferred first.
 ft_defer() { FT_CLEANUPS+=("$*"); }
 
+# ft_flap_rails HALF [HOOK]: in the background until $FT_TMP/stop exists,
+# eth0 and eth1 go down and up in turn, HALF seconds each way, and HOOK
+# (a command, run in the flapper's shell) after every round; both rails
+# are up again at the test's end.  FT_FLAPPER: the flapper's pid (touch
+# $FT_TMP/stop, then wait for it, to stop it earlier).
+ft_flap_rails()
+{
+	ft_defer "ip link set dev eth0 up; ip link set dev eth1 up"
+	(
+		while [ ! -e "$FT_TMP/stop" ]; do
+			for d in eth0 eth1; do
+				ip link set dev "$d" down
+				sleep "$1"
+				ip link set dev "$d" up
+				sleep "$1"
+			done
+			${2:-:}
+		done
+	) &
+	FT_FLAPPER=$!
+	ft_defer "touch '$FT_TMP/stop'; wait $FT_FLAPPER"
+}
+
 # ---- kernel log ----
 
 ft_dmesg_mark()
