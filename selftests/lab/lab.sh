@@ -329,12 +329,32 @@ wait_lab()
 	kill "${VM_PID[@]}" 2>/dev/null || true
 }
 
-# stream_console ID: copy host ID's serial log to stdout until QEMU exits.
+# stream_console ID: copy host ID's serial log to stdout until QEMU exits,
+# and note in $RUN/times when each test's result line came (seconds from
+# the boot, then the test), for test_times.
 stream_console()
 {
-	tail -n +1 -F --pid="${VM_PID[$1]}" "$RUN/host$1/serial.log" 2>/dev/null &
+	local line t0=$SECONDS
+
+	tail -n +1 -F --pid="${VM_PID[$1]}" "$RUN/host$1/serial.log" 2>/dev/null |
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		line=${line%$'\r'}
+		[[ "$line" =~ ^(not\ )?ok\ [0-9]+\ selftests:\ [^:]*:\ ([^ ]+) ]] &&
+			echo "$((SECONDS - t0)) ${BASH_REMATCH[2]}" >> "$RUN/times"
+	done &
 	STREAM_PID=$!
 	CLEANUP_PIDS+=($!)
+}
+
+# test_times: each test's seconds from the one before it (the first's
+# include the boot), the slowest ten on one line; all of them in
+# $RUN/times.
+test_times()
+{
+	[ -s "$RUN/times" ] || return 0
+	log "slowest tests (s): $(awk '{ print $1 - prev, $2; prev = $1 }' "$RUN/times" |
+		sort -rn | head -n 10 | awk '{ printf "%s%s %s", NR > 1 ? ", " : "", $2, $1 }')"
 }
 
 # boot_lab NHOSTS JOB: boot the lab with JOB on host 1 (host 2 serves
@@ -478,6 +498,7 @@ cmd_run()
 	check_token || rc=1
 	check_dmesg "$nhosts" || rc=1
 	check_tap "$RUN/host1/out/tap" || rc=1
+	test_times
 	ln -sf host1/out/tap "$RUN/tap"
 	log "results in $RUN"
 	return $rc
