@@ -10,7 +10,9 @@
 # The lab boots KVER, the kernel the top Makefile built for, and runs every
 # test there; each other installed kernel with headers and an image in
 # /boot also gets the module built and its one-host tests (LAB_KMOD_DIRS)
-# run, in the same two guests after KVER's one-host tests.
+# run, in the same two guests after KVER's one-host tests.  KERNELS=all
+# runs everything on each of them instead: all the one-host tests, then a
+# two-host run of its own.
 set -u -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +62,13 @@ one=() two=() kmod=()
 for d in ${LAB_ONE_DIRS:-selftests/shift_ft}; do one+=("$top/$d"); done
 for d in ${LAB_TWO_DIRS:-selftests/shift_ft_2host}; do two+=("$top/$d"); done
 for d in ${LAB_KMOD_DIRS:-selftests/shift_ft}; do kmod+=("$top/$d"); done
+
+case ${KERNELS:-} in
+"") ;;
+all) kmod=("${one[@]}") ;;
+*) echo "check: KERNELS=$KERNELS: only KERNELS=all (every test on every kernel) is known" >&2
+   exit 2 ;;
+esac
 
 kver=${KVER:-$("$top/scripts/kver.sh")}
 others=()
@@ -120,6 +129,11 @@ for o in "${others[@]}"; do
 	done
 done
 stage lab-two env LAB_KVER="$kver" "$top/selftests/lab/lab.sh" run two "${two[@]}"
+if [ "${KERNELS:-}" = all ]; then
+	for o in "${others[@]}"; do
+		stage "lab-two-$o" env LAB_KVER="$o" "$top/selftests/lab/lab.sh" run two "${two[@]}"
+	done
+fi
 
 fail=$((fail + broken))
 echo
