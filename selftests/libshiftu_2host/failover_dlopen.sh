@@ -38,14 +38,16 @@ fi
 log "preload: libshiftu preloaded alone did not reach shiftgen_dl (as expected): $(grep '^shiftgen: role=server' "$FT_TMP/preload.srv.out")"
 
 # dl_ride TAG ON BY: the pair TAG under shiftu-run through rail 0 of host ON
-# going down by BY (lu_pull), judged as lu_ride_ok judges perftest's.
+# going down by BY (lu_pull), judged as lu_ride_ok judges perftest's: the
+# pull once its QP is protected and moving data (lu_pull_ready), the run
+# ended once the pull is over (lu_end; -D only bounds it).
 dl_ride()
 {
 	local tag=$1
 	LU_PULL_ON=$2 LU_PULL_BY=$3
 
 	lu_keep "$tag" dlopen
-	LU_DURING=lu_pull lu_pair "$tag" run "$GENDL" -m write_imm -D 13
+	LU_DURING=lu_pull LU_PULL_AT=ready LU_RIDE_END=1 lu_pair "$tag" run "$GENDL" -m write_imm -D 30
 	lu_rode "$tag"
 	lu_gen_clean "$tag"
 	log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"

@@ -395,7 +395,8 @@ lu_ms()
 # runs (or the clients of the pairs TAG..., started together:
 # lu_group_ride),
 # rail 0 of host LU_PULL_ON (1 or 2) goes down by LU_PULL_BY (link or ip,
-# lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner)
+# lu_cable) 5 s in (LU_PULL_AT, for a program that is connected sooner;
+# LU_PULL_AT=ready: once the clients are ready, lu_pull_ready)
 # and comes back 2.7 s later (LU_PULL_HOLD, 0.5 s by default, is the last
 # part of that, for an outage that must last longer).  Host 1's packets
 # per rail are counted for 1.5 s (LU_PULL_COUNT_S) from 0.7 s into the
@@ -423,7 +424,11 @@ lu_pull()
 {
 	local t0=$EPOCHREALTIME a0 a1 b0 b1 t=0 off on tag pre=0 t1 e0 e1
 
-	lab_nap "${LU_PULL_AT:-5}"
+	if [ "${LU_PULL_AT:-5}" = ready ]; then
+		lu_pull_ready "$@"
+	else
+		lab_nap "${LU_PULL_AT:-5}"
+	fi
 	lu_refused e0
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
 	off=$(lu_ms "$t0")
@@ -478,6 +483,32 @@ lu_pull()
 	done
 }
 
+# lu_pull_ready TAG...: lu_pull's start with LU_PULL_AT=ready, for a ride
+# that need not wait a fixed 5 s: once host 1's rxe0 has sent 200 packets
+# from the call on (the clients move data) and, in a ride with the library
+# (LU_RIDE_PRE, as lu_cli and lu_group_ride set it, not 0), each client's
+# library has logged LU_PULL_QPS (1) of its QPs protected (their twins
+# connected to the peer's), then LU_PULL_SETTLE (1 s) for the peer's side;
+# 5 s at most, as without it.  TAG.ready: the ms waited.
+lu_pull_ready()
+{
+	local t0=$EPOCHREALTIME p0 p want=0 tag
+
+	[ "${LU_RIDE_PRE:-0}" = 0 ] || want=$(($# * ${LU_PULL_QPS:-1}))
+	lu_pkts rxe0 p0
+	while [ "$(lu_ms "$t0")" -lt 5000 ]; do
+		lu_pkts rxe0 p
+		if [ $((p - p0)) -ge 200 ] && [ "$(lu_count 'protected by qp' "$@")" -ge "$want" ]; then
+			lab_nap "${LU_PULL_SETTLE:-1}"
+			break
+		fi
+		lab_nap 0.1
+	done
+	for tag; do
+		lu_ms "$t0" > "$FT_TMP/$tag.ready"
+	done
+}
+
 # lu_moves TAG...: how many failovers the clients' libraries of the pairs
 # TAG... logged in all (grep's count: no other process)
 lu_moves()
@@ -529,10 +560,16 @@ lu_wait_backs()
 # (a comma-separated list of timeout's, as lu_cli and lu_bg_start start
 # it): SIGALRM, perftest's own end of a duration (-D), which then stops
 # sampling and ends its run within its margin (2 s), printing its result
-# as at the end of -D.  -D stays the bound of a run that never gets there.
+# as at the end of -D; or SIGUSR1 for shiftgen (and shiftgen_dl), whose
+# next message is then its last.  -D stays the bound of a run that never
+# gets there.
 lu_end()
 {
-	pkill -ALRM -P "$1" -x "$2" || true
+	local sig=ALRM
+
+	# shiftgen's own: its next message is its last
+	[ "${2#shiftgen}" = "$2" ] || sig=USR1
+	pkill -"$sig" -P "$1" -x "$2" || true
 }
 
 # lu_lib_urgent: every thread of libshiftu's on both hosts (thread.h names
@@ -590,7 +627,9 @@ lu_ride_ok()
 # (some 11 s) is the same for one pair as for three, and the guests' CPU
 # is shared meanwhile, not left idle.  Started one after the other, each
 # pair's start waited seconds for the pollers of those before it.  With
-# LU_GROUP_PULL=0, no pull: the pairs only run together.
+# LU_GROUP_PULL=0, no pull: the pairs only run together.  The pairs
+# started with LU_RIDE_END=1 (lu_bg_start) are ended (lu_end) once the
+# pull is over: their -D only bounds them.
 lu_group_ride()
 {
 	local tag
@@ -598,7 +637,11 @@ lu_group_ride()
 	touch "$LU_BG_GATE"
 	LU_BG_GATE=
 	if [ "${LU_GROUP_PULL:-1}" = 1 ]; then
-		lu_pull_urgent "$@"
+		LU_RIDE_PRE=${LU_BG_PRE:-1} lu_pull_urgent "$@"
+		for tag; do
+			[ ! -s "$FT_TMP/$tag.cli.end" ] ||
+				lu_end "$(cat "$FT_TMP/$tag.cli.pid")" "$(cat "$FT_TMP/$tag.cli.end")"
+		done
 	fi
 	for tag; do
 		lu_bg_wait "$tag" "${LU_BG_PRE:-1}"
@@ -755,12 +798,13 @@ lu_pair()
 # lu_cli TAG PRE CMD...: the client of the pair TAG, whose server runs on
 # host 2 (LU_SRV_PID): CMD here, with the library as PRE says (lu_env) and
 # the words of LU_CLI_ENV, ended after LU_CLI_SECS (60 s), LU_DURING run
-# meanwhile; then
+# meanwhile (LU_RIDE_PRE set to PRE for it) and, with LU_RIDE_END=1, CMD's
+# run ended once that returned (lu_end: its -D only bounds it); then
 # the server's results.  Leaves TAG.cli.{out,rc,shiftu} and TAG.srv.* in
 # $FT_TMP, as lu_pair says.
 lu_cli()
 {
-	local tag=$1 pre=$2 rc=0
+	local tag=$1 pre=$2 rc=0 cpid
 	shift 2
 
 	# timeout before env, as on host 2; with LU_DURING set, that command
@@ -769,10 +813,12 @@ lu_cli()
 	# shellcheck disable=SC2086 # LU_CLI_ENV: words
 	timeout "${LU_CLI_SECS:-60}" $(lu_env "$pre" "$FT_TMP/$tag.cli.shiftu") ${LU_CLI_ENV:-} "$@" \
 		> "$FT_TMP/$tag.cli.out" 2>&1 &
+	cpid=$!
 	if [ -n "${LU_DURING:-}" ]; then
-		$LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
+		LU_RIDE_PRE=$pre $LU_DURING "$tag" || { wait; fail "$tag: $LU_DURING failed"; }
+		[ "${LU_RIDE_END:-0}" = 0 ] || lu_end "$cpid" "${1##*/}"
 	fi
-	wait $! || rc=$?
+	wait $cpid || rc=$?
 	echo "$rc" > "$FT_TMP/$tag.cli.rc"
 
 	if lu_srv_collect "$tag" "$pre"; then
@@ -863,7 +909,8 @@ lu_srv_collect_all()
 # (or as LU_BG_PRE says: lu_env), left running in the background for about
 # SECS; the client's ARGS are the server's too (LU_GIDX_OPT: as lu_srv_start
 # says, for both).  With LU_BG_GATE set, the client starts only once that
-# file exists (lu_group_ride).  lu_bg_wait TAG [PRE] collects it into the
+# file exists (lu_group_ride), and with LU_RIDE_END=1 lu_group_ride ends its
+# run after the pull.  lu_bg_wait TAG [PRE] collects it into the
 # same files as lu_pair (PRE: as started, 1 unless given).
 lu_bg_start()
 {
@@ -884,6 +931,7 @@ lu_bg_start()
 			"$prog" -d rxe0 "${LU_GIDX_OPT:--x}" "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
 	) > "$FT_TMP/$tag.cli.out" 2>&1 &
 	echo $! > "$FT_TMP/$tag.cli.pid"
+	[ "${LU_RIDE_END:-0}" = 0 ] || echo "${prog##*/}" > "$FT_TMP/$tag.cli.end"
 }
 
 lu_bg_wait()
