@@ -354,7 +354,7 @@ test_times()
 {
 	[ -s "$RUN/times" ] || return 0
 	log "slowest tests (s): $(awk '{ print $1 - prev, $2; prev = $1 }' "$RUN/times" |
-		sort -rn | head -n 10 | awk '{ printf "%s%s %s", NR > 1 ? ", " : "", $2, $1 }')"
+		sort -rn | head -n 10 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }')"
 }
 
 # boot_lab NHOSTS JOB: boot the lab with JOB on host 1 (host 2 serves
