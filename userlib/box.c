@@ -31,6 +31,7 @@
 #include "failover.h"
 #include "handshake.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 
@@ -83,7 +84,7 @@ int shiftu_box_open(struct shiftu_vqp *vq, enum shiftu_box_side side, struct ibv
 		free(b);
 		return ret;
 	}
-	pthread_mutex_lock(&box_lock);
+	shiftu_lock(&box_lock, SHIFTU_LOCK_BOX);
 	ret = list_add(vq);
 	if (!ret) {
 		m->slots = b;
@@ -91,7 +92,7 @@ int shiftu_box_open(struct shiftu_vqp *vq, enum shiftu_box_side side, struct ibv
 		m->seen = 0;
 		m->sent = 0;
 	}
-	pthread_mutex_unlock(&box_lock);
+	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
 	if (ret) {
 		shiftu_real.dereg_mr(mr);
 		free(b);
@@ -106,14 +107,14 @@ void shiftu_box_close(struct shiftu_vqp *vq)
 
 	if (!vq->mboxed)
 		return;
-	pthread_mutex_lock(&box_lock);
+	shiftu_lock(&box_lock, SHIFTU_LOCK_BOX);
 	for (i = 0; i < n_boxes; i++)
 		if (boxes[i] == vq) {
 			boxes[i] = boxes[--n_boxes];
 			break;
 		}
 	vq->mboxed = 0;
-	pthread_mutex_unlock(&box_lock);
+	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
 	/* the sweep reads a mailbox only under box_lock, of a listed QP */
 	for (m = vq->mbox; m < vq->mbox + SHIFTU_BOX_SIDES; m++) {
 		if (!m->mr)
@@ -148,12 +149,12 @@ void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side)
 	unsigned int i;
 	uint64_t w;
 
-	pthread_mutex_lock(&box_lock);
+	shiftu_lock(&box_lock, SHIFTU_LOCK_BOX);
 	for (i = 0; m->mr && i < SHIFTU_BOX_SLOTS; i++)
 		/* the newest whole message of before the reset, in serial order */
 		if (slot_whole(&m->slots[i], &w) && (int32_t)((uint32_t)(w >> 32) - m->seen) > 0)
 			m->seen = (uint32_t)(w >> 32);
-	pthread_mutex_unlock(&box_lock);
+	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
 }
 
 bool shiftu_box_sweep(void)
@@ -163,7 +164,7 @@ bool shiftu_box_sweep(void)
 	bool any;
 	uint64_t w;
 
-	pthread_mutex_lock(&box_lock);
+	shiftu_lock(&box_lock, SHIFTU_LOCK_BOX);
 	any = n_boxes > 0;
 	for (i = 0; i < n_boxes && n < SHIFTU_HS_BATCH; i++) {
 		struct shiftu_vqp *vq = boxes[i];
@@ -184,7 +185,7 @@ bool shiftu_box_sweep(void)
 			}
 		}
 	}
-	pthread_mutex_unlock(&box_lock);
+	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
 	/* pinned: a QP destroyed meanwhile waits for its message's turn */
 	for (i = 0; i < n; i++) {
 		shiftu_hs_message(&msgs[i]);

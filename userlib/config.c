@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "fork.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "testbuild.h"
@@ -263,9 +264,9 @@ const struct shiftu_config *shiftu_config(void)
 const struct shiftu_config *shiftu_config_start(void)
 {
 	shiftu_config();
-	pthread_mutex_lock(&config_lock);
+	shiftu_lock(&config_lock, SHIFTU_LOCK_CONFIG);
 	config_started = true;
-	pthread_mutex_unlock(&config_lock);
+	shiftu_unlock(&config_lock, SHIFTU_LOCK_CONFIG);
 	return &config;
 }
 
@@ -307,7 +308,7 @@ SHIFTU_EXPORT int shiftu_set_options(const struct shiftu_options *user)
 		return -EINVAL;
 
 	shiftu_config();	/* the environment first: options override it */
-	pthread_mutex_lock(&config_lock);
+	shiftu_lock(&config_lock, SHIFTU_LOCK_CONFIG);
 	if (config_started) {
 		err = -EBUSY;
 		goto unlock;
@@ -326,6 +327,6 @@ SHIFTU_EXPORT int shiftu_set_options(const struct shiftu_options *user)
 		config.store = store;
 	}
 unlock:
-	pthread_mutex_unlock(&config_lock);
+	shiftu_unlock(&config_lock, SHIFTU_LOCK_CONFIG);
 	return err;
 }

@@ -24,6 +24,7 @@
 #include "failover.h"
 #include "handshake.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "quiesce.h"
@@ -209,11 +210,11 @@ static const char *wc_status_word(enum ibv_wc_status st)
 static void cq_take(struct shiftu_cq *c, bool urgent)
 {
 	if (!urgent) {
-		pthread_mutex_lock(&c->lock);
+		shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
 		return;
 	}
 	__atomic_fetch_add(&c->urgent, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&c->lock);
+	shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
 	__atomic_fetch_sub(&c->urgent, 1, __ATOMIC_RELAXED);
 }
 
@@ -254,7 +255,7 @@ static void cq_lock_quiet(struct shiftu_cq *c, bool urgent)
 
 	cq_take(c, urgent);
 	while (c->draining) {
-		pthread_mutex_unlock(&c->lock);
+		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 		/* out of the drain's way: it may need this CPU */
 		if (!t0)
 			t0 = shiftu_mono_ns();
@@ -284,9 +285,9 @@ void shiftu_lock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
 
 void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
 {
-	pthread_mutex_unlock(&a->lock);
+	shiftu_unlock(&a->lock, SHIFTU_LOCK_CQ);
 	if (b != a)
-		pthread_mutex_unlock(&b->lock);
+		shiftu_unlock(&b->lock, SHIFTU_LOCK_CQ);
 }
 
 bool shiftu_twins_has(const struct shiftu_cq *c, const struct shiftu_vqp *vq)
@@ -451,9 +452,9 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 		 * failover counts the errors there, and what it leaves is
 		 * served in order.  Not the quiet lock: a drain waits for
 		 * this poller's window. */
-		pthread_mutex_lock(&c->lock);
+		shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
 		n = hold_error(s, c, wc, n, &vq, &first);
-		pthread_mutex_unlock(&c->lock);
+		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	}
 	/* the library's own requests, flushed with the QP or not, are not
 	 * shown (those among the stashed are the drain's) */
@@ -634,7 +635,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	serve_test_wait(vq);
 	shiftu_cq_lock_quiet(c);
 	if (!shiftu_awaits_default(vq)) {
-		pthread_mutex_unlock(&c->lock);
+		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 		shiftu_dbg("qp %u: the failback's message came to the application's poll meanwhile: its CQ left alone",
 			   vq->reg.app_qp->qp_num);
 		return;
@@ -659,7 +660,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 			c->slow_leftover++;
 		}
 	}
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
 	/* this is the shadow thread, which resets twins: no waiting */
@@ -692,7 +693,7 @@ void shiftu_cq_fences(struct shiftu_cq *c)
 	for (i = 0; i < c->n_twins; i++)
 		if (c->twins[i]->state == SHIFTU_SEND_WAIT_DRAINED)
 			v[n++] = c->twins[i];
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	for (i = 0; i < n; i++)
 		shiftu_try_drain(v[i]);
 }
@@ -709,7 +710,7 @@ void shiftu_cq_backs(struct shiftu_cq *c)
 	for (i = 0; i < c->n_twins; i++)
 		if (__atomic_load_n(&c->twins[i]->back_due_ns, __ATOMIC_ACQUIRE))
 			v[n++] = c->twins[i];
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	for (i = 0; i < n; i++)
 		shiftu_take_back(v[i]);
 }
@@ -757,7 +758,7 @@ void shiftu_hs_unpark(struct shiftu_cq *c)
 	 */
 	cq_lock_urgent(c);
 	if (c->unparking) {
-		pthread_mutex_unlock(&c->lock);
+		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 		return;
 	}
 	c->unparking = true;
@@ -768,13 +769,13 @@ void shiftu_hs_unpark(struct shiftu_cq *c)
 		memcpy(msgs, c->park, n * sizeof(*msgs));
 		memmove(c->park, c->park + n, (c->park_n - n) * sizeof(*msgs));
 		__atomic_store_n(&c->park_n, c->park_n - n, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&c->lock);
+		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 		total += n;
 		shiftu_hs_deliver(msgs, n);
 		cq_lock_urgent(c);
 	}
 	c->unparking = false;
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	if (total)
 		shiftu_info("%s: %u of the peers' control messages came beyond a poll's %d: kept, and handed over after",
 			    c->sctx->bak_name, total, SHIFTU_HS_BATCH);
@@ -839,7 +840,7 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 		c->slow_leftover--;
 		cq_slow_ctx(s, false);
 	}
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
 	shiftu_cq_fences(c);
@@ -882,7 +883,7 @@ void shiftu_twin_serve(struct shiftu_cq *c)
 		cq_slow_ctx(c->sctx, true);
 		c->slow_leftover++;
 	}
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
 	shiftu_cq_fences(c);

@@ -65,6 +65,7 @@
 #include "cqex.h"
 #include "health.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "quiesce.h"
@@ -583,13 +584,13 @@ int shiftu_cqx_attach(struct shiftu_ctx *s, struct ibv_cq_ex *cq)
 	struct shiftu_cqx *x;
 	bool fresh = false;
 
-	pthread_mutex_lock(&cqx_lock);
+	shiftu_lock(&cqx_lock, SHIFTU_LOCK_CQX);
 	for (x = cqx_list; x && x->cq; x = x->next)
 		;
 	if (!x) {
 		x = calloc(1, sizeof(*x));
 		if (!x) {
-			pthread_mutex_unlock(&cqx_lock);
+			shiftu_unlock(&cqx_lock, SHIFTU_LOCK_CQX);
 			return -ENOMEM;
 		}
 		x->next = cqx_list;
@@ -618,7 +619,7 @@ int shiftu_cqx_attach(struct shiftu_ctx *s, struct ibv_cq_ex *cq)
 	__atomic_store_n(&x->cq, cq, __ATOMIC_RELEASE);
 	if (fresh)
 		__atomic_store_n(&cqx_list, x, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&cqx_lock);
+	shiftu_unlock(&cqx_lock, SHIFTU_LOCK_CQX);
 
 	cq->start_poll = cqx_start_poll;
 	cq->next_poll = cqx_next_poll;
@@ -630,13 +631,13 @@ void shiftu_cqx_detach(const struct ibv_cq *cq)
 {
 	struct shiftu_cqx *x;
 
-	pthread_mutex_lock(&cqx_lock);
+	shiftu_lock(&cqx_lock, SHIFTU_LOCK_CQX);
 	for (x = cqx_list; x; x = x->next)
 		if (x->cq && ibv_cq_ex_to_cq(x->cq) == cq) {
 			__atomic_store_n(&x->cq, NULL, __ATOMIC_RELAXED);
 			break;
 		}
-	pthread_mutex_unlock(&cqx_lock);
+	shiftu_unlock(&cqx_lock, SHIFTU_LOCK_CQX);
 }
 
 /* @cq's node, if it is an extended CQ the library serves.  Cold. */

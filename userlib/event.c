@@ -13,6 +13,7 @@
 #include "event.h"
 #include "fork.h"
 #include "health.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "qp.h"
@@ -53,10 +54,10 @@ static const enum shiftu_stat event_stat[] = {
 SHIFTU_EXPORT int shiftu_set_event_cb(shiftu_event_cb cb, void *arg)
 {
 	shiftu_fork_init();
-	pthread_mutex_lock(&cb_lock);
+	shiftu_lock(&cb_lock, SHIFTU_LOCK_CB);
 	cb_fn = cb;
 	cb_arg = cb ? arg : NULL;
-	pthread_mutex_unlock(&cb_lock);
+	shiftu_unlock(&cb_lock, SHIFTU_LOCK_CB);
 	return 0;
 }
 
@@ -78,10 +79,10 @@ void __attribute__((cold)) shiftu_event_emit(enum shiftu_event_type type, struct
 	shiftu_info("%s: qp %p %s:%u%s%s%s", event_names[type], (void *)qp, from_dev ?: "",
 		    from_port, to, err ? ": " : "", err ? strerror(-err) : "");
 
-	pthread_mutex_lock(&cb_lock);
+	shiftu_lock(&cb_lock, SHIFTU_LOCK_CB);
 	fn = cb_fn;
 	arg = cb_arg;
-	pthread_mutex_unlock(&cb_lock);
+	shiftu_unlock(&cb_lock, SHIFTU_LOCK_CB);
 	if (!fn)
 		return;
 

@@ -36,6 +36,7 @@
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
+#include "lock.h"
 #include "log.h"
 #include "posters.h"
 #include "proto.h"
@@ -1336,7 +1337,7 @@ dead:
 
 void shiftu_unprotect(struct shiftu_vqp *vq, const char *why)
 {
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	/* its SRQ's receives are posted as the application posts them */
 	__atomic_store_n(&vq->app_srq, NULL, __ATOMIC_RELAXED);
 	if (vq->state == SHIFTU_SEND_DEFAULT) {
@@ -1349,7 +1350,7 @@ void shiftu_unprotect(struct shiftu_vqp *vq, const char *why)
 		shiftu_warn("qp %u on %s: %s while its work is on its twin: it stays there",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
 	}
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 }
 
 /*
@@ -1362,7 +1363,7 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 {
 	uint64_t n;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	/*
 	 * Again under the lock: a post that starts a handshake sets the state
 	 * before its start time, and the shadow thread, which reads both
@@ -1370,14 +1371,14 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 	 * ibv_rc_pingpong client was given up "in 0.0 s").
 	 */
 	if (vq->state != SHIFTU_SEND_HANDSHAKE || shiftu_mono_ns() - vq->hs_since_ns <= after_ns) {
-		pthread_mutex_unlock(&vq->fo_lock);
+		shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 		return;
 	}
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	n = vq->sq.head - vq->replay_start;
 	go_dead(vq, NULL, 0, vq->replay_start);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	shiftu_warn("qp %u on %s: no word from the peer in %.1f s: %" PRIu64 " requests flushed, unprotected",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
 		    (shiftu_mono_ns() - vq->hs_since_ns) / 1e9, n);
@@ -1388,7 +1389,7 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 {
 	if (!vq->scq || !vq->rcq)
 		return;
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	twins_leave(vq);
 	/* messages for it that wait in a park would outlive it */
@@ -1402,7 +1403,7 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq)
 	if (__atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL))
 		shiftu_cq_slow(vq, false);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 }
 
 void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
@@ -1410,11 +1411,11 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 	struct ibv_qp_attr a = { .qp_state = to };
 	bool twin;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	twin = vq->on_twin;
 	if (vq->state == SHIFTU_SEND_DEAD || !vq->scq || !vq->rcq) {
 		vq->state = SHIFTU_SEND_DEAD;
-		pthread_mutex_unlock(&vq->fo_lock);
+		shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 		return;
 	}
 	shiftu_lock_cqs(vq->scq, vq->rcq);
@@ -1434,7 +1435,7 @@ void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to)
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
 	shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	shiftu_info("qp %u on %s: the application moved it to %s%s: its errors are its own, not protected any more",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, to == IBV_QPS_ERR ? "ERR" : "RESET",
 		    twin ? " while its work was on its twin" : "");
@@ -1464,9 +1465,9 @@ bool shiftu_failover(struct shiftu_vqp *vq, const char *why)
 	enum fo_result r;
 	int n_msgs = 0;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	r = move_locked(vq, MOVE_OVER, false, why, msgs, &n_msgs);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	fo_report(vq, r);
 	moved_deliver(vq, msgs, n_msgs);
 	return r != FO_NONE;
@@ -1546,7 +1547,7 @@ void shiftu_rejoin(struct shiftu_vqp *vq, const char *why)
 	enum fo_result r = FO_NONE;
 	int n_msgs = 0;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (shiftu_going_back(vq)) {
 		r = move_locked(vq, MOVE_REJOIN, true, why, msgs, &n_msgs);
 		if (!shiftu_going_back(vq) && vq->state == SHIFTU_SEND_HANDSHAKE) {
@@ -1557,7 +1558,7 @@ void shiftu_rejoin(struct shiftu_vqp *vq, const char *why)
 		}
 	}
 	__atomic_store_n(&vq->rejoin_want, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	fo_report(vq, r);
 	moved_deliver(vq, msgs, n_msgs);
 }
@@ -1576,7 +1577,7 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq)
 	enum fo_result r = FO_NONE;
 	int n_msgs = 0;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (vq->state == SHIFTU_SEND_DEFAULT) {
 		if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE))
 			shiftu_twin_renew(vq);
@@ -1590,7 +1591,7 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq)
 		shiftu_dbg("qp %u: the peer asks to join its renewed twin: joined already",
 			   vq->reg.app_qp->qp_num);
 	}
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	fo_report(vq, r);
 	moved_deliver(vq, msgs, n_msgs);
 }
@@ -1601,10 +1602,10 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
 	enum fo_result r;
 	int n_msgs = 0;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	vq->hs_sent = vq->hs_got = 0;		/* a new exchange */
 	r = move_locked(vq, MOVE_BACK, false, "its port is back", msgs, &n_msgs);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	fo_report(vq, r);
 	moved_deliver(vq, msgs, n_msgs);
 }
@@ -1661,7 +1662,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	int ret, n_msgs = 0;
 	uint64_t peer;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	/*
 	 * The peer's receive count, 31 bits of it: it counts our two-sided
 	 * sends, so it lies at most the work outstanding below our own
@@ -1746,7 +1747,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 		break;
 	}
 out:
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	fo_report(vq, r);
 	moved_deliver(vq, msgs, n_msgs);
 }
@@ -1818,9 +1819,9 @@ void shiftu_try_drain(struct shiftu_vqp *vq)
 {
 	bool back;
 
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	back = drain_done(vq) && release_held(vq);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (back)
 		failback_event(vq);
 }
@@ -1923,7 +1924,7 @@ int shiftu_probe_step(struct shiftu_vqp *vq)
 	}
 	for (i = 0; i < k; i++)
 		shiftu_stash_push(c, &wc[i]);
-	pthread_mutex_unlock(&c->lock);
+	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
 	shiftu_hs_deliver(msgs, n_msgs);
 	shiftu_hs_unpark(c);
 	return vq->probe_state;
@@ -1931,12 +1932,12 @@ int shiftu_probe_step(struct shiftu_vqp *vq)
 
 void shiftu_probe_fence(struct shiftu_vqp *vq)
 {
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (vq->state == SHIFTU_SEND_FALLBACK) {
 		vq->state = SHIFTU_SEND_WAIT_SIGNALED;
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_WAIT_SIGNALED);
 	}
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 }
 
 void shiftu_back_due(struct shiftu_vqp *vq)
@@ -1998,14 +1999,14 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	 * reads Default until it is done) must not see a request reach the
 	 * QP it is draining.
 	 */
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD) {
 		/* it counts: this thread must be the send queue's poster */
 		bool kept = shiftu_poster_take(vq, false);
 
 		slow_settle(vq);
 		ret = shiftu_post_send_default(vq, qp, wr, bad_wr);
-		pthread_mutex_unlock(&vq->fo_lock);
+		shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 		if (!kept)
 			fo_report(vq, FO_DEAD);
 		return ret;
@@ -2046,7 +2047,7 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 		}
 	}
 	back = drain_done(vq) && release_held(vq);
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (back)
 		failback_event(vq);
 	return ret;
@@ -2060,14 +2061,14 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 	/* the peer is on its twin, where its messages wait for receives */
 	if (vq->state == SHIFTU_SEND_DEFAULT && vq->stayed)
 		shiftu_failover(vq, STAYED_WHY);
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (!vq->rx_moved) {
 		/* it counts: this thread must be the receive queue's poster */
 		bool kept = shiftu_poster_take(vq, true);
 
 		slow_settle(vq);
 		ret = shiftu_post_recv_default(vq, qp, wr, bad_wr);
-		pthread_mutex_unlock(&vq->fo_lock);
+		shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 		if (!kept)
 			fo_report(vq, FO_DEAD);
 		return ret;
@@ -2081,6 +2082,6 @@ int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			break;
 		}
 	}
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	return ret;
 }

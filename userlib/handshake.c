@@ -17,6 +17,7 @@
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "serial.h"
@@ -156,7 +157,7 @@ static void *watcher(void *arg)
 
 	(void)arg;
 	for (;;) {
-		pthread_mutex_lock(&ch_lock);
+		shiftu_lock(&ch_lock, SHIFTU_LOCK_CH);
 		n = n_channels;
 		gen = ch_gen;
 		for (i = 0; i < n; i++) {
@@ -164,7 +165,7 @@ static void *watcher(void *arg)
 			fds[i].fd = chs[i]->fd;
 			fds[i].events = POLLIN;
 		}
-		pthread_mutex_unlock(&ch_lock);
+		shiftu_unlock(&ch_lock, SHIFTU_LOCK_CH);
 		fds[n].fd = page;	/* negative without a page: ignored */
 		fds[n].events = POLLIN;
 		/* new channels are picked up within 200 ms; mailboxes are
@@ -177,14 +178,14 @@ static void *watcher(void *arg)
 		if (shiftu_test_watch_delay_ms() && n &&
 		    !(fds[n].revents & POLLIN))
 			usleep(shiftu_test_watch_delay_ms() * 1000U);
-		pthread_mutex_lock(&serve_lock);
-		pthread_mutex_lock(&ch_lock);
+		shiftu_lock(&serve_lock, SHIFTU_LOCK_SERVE);
+		shiftu_lock(&ch_lock, SHIFTU_LOCK_CH);
 		stale = gen != ch_gen;
-		pthread_mutex_unlock(&ch_lock);
+		shiftu_unlock(&ch_lock, SHIFTU_LOCK_CH);
 		for (i = 0; i < n && !stale; i++)
 			if (fds[i].revents & POLLIN)
 				channel_events(chs[i]);
-		pthread_mutex_unlock(&serve_lock);
+		shiftu_unlock(&serve_lock, SHIFTU_LOCK_SERVE);
 		if (fds[n].revents & POLLIN)
 			page_moved(page);
 	}
@@ -206,9 +207,9 @@ struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 	}
 	/* the watcher reads events until there are none */
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
-	pthread_mutex_lock(&ch_lock);
+	shiftu_lock(&ch_lock, SHIFTU_LOCK_CH);
 	if (n_channels == MAX_CHANNELS) {
-		pthread_mutex_unlock(&ch_lock);
+		shiftu_unlock(&ch_lock, SHIFTU_LOCK_CH);
 		return NULL;
 	}
 	channels[n_channels++] = ch;
@@ -219,7 +220,7 @@ struct ibv_comp_channel *shiftu_hs_channel(struct shiftu_ctx *s)
 				    strerror(ret));
 		watcher_started = !ret;
 	}
-	pthread_mutex_unlock(&ch_lock);
+	shiftu_unlock(&ch_lock, SHIFTU_LOCK_CH);
 	s->bak_channel = ch;
 	return ch;
 }
@@ -229,17 +230,17 @@ void shiftu_hs_channel_gone(struct ibv_comp_channel *ch)
 	unsigned int i;
 	int ret;
 
-	pthread_mutex_lock(&ch_lock);
+	shiftu_lock(&ch_lock, SHIFTU_LOCK_CH);
 	for (i = 0; i < n_channels && channels[i] != ch; i++)
 		;
 	if (i < n_channels) {
 		channels[i] = channels[--n_channels];
 		ch_gen++;
 	}
-	pthread_mutex_unlock(&ch_lock);
+	shiftu_unlock(&ch_lock, SHIFTU_LOCK_CH);
 	/* a round that began before the removal ends before this returns */
-	pthread_mutex_lock(&serve_lock);
-	pthread_mutex_unlock(&serve_lock);
+	shiftu_lock(&serve_lock, SHIFTU_LOCK_SERVE);
+	shiftu_unlock(&serve_lock, SHIFTU_LOCK_SERVE);
 	/*
 	 * EBUSY: a CQ of the application outlived its device (perftest's
 	 * send_bw client leaves its receive CQ), and the twin with it, as

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "health.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "util.h"
@@ -192,15 +193,15 @@ int shiftu_health_attach_mem(const void *mem, size_t len)
 {
 	int err;
 
-	pthread_mutex_lock(&health_lock);
+	shiftu_lock(&health_lock, SHIFTU_LOCK_HEALTH);
 	err = attach_locked(mem, len);
-	pthread_mutex_unlock(&health_lock);
+	shiftu_unlock(&health_lock, SHIFTU_LOCK_HEALTH);
 	return err;
 }
 
 void shiftu_health_detach(void)
 {
-	pthread_mutex_lock(&health_lock);
+	shiftu_lock(&health_lock, SHIFTU_LOCK_HEALTH);
 	__atomic_store_n(&shiftu_health_seqp, &shiftu_health_noseq, __ATOMIC_RELEASE);
 	if (page_mapped)
 		munmap((void *)page_base, page_len);
@@ -212,7 +213,7 @@ void shiftu_health_detach(void)
 	page_mapped = false;
 	open_result = -ENODEV;
 	__atomic_store_n(&open_tried, false, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&health_lock);
+	shiftu_unlock(&health_lock, SHIFTU_LOCK_HEALTH);
 }
 
 /* Under health_lock. */
@@ -268,7 +269,7 @@ int shiftu_health_open(void)
 
 	if (__atomic_load_n(&open_tried, __ATOMIC_ACQUIRE))
 		return open_result;	/* written before open_tried's release */
-	pthread_mutex_lock(&health_lock);
+	shiftu_lock(&health_lock, SHIFTU_LOCK_HEALTH);
 	if (page_base)
 		err = 0;
 	else if (__atomic_load_n(&open_tried, __ATOMIC_RELAXED))
@@ -277,7 +278,7 @@ int shiftu_health_open(void)
 		err = open_locked();
 	open_result = err;
 	__atomic_store_n(&open_tried, true, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&health_lock);
+	shiftu_unlock(&health_lock, SHIFTU_LOCK_HEALTH);
 	return err;
 }
 

@@ -27,6 +27,7 @@
 #include "failover.h"
 #include "health.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "posters.h"
@@ -72,11 +73,11 @@ static struct vqp_node *vqp_node_get(void)
 {
 	struct vqp_node *n;
 
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	n = vqp_spare;
 	if (n)
 		vqp_spare = n->next;
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	if (!n) {
 		n = calloc(1, sizeof(*n));
 		if (n)
@@ -94,11 +95,11 @@ static struct vqp_node *vqp_node_get(void)
 static void vqp_node_put(struct vqp_node *n)
 {
 	__atomic_store_n(&n->vq.reg.app_qp, &qp_gone, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	__atomic_store_n(&n->vq.rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
 	n->next = vqp_spare;
 	vqp_spare = n;
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 }
 
 /*
@@ -148,13 +149,13 @@ static void ctx_attach(struct ibv_context *ctx)
 	bool fresh = false;
 	size_t i;
 
-	pthread_mutex_lock(&ctx_lock);
+	shiftu_lock(&ctx_lock, SHIFTU_LOCK_CTX);
 	for (s = shiftu_ctx_list; s && s->ctx; s = s->next)
 		;
 	if (!s) {
 		s = calloc(1, sizeof(*s));
 		if (!s) {
-			pthread_mutex_unlock(&ctx_lock);
+			shiftu_unlock(&ctx_lock, SHIFTU_LOCK_CTX);
 			shiftu_warn("context %s: out of memory: not managed",
 				    shiftu_real.get_device_name(ctx->device));
 			return;
@@ -179,7 +180,7 @@ static void ctx_attach(struct ibv_context *ctx)
 	__atomic_store_n(&s->ctx, ctx, __ATOMIC_RELEASE);
 	if (fresh)
 		__atomic_store_n(&shiftu_ctx_list, s, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ctx_lock);
+	shiftu_unlock(&ctx_lock, SHIFTU_LOCK_CTX);
 
 	ctx->ops.post_send = shiftu_post_send;
 	ctx->ops.post_recv = shiftu_post_recv;
@@ -205,7 +206,7 @@ static void ctx_detach(struct ibv_context *ctx)
 	s = shiftu_ctx_find(ctx);
 	if (s)
 		shiftu_shadow_ctx_gone(s);
-	pthread_mutex_lock(&ctx_lock);
+	shiftu_lock(&ctx_lock, SHIFTU_LOCK_CTX);
 	if (s) {
 		ctx->ops.post_send = s->post_send;
 		ctx->ops.post_recv = s->post_recv;
@@ -219,7 +220,7 @@ static void ctx_detach(struct ibv_context *ctx)
 		retired.contexts++;
 		__atomic_store_n(&s->ctx, NULL, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&ctx_lock);
+	shiftu_unlock(&ctx_lock, SHIFTU_LOCK_CTX);
 }
 
 /*
@@ -388,12 +389,12 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		shiftu_dbg("qp %u on %s: %s: receive completions are counted as they are polled",
 			   qp->qp_num, s->dev_name,
 			   vq->app_srq ? "its receives come from an SRQ" : "one CQ for both queues");
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	n->next = vqp_list;
 	if (vqp_list)
 		vqp_list->prev = n;
 	vqp_list = n;
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
 		   vq->wb ? " (extended send API)" : "");
 	if (vq->rings) {
@@ -455,9 +456,9 @@ struct shiftu_vqp *shiftu_vqp_by_num(struct shiftu_ctx *s, uint32_t qp_num)
 {
 	struct shiftu_vqp *vq;
 
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	vq = vqp_by_num_locked(s, qp_num);
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	return vq;
 }
 
@@ -466,13 +467,13 @@ struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num)
 	struct shiftu_vqp *vq = NULL;
 	struct vqp_node *n;
 
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	for (n = vqp_list; n; n = n->next)
 		if (n->vq.sctx == s && n->vq.bak_qp && n->vq.bak_qp->qp_num == qp_num) {
 			vq = &n->vq;
 			break;
 		}
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	return vq;
 }
 
@@ -480,23 +481,23 @@ struct shiftu_vqp *shiftu_count_recv_slow(struct shiftu_ctx *s, uint32_t qp_num)
 {
 	struct shiftu_vqp *vq;
 
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	vq = vqp_by_num_locked(s, qp_num);
 	/* a QP on an SRQ under its other key: its receives still need the
 	 * poll's look (struct shiftu_vqp's @rc_qpn) */
 	if (vq && !__atomic_load_n(&vq->recv_owed, __ATOMIC_RELAXED))
 		__atomic_store_n(&s->rcache[qp_num & 63], vq, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	return vq;
 }
 
 void shiftu_recv_owe(struct shiftu_vqp *vq, uint64_t owed)
 {
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	__atomic_fetch_add(&vq->recv_owed, owed, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&vq->consumed, owed, __ATOMIC_RELAXED);
 	rcache_drop(vq, vq->reg.app_qp->qp_num);
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 }
 
 void shiftu_health_sweep(void)
@@ -525,7 +526,7 @@ static struct shiftu_vqp **vqps_pinned(bool (*match)(const struct shiftu_vqp *, 
 	size_t cap = 0;
 
 	*k = 0;
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	for (n = vqp_list; n; n = n->next)
 		cap++;
 	v = cap ? malloc(cap * sizeof(*v)) : NULL;
@@ -535,7 +536,7 @@ static struct shiftu_vqp **vqps_pinned(bool (*match)(const struct shiftu_vqp *, 
 			__atomic_fetch_add(&n->vq.pins, 1, __ATOMIC_RELAXED);
 			v[(*k)++] = &n->vq;
 		}
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	return v;
 }
 
@@ -613,7 +614,7 @@ static void qp_detach(struct ibv_qp *qp)
 	if (vq->cq_room)
 		shiftu_cq_release(vq->init_attr.send_cq, vq->init_attr.recv_cq);
 	n = (struct vqp_node *)vq;
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	__atomic_store_n(&vq->rc_qpn, UINT32_MAX, __ATOMIC_RELAXED);
 	rcache_drop(vq, qp->qp_num);
 	if (n->prev)
@@ -628,7 +629,7 @@ static void qp_detach(struct ibv_qp *qp)
 	retired.wr_starts += vq->wr_starts;
 	retired.wr_completes += vq->wr_completes;
 	retired.poster_changes += vq->poster_changes;
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	/*
 	 * A sweep that collected it before it left the list, or a backer
 	 * that has it (it is dead: neither moves anything).  The sweep may
@@ -1086,14 +1087,14 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	struct shiftu_ctx *s;
 	struct vqp_node *n;
 
-	pthread_mutex_lock(&ctx_lock);
+	shiftu_lock(&ctx_lock, SHIFTU_LOCK_CTX);
 	contexts = retired.contexts;
 	for (s = shiftu_ctx_list; s; s = s->next)
 		contexts += s->ctx != NULL;
-	pthread_mutex_unlock(&ctx_lock);
+	shiftu_unlock(&ctx_lock, SHIFTU_LOCK_CTX);
 	if (!contexts)
 		return;
-	pthread_mutex_lock(&vqp_lock);
+	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
 	qps = retired.qps;
 	ps = retired.post_sends;
 	pr = retired.post_recvs;
@@ -1108,7 +1109,7 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 		wc += n->vq.wr_completes;
 		pc += __atomic_load_n(&n->vq.poster_changes, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&vqp_lock);
+	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
 		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64

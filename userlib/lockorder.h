@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * lockorder.h: the library's locks, in the one order every thread takes
- * them, and what each file does with its own across fork(2).
+ * them, and what each file does with its own across fork(2).  The test
+ * build checks the order on every take (lock.h, lockcheck.c).
  *
  * A thread holding a lock of this list takes only locks below it, and
  * fork(2) takes them all in this order (fork.c, from the ranks below):
@@ -65,6 +66,40 @@ enum shiftu_lock_rank {
 	SHIFTU_RANK_CB,
 	SHIFTU_RANK_CONFIG,
 	SHIFTU_RANK_NONE,	/* no lock: a child's step only */
+};
+
+/*
+ * The same order lock by lock, as lock.h takes them and the test build
+ * checks it (lockcheck.c): a thread holding a lock of a class takes only
+ * locks of a later class, or a second of the same class where the table
+ * above allows two (a QP's two CQs, in address order); a thread holding a
+ * leaf takes no lock at all.  fork(2)'s own takes (fork.c, and the records'
+ * in shadow.c) follow the ranks above and are not checked.
+ */
+enum shiftu_lock_class {
+	SHIFTU_LOCK_SERVE,	/* serve_lock */
+	SHIFTU_LOCK_SHADOW,	/* shadow_lock */
+	SHIFTU_LOCK_VQ,		/* a QP's lock */
+	SHIFTU_LOCK_FO,		/* a QP's fo_lock */
+	SHIFTU_LOCK_CQ_LIST,	/* cq_lock */
+	SHIFTU_LOCK_CQ,		/* a CQ's lock: two at most */
+	SHIFTU_LOCK_SRQ,	/* srq_lock */
+	SHIFTU_LOCK_LEAF,	/* the leaves, in no order among themselves: */
+	SHIFTU_LOCK_MR = SHIFTU_LOCK_LEAF,
+	SHIFTU_LOCK_KV_FAST,
+	SHIFTU_LOCK_BACKER,
+	SHIFTU_LOCK_NL,
+	SHIFTU_LOCK_VQP,
+	SHIFTU_LOCK_CTX,
+	SHIFTU_LOCK_CQX,
+	SHIFTU_LOCK_BOX,
+	SHIFTU_LOCK_REG,
+	SHIFTU_LOCK_HEALTH,
+	SHIFTU_LOCK_WINDOWS,
+	SHIFTU_LOCK_CH,
+	SHIFTU_LOCK_CB,
+	SHIFTU_LOCK_CONFIG,
+	SHIFTU_LOCK_CLASSES
 };
 
 /*

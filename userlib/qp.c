@@ -9,6 +9,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "lock.h"
 #include "lockorder.h"
 #include "qp.h"
 
@@ -120,7 +121,7 @@ int shiftu_qp_register(struct shiftu_qp *q)
 {
 	int err;
 
-	pthread_mutex_lock(&reg_lock);
+	shiftu_lock(&reg_lock, SHIFTU_LOCK_REG);
 	if (reg_table && table_find(reg_table, q->app_qp)) {
 		err = -EEXIST;
 		goto unlock;
@@ -135,7 +136,7 @@ int shiftu_qp_register(struct shiftu_qp *q)
 	}
 	__atomic_store_n(&reg_count, reg_count + 1, __ATOMIC_RELAXED);
 unlock:
-	pthread_mutex_unlock(&reg_lock);
+	shiftu_unlock(&reg_lock, SHIFTU_LOCK_REG);
 	return err;
 }
 
@@ -144,7 +145,7 @@ int shiftu_qp_unregister(struct shiftu_qp *q)
 	struct slot *s = NULL;
 	int err = -ENOENT;
 
-	pthread_mutex_lock(&reg_lock);
+	shiftu_lock(&reg_lock, SHIFTU_LOCK_REG);
 	if (reg_table)
 		s = table_find(reg_table, q->app_qp);
 	if (s && s->val == q) {
@@ -158,7 +159,7 @@ int shiftu_qp_unregister(struct shiftu_qp *q)
 		__atomic_store_n(&reg_count, reg_count - 1, __ATOMIC_RELAXED);
 		err = 0;
 	}
-	pthread_mutex_unlock(&reg_lock);
+	shiftu_unlock(&reg_lock, SHIFTU_LOCK_REG);
 	return err;
 }
 
@@ -192,7 +193,7 @@ void shiftu_qp_registry_fini(void)
 {
 	struct table *t, *older;
 
-	pthread_mutex_lock(&reg_lock);
+	shiftu_lock(&reg_lock, SHIFTU_LOCK_REG);
 	for (t = reg_table; t; t = older) {
 		older = t->older;
 		free(t);
@@ -200,5 +201,5 @@ void shiftu_qp_registry_fini(void)
 	reg_table = NULL;
 	reg_count = 0;
 	memset(shiftu_qp_cache, 0, sizeof(shiftu_qp_cache));
-	pthread_mutex_unlock(&reg_lock);
+	shiftu_unlock(&reg_lock, SHIFTU_LOCK_REG);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fork.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "posters.h"
@@ -60,7 +61,7 @@ static void window_gone(void *arg)
 {
 	struct shiftu_window *w = arg, **p;
 
-	pthread_mutex_lock(&windows_lock);
+	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	for (p = &windows; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
@@ -71,7 +72,7 @@ static void window_gone(void *arg)
 	polls_gone += window_polls(w);
 	shiftu_poster_tag_put(w->tag);
 	w->tag = 0;
-	pthread_mutex_unlock(&windows_lock);
+	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 }
 
 uint64_t shiftu_window_polls(void)
@@ -79,11 +80,11 @@ uint64_t shiftu_window_polls(void)
 	struct shiftu_window *w;
 	uint64_t n;
 
-	pthread_mutex_lock(&windows_lock);
+	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	n = polls_gone;
 	for (w = windows; w; w = w->next)
 		n += window_polls(w);
-	pthread_mutex_unlock(&windows_lock);
+	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	return n;
 }
 
@@ -137,11 +138,11 @@ void shiftu_window_register(void)
 		return;
 	}
 	w->tid = (int)syscall(SYS_gettid);
-	pthread_mutex_lock(&windows_lock);
+	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	w->next = windows;
 	windows = w;
 	w->tag = shiftu_poster_tag_get();
-	pthread_mutex_unlock(&windows_lock);
+	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	w->registered = 1;
 }
 
@@ -259,7 +260,7 @@ static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *d
 					   (run - run0) / 1000000, (q - q0) / 1000000);
 			return GAVE_UP;
 		}
-		pthread_mutex_unlock(&windows_lock);
+		shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 		/*
 		 * Spin only briefly: on a busy CPU the thread we wait for
 		 * needs it more than we do.
@@ -268,7 +269,7 @@ static enum wait wait_word(const struct shiftu_window *w, bool poll, uint64_t *d
 			sched_yield();
 		else
 			usleep(1000);
-		pthread_mutex_lock(&windows_lock);
+		shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 		if (!registered(w))
 			return GONE;
 	}
@@ -302,7 +303,7 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 	 * us over the list again; each window is read first after the
 	 * barrier either way.
 	 */
-	pthread_mutex_lock(&windows_lock);
+	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	deadline = shiftu_mono_ns() + timeout_ns;
 	cap = deadline + STARVED_CAP_NS;
 	do {
@@ -317,7 +318,7 @@ bool shiftu_quiesce(uint64_t timeout_ns, bool last)
 				break;
 		}
 	} while (r == GONE);
-	pthread_mutex_unlock(&windows_lock);
+	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	/* what a poller did in its window (a stash) the caller sees through
 	 * the CQ's lock, which the poller took to do it */
 	return r == LEFT;
@@ -361,7 +362,7 @@ static bool quiesce_anchor(size_t off, const void *anchor, uint64_t timeout_ns)
 	 */
 	if (!barrier_ok || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		return false;
-	pthread_mutex_lock(&windows_lock);
+	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	deadline = shiftu_mono_ns() + timeout_ns;
 	do {
 		again = false;
@@ -370,12 +371,12 @@ static bool quiesce_anchor(size_t off, const void *anchor, uint64_t timeout_ns)
 				continue;
 			while (__atomic_load_n(&w->seq, __ATOMIC_RELAXED) == v) {
 				if (shiftu_mono_ns() >= deadline) {
-					pthread_mutex_unlock(&windows_lock);
+					shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 					return false;
 				}
-				pthread_mutex_unlock(&windows_lock);
+				shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 				sched_yield();
-				pthread_mutex_lock(&windows_lock);
+				shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 				if (!registered(w)) {
 					/* gone, and its next with it: over again */
 					again = true;
@@ -386,7 +387,7 @@ static bool quiesce_anchor(size_t off, const void *anchor, uint64_t timeout_ns)
 				break;
 		}
 	} while (again);
-	pthread_mutex_unlock(&windows_lock);
+	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 	return true;
 }
 

@@ -29,6 +29,7 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "report.h"
@@ -148,9 +149,9 @@ int shiftu_report_path(const char *dev_name, uint32_t port_num,
 	struct nl_req r;
 	int ret;
 
-	pthread_mutex_lock(&nl_lock);
+	shiftu_lock(&nl_lock, SHIFTU_LOCK_NL);
 	if (nl_refused) {
-		pthread_mutex_unlock(&nl_lock);
+		shiftu_unlock(&nl_lock, SHIFTU_LOCK_NL);
 		return -nl_refused;
 	}
 	ret = nl_open();
@@ -171,7 +172,7 @@ int shiftu_report_path(const char *dev_name, uint32_t port_num,
 			    ret == -EPERM ? "not permitted (CAP_NET_ADMIN)" :
 					    "no shift_ft family");
 	}
-	pthread_mutex_unlock(&nl_lock);
+	shiftu_unlock(&nl_lock, SHIFTU_LOCK_NL);
 	return ret;
 }
 

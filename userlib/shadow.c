@@ -29,6 +29,7 @@
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "provq.h"
@@ -108,12 +109,12 @@ static int gid_parse(const char *s, uint8_t *gid)
  */
 static void kv_forget(const char *key)
 {
-	pthread_mutex_lock(&kv_fast_lock);
+	shiftu_lock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
 	if (!kv_fast)
 		shiftu_kv_open(&shiftu_config()->store, &kv_fast);
 	if (kv_fast)
 		shiftu_kv_del(kv_fast, key);
-	pthread_mutex_unlock(&kv_fast_lock);
+	shiftu_unlock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
 }
 
 /* ---- recording (the application's threads) ------------------------------- */
@@ -153,10 +154,10 @@ void shiftu_shadow_poke(void)
 void shiftu_shadow_ctx(struct shiftu_ctx *sctx)
 {
 	pthread_once(&shadow_once, shadow_start);
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	sctx->shadowed = true;
 	kick();
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 }
 
 /*
@@ -169,14 +170,14 @@ void shiftu_shadow_ctx_gone(struct shiftu_ctx *sctx)
 	struct ibv_comp_channel *ch;
 	struct ibv_context *bak;
 
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	sctx->shadowed = false;
 	bak = sctx->bak_ctx;
 	ch = sctx->bak_channel;
 	sctx->bak_ctx = NULL;
 	sctx->bak_channel = NULL;
 	sctx->bak_name[0] = '\0';
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	if (ch)
 		shiftu_hs_channel_gone(ch);
 	if (bak)
@@ -192,18 +193,18 @@ void shiftu_shadow_pd(struct ibv_pd *pd)
 		return;
 	p->app = pd;
 	p->sctx = sctx;
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	p->next = pds;
 	pds = p;
 	kick();
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 }
 
 void shiftu_shadow_pd_gone(struct ibv_pd *pd)
 {
 	struct shiftu_pd **pp, *p;
 
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	for (pp = &pds; (p = *pp); pp = &p->next)
 		if (p->app == pd) {
 			*pp = p->next;
@@ -212,7 +213,7 @@ void shiftu_shadow_pd_gone(struct ibv_pd *pd)
 			free(p);
 			break;
 		}
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 }
 
 static struct shiftu_pd *pd_find(const struct ibv_pd *pd)
@@ -231,7 +232,7 @@ static bool mr_add(const struct shiftu_mr *rec)
 	struct shiftu_mr *m;
 	bool added = false;
 
-	pthread_mutex_lock(&mr_lock);
+	shiftu_lock(&mr_lock, SHIFTU_LOCK_MR);
 	for (m = mrs; m && m->app != rec->app; m = m->next)
 		;
 	if (!m && (m = malloc(sizeof(*m)))) {
@@ -240,10 +241,10 @@ static bool mr_add(const struct shiftu_mr *rec)
 		mrs = m;
 		added = true;
 	}
-	pthread_mutex_unlock(&mr_lock);
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_unlock(&mr_lock, SHIFTU_LOCK_MR);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	kick();
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	return added;
 }
 
@@ -296,14 +297,14 @@ static struct shiftu_mr *mr_take(struct ibv_mr *mr)
 	struct shiftu_mr **pp, *m;
 	char key[64] = "";
 
-	pthread_mutex_lock(&mr_lock);
+	shiftu_lock(&mr_lock, SHIFTU_LOCK_MR);
 	for (pp = &mrs; (m = *pp); pp = &m->next)
 		if (m->app == mr) {
 			*pp = m->next;
 			mr_twin_drop(m, key, sizeof(key));
 			break;
 		}
-	pthread_mutex_unlock(&mr_lock);
+	shiftu_unlock(&mr_lock, SHIFTU_LOCK_MR);
 	if (key[0])
 		kv_forget(key);
 	return m;
@@ -363,20 +364,20 @@ void shiftu_shadow_cq(struct ibv_cq *cq, int asked)
 	c->sctx = sctx;
 	c->asked = asked;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	c->next = cqs;
 	cqs = c;
-	pthread_mutex_unlock(&cq_lock);
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	kick();
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 }
 
 void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 {
 	struct shiftu_cq **pp, *c;
 
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	for (pp = &cqs; (c = *pp); pp = &c->next)
 		if (c->app == cq) {
 			*pp = c->next;
@@ -389,7 +390,7 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 			free(c);
 			break;
 		}
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 }
 
 /* Context: cq_lock held. */
@@ -406,9 +407,9 @@ struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq)
 {
 	struct shiftu_cq *c;
 
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	c = cq_find_locked(cq);
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	return c;
 }
 
@@ -452,7 +453,7 @@ int shiftu_cq_hold(struct ibv_cq *scq, struct ibv_cq *rcq)
 	struct shiftu_cq *s, *r;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	s = cq_find_locked(scq);
 	r = cq_find_locked(rcq);
 	if (s && r) {
@@ -460,7 +461,7 @@ int shiftu_cq_hold(struct ibv_cq *scq, struct ibv_cq *rcq)
 		if (!ret && r != s && (ret = cq_room_take(r)))
 			s->room_qps--;
 	}
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	return ret;
 }
 
@@ -468,14 +469,14 @@ void shiftu_cq_release(struct ibv_cq *scq, struct ibv_cq *rcq)
 {
 	struct shiftu_cq *s, *r;
 
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	s = cq_find_locked(scq);
 	r = cq_find_locked(rcq);
 	if (s && s->room_qps)
 		s->room_qps--;
 	if (r && r != s && r->room_qps)
 		r->room_qps--;
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 }
 
 int shiftu_cq_resize(struct ibv_cq *cq, int cqe)
@@ -484,10 +485,10 @@ int shiftu_cq_resize(struct ibv_cq *cq, int cqe)
 	long long want;
 	int ret, max;
 
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	c = cq_find_locked(cq);
 	if (!c || cqe <= 0) {
-		pthread_mutex_unlock(&cq_lock);
+		shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 		return shiftu_real.resize_cq(cq, cqe);
 	}
 	/* the room of its QPs, and at least what a new CQ gets */
@@ -507,7 +508,7 @@ int shiftu_cq_resize(struct ibv_cq *cq, int cqe)
 			shiftu_warn("cq on %s: resized to %d entries at the device's max_cqe: short of the room a failover of its %u protected QPs takes",
 				    c->sctx->dev_name, cq->cqe, c->room_qps);
 	}
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	return ret;
 }
 
@@ -516,11 +517,11 @@ void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr
 	struct shiftu_vqp **v;
 
 	vq->init_attr = *attr;
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	if (n_vqps == cap_vqps) {
 		v = realloc(vqps, (cap_vqps ? 2 * cap_vqps : 16) * sizeof(*v));
 		if (!v) {
-			pthread_mutex_unlock(&shadow_lock);
+			shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 			shiftu_warn("qp %u: out of memory: unprotected",
 				    vq->reg.app_qp->qp_num);
 			return;
@@ -530,7 +531,7 @@ void shiftu_shadow_qp(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr
 	}
 	vqps[n_vqps++] = vq;
 	kick();
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 }
 
 void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *attr,
@@ -540,7 +541,7 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 
 	if (!(mask & IBV_QP_STATE))
 		return;
-	pthread_mutex_lock(&vq->lock);
+	shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
 		st->init = *attr;
@@ -558,10 +559,10 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 	default:
 		break;
 	}
-	pthread_mutex_unlock(&vq->lock);
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	kick();
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 }
 
 void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
@@ -575,7 +576,7 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 		snprintf(key, sizeof(key), "qp:%s:%u", g, vq->reg.app_qp->qp_num);
 		kv_forget(key);
 	}
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	for (i = 0; i < n_vqps; i++)
 		if (vqps[i] == vq) {
 			vqps[i] = vqps[--n_vqps];
@@ -584,7 +585,7 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 	if (vq->bak_qp)
 		shiftu_real.destroy_qp(vq->bak_qp);
 	vq->bak_qp = NULL;
-	pthread_mutex_unlock(&shadow_lock);
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	shiftu_box_close(vq);
 	for (r = vq->rkeys; r; r = next) {
 		next = r->next;
@@ -712,7 +713,7 @@ static void *backer(void *arg)
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), SHIFTU_THREAD_NAME "-backer");
-	pthread_mutex_lock(&backer_lock);
+	shiftu_lock(&backer_lock, SHIFTU_LOCK_BACKER);
 	for (;;) {
 		while (!backer_head) {
 			backers_idle++;
@@ -723,10 +724,10 @@ static void *backer(void *arg)
 		backer_head = vq->backer_next;
 		if (!backer_head)
 			backer_tail = &backer_head;
-		pthread_mutex_unlock(&backer_lock);
+		shiftu_unlock(&backer_lock, SHIFTU_LOCK_BACKER);
 		/* taken by an application's poll meanwhile: nothing */
 		shiftu_take_back(vq);
-		pthread_mutex_lock(&backer_lock);
+		shiftu_lock(&backer_lock, SHIFTU_LOCK_BACKER);
 		vq->backer_handed = 0;
 		/* last: ibv_destroy_qp() may free it at once */
 		__atomic_fetch_sub(&vq->pins, 1, __ATOMIC_RELEASE);
@@ -739,9 +740,9 @@ static void backer_hand(struct shiftu_vqp *vq)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&backer_lock);
+	shiftu_lock(&backer_lock, SHIFTU_LOCK_BACKER);
 	if (vq->backer_handed) {
-		pthread_mutex_unlock(&backer_lock);
+		shiftu_unlock(&backer_lock, SHIFTU_LOCK_BACKER);
 		return;
 	}
 	if (!backers_idle && n_backers < BACKERS) {
@@ -750,7 +751,7 @@ static void backer_hand(struct shiftu_vqp *vq)
 			n_backers++;
 	}
 	if (!n_backers) {
-		pthread_mutex_unlock(&backer_lock);
+		shiftu_unlock(&backer_lock, SHIFTU_LOCK_BACKER);
 		shiftu_warn("qp %u on %s: cannot start a thread to go back: %s: going back in the backup thread",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(err));
 		shiftu_take_back(vq);
@@ -762,7 +763,7 @@ static void backer_hand(struct shiftu_vqp *vq)
 	*backer_tail = vq;
 	backer_tail = &vq->backer_next;
 	pthread_cond_signal(&backer_wake);
-	pthread_mutex_unlock(&backer_lock);
+	shiftu_unlock(&backer_lock, SHIFTU_LOCK_BACKER);
 	/* under shadow_lock: the QP cannot go meanwhile */
 	shiftu_info("qp %u on %s: no poll of the application's took its going back for a second: a backer goes back",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
@@ -775,7 +776,7 @@ int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 	struct shiftu_mr *m;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&mr_lock);
+	shiftu_lock(&mr_lock, SHIFTU_LOCK_MR);
 	for (m = mrs; m; m = m->next)
 		if (m->app->lkey == lkey && m->pd && m->pd->sctx == vq->sctx &&
 		    m->bak) {
@@ -783,7 +784,7 @@ int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 			ret = 0;
 			break;
 		}
-	pthread_mutex_unlock(&mr_lock);
+	shiftu_unlock(&mr_lock, SHIFTU_LOCK_MR);
 	return ret;
 }
 
@@ -803,11 +804,11 @@ int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
 			return 0;
 		}
 	snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u", vq->peer.node_guid, rkey);
-	pthread_mutex_lock(&kv_fast_lock);
+	shiftu_lock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
 	if (!kv_fast)
 		shiftu_kv_open(&shiftu_config()->store, &kv_fast);
 	ret = kv_fast ? shiftu_kv_get(kv_fast, key, val, sizeof(val)) : -ENOTCONN;
-	pthread_mutex_unlock(&kv_fast_lock);
+	shiftu_unlock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
 	if (ret) {
 		shiftu_warn("qp %u: no backup for the peer's rkey %#x (%s): %s",
 			    vq->reg.app_qp->qp_num, rkey, key, strerror(-ret));
@@ -949,10 +950,10 @@ static int twin_cq_fit(struct shiftu_cq *c)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&cq_lock);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	if (c->bak->cqe < c->app->cqe)
 		ret = shiftu_real.resize_cq(c->bak, c->app->cqe);
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	return ret;
 }
 
@@ -1789,7 +1790,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * (vq->stayed) moves over at its first post, and must not be reset
 	 * under that move, nor left marked stayed by it.
 	 */
-	pthread_mutex_lock(&vq->fo_lock);
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
 	/* our own failback, once the peer granted it: probing, going back
 	 * due or under way in another thread (shiftu_back_pending()), or
@@ -1851,7 +1852,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 				vq->ctrl_rq = 1;
 		}
 	}
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	/* in the pass's last batch, with the other QPs' answers: the peer
 	 * asks again if it is lost */
 	i = req_add(SHIFTU_KV_PUT, 0);
@@ -1928,7 +1929,7 @@ static void pass_batch(void)
 	batch_send(0);
 	/* an MR deregistered or registered again meanwhile is not the one
 	 * published: its record went, or its twin did */
-	pthread_mutex_lock(&mr_lock);
+	shiftu_lock(&mr_lock, SHIFTU_LOCK_MR);
 	for (i = 0; i < n_reqs; i++) {
 		if (!reqs[i].mr || reqs[i].kv.ret)
 			continue;
@@ -1937,7 +1938,7 @@ static void pass_batch(void)
 		if (m && m->app == reqs[i].mr_app && m->bak == reqs[i].mr_bak)
 			m->published = true;
 	}
-	pthread_mutex_unlock(&mr_lock);
+	shiftu_unlock(&mr_lock, SHIFTU_LOCK_MR);
 }
 
 /*
@@ -1957,14 +1958,14 @@ static void late_batch(unsigned int from)
 		vq = reqs[i].fb;
 		if (!vq)
 			continue;
-		pthread_mutex_lock(&vq->lock);
+		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 		if (vq->state == SHIFTU_SEND_FALLBACK && vq->fb_stage == 1) {
 			if (reqs[i].kv.ret)
 				fb_backoff(vq, FB_MAX_MS);
 			else
 				vq->fb_next_ns = shiftu_mono_ns() + fb_answer_ns();
 		}
-		pthread_mutex_unlock(&vq->lock);
+		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	}
 }
 
@@ -2052,7 +2053,7 @@ static void scout_req(struct shiftu_vqp *vq, uint64_t now)
 	}
 	if (!scout_due || vq->scout_ns < scout_due)
 		scout_due = vq->scout_ns;
-	if (!n || pthread_mutex_trylock(&vq->fo_lock))
+	if (!n || shiftu_trylock(&vq->fo_lock, SHIFTU_LOCK_FO))
 		return;
 	for (i = 0; i < n; i++) {
 		m = rkey_find(vq, keys[i]);
@@ -2066,7 +2067,7 @@ static void scout_req(struct shiftu_vqp *vq, uint64_t now)
 		reqs[r].scout = vq;
 		reqs[r].rkey = keys[i];
 	}
-	pthread_mutex_unlock(&vq->fo_lock);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 }
 
 /*
@@ -2091,7 +2092,7 @@ static void scout_apply(uint64_t now)
 			if (errno || *end || v > UINT32_MAX)
 				continue;
 		}
-		if (pthread_mutex_trylock(&vq->fo_lock))
+		if (shiftu_trylock(&vq->fo_lock, SHIFTU_LOCK_FO))
 			continue;
 		m = rkey_find(vq, reqs[i].rkey);
 		if (!m && (m = malloc(sizeof(*m)))) {
@@ -2106,7 +2107,7 @@ static void scout_apply(uint64_t now)
 				shiftu_dbg("qp %u: the peer's rkey %#x is %#x on its backup (looked up ahead)",
 					   vq->reg.app_qp->qp_num, m->rkey, m->bak_rkey);
 		}
-		pthread_mutex_unlock(&vq->fo_lock);
+		shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	}
 }
 
@@ -2130,10 +2131,10 @@ static void serve_awaiting(void)
 		vq = vqps[i];
 		if (!shiftu_awaits_default(vq))
 			continue;
-		pthread_mutex_lock(&vq->lock);
+		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 		if (shiftu_awaits_default(vq))
 			shiftu_app_serve(vq);
-		pthread_mutex_unlock(&vq->lock);
+		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	}
 }
 
@@ -2171,7 +2172,7 @@ static bool shadow_pass(void)
 				shiftu_warn("pd on %s: cannot allocate its twin: %s",
 					    p->sctx->dev_name, strerror(errno));
 		}
-	pthread_mutex_lock(&mr_lock);
+	shiftu_lock(&mr_lock, SHIFTU_LOCK_MR);
 	for (m = mrs; m; m = m->next) {
 		if (!m->pd)
 			m->pd = pd_find(m->app->pd);
@@ -2188,11 +2189,11 @@ static bool shadow_pass(void)
 		reqs[r].mr_app = m->app;
 		reqs[r].mr_bak = m->bak;
 	}
-	pthread_mutex_unlock(&mr_lock);
-	pthread_mutex_lock(&cq_lock);
+	shiftu_unlock(&mr_lock, SHIFTU_LOCK_MR);
+	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	for (c = cqs; c; c = c->next)
 		cq_step(c);
-	pthread_mutex_unlock(&cq_lock);
+	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
 	/* what every QP asks the store (vqps cannot change: shadow_lock) */
 	for (i = 0; i < n_vqps; i++) {
 		struct shiftu_vqp *vq = vqps[i];
@@ -2201,7 +2202,7 @@ static bool shadow_pass(void)
 		pq->pub = pq->peer = pq->fbreq = pq->fbrep = -1;
 		if (!vq->sctx->bak_ctx || vq->published == 2)
 			continue;
-		pthread_mutex_lock(&vq->lock);
+		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 		if (qp_create(vq)) {
 			qp_publish_req(vq, pq);
 			qp_peer_req(vq, pq);
@@ -2209,7 +2210,7 @@ static bool shadow_pass(void)
 			failback_req(vq, pq);
 			scout_req(vq, now);
 		}
-		pthread_mutex_unlock(&vq->lock);
+		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	}
 	pass_batch();
 	scout_apply(now);
@@ -2225,7 +2226,7 @@ static bool shadow_pass(void)
 		pq = &pqs[i];
 		if (!vq->sctx->bak_ctx || vq->published == 2)
 			continue;
-		pthread_mutex_lock(&vq->lock);
+		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 		if (qp_create(vq)) {
 			bool was_ready = vq->bak_ready;
 
@@ -2248,10 +2249,10 @@ static bool shadow_pass(void)
 		if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT &&
 		    !twin_reset_later(vq, &pending)) {
 			/* still stale once no move is under way */
-			pthread_mutex_lock(&vq->fo_lock);
+			shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 			if (vq->twin_stale && vq->state == SHIFTU_SEND_DEFAULT)
 				shiftu_twin_renew(vq);
-			pthread_mutex_unlock(&vq->fo_lock);
+			shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 			/* the port failed again while the twin was stale */
 			if (vq->bak_ready && vq->down)
 				shiftu_failover(vq, shiftu_down_why(vq));
@@ -2299,7 +2300,7 @@ static bool shadow_pass(void)
 		if (!vq->bak_ready && vq->published != 2 &&
 		    !(vq->bak_rtr && !vq->steps.rts_mask))
 			pending = true;
-		pthread_mutex_unlock(&vq->lock);
+		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	}
 	late_batch(first_late);
 	return pending;
@@ -2315,7 +2316,7 @@ static void *shadow_thread(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), SHIFTU_THREAD_NAME "-shadow");
 	srandom((unsigned int)getpid() ^ (unsigned int)time(NULL));
-	pthread_mutex_lock(&shadow_lock);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	for (;;) {
 		seen = shadow_gen;
 		t0 = shiftu_mono_ns();

@@ -34,6 +34,7 @@
 
 #include "failover.h"
 #include "interpose.h"
+#include "lock.h"
 #include "lockorder.h"
 #include "log.h"
 #include "provq.h"
@@ -116,13 +117,13 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 
 	if (shiftu_provq_find_srq(srq, &attr->attr, &ring))
 		why = "its ring is not one the library can empty";
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	for (r = srq_list; r && (r->app || r->dying); r = r->next)
 		;
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r) {
-			pthread_mutex_unlock(&srq_lock);
+			shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 			shiftu_warn("srq %u on %s: out of memory: its QPs are not protected",
 				    srq->handle, s->dev_name);
 			return;
@@ -159,7 +160,7 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	__atomic_store_n(&r->app, srq, __ATOMIC_RELEASE);
 	if (fresh)
 		__atomic_store_n(&srq_list, r, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	if (why)
 		shiftu_info("srq %u on %s: %s: its QPs are not protected", srq->handle,
 			    s->dev_name, why);
@@ -176,13 +177,13 @@ void shiftu_srq_resize(struct ibv_srq *srq)
 
 	if (!r)
 		return;
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	r->ring = NULL;
 	if (r->n_qps && (v = malloc(r->n_qps * sizeof(*v)))) {
 		n = r->n_qps;
 		memcpy(v, r->qps, n * sizeof(*v));
 	}
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	/* a record's QPs are destroyed only after its SRQ is resized: verbs rules */
 	for (i = 0; i < n; i++)
 		shiftu_unprotect(v[i], "its SRQ is resized");
@@ -197,7 +198,7 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 
 	if (!r)
 		return;
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	bak = r->bak;
 	r->bak = NULL;
 	r->bak_ring = NULL;
@@ -213,7 +214,7 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 	r->n_qps = 0;
 	gate(r);
 	__atomic_store_n(&r->app, NULL, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	/*
 	 * A poller may still be renaming a completion of the SRQ's last QP
 	 * (shiftu_srq_give_back()) in its window: the table goes once it is
@@ -221,10 +222,10 @@ void shiftu_srq_detach(struct ibv_srq *srq)
 	 */
 	if (tabled) {
 		if (shiftu_quiesce(SRQ_QUIESCE_NS, false)) {
-			pthread_mutex_lock(&srq_lock);
+			shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 			shiftu_srqtab_fini(&r->tab);
 			r->dying = false;
-			pthread_mutex_unlock(&srq_lock);
+			shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 		} else {
 			shiftu_warn("srq %u: a thread stayed inside a verb: its table is kept",
 				    r->id);
@@ -300,9 +301,9 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 	uint64_t id, app;
 	int ret = 0;
 
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	if (!r->tabled) {
-		pthread_mutex_unlock(&srq_lock);
+		shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 		return r->post(r->app, wr, bad_wr);
 	}
 	for (; wr; wr = wr->next) {
@@ -321,7 +322,7 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 			break;
 		}
 	}
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	return ret;
 }
 
@@ -345,7 +346,7 @@ const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
 	/* its receive queue is the SRQ: the drain sizes by it */
 	vq->init_attr.cap.max_recv_wr = r->attr.max_wr;
 	vq->init_attr.cap.max_recv_sge = r->attr.max_sge;
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	if (!r->tabled) {
 		why = "its SRQ's receives cannot be moved";
 	} else if (r->n_qps == r->cap_qps) {
@@ -373,7 +374,7 @@ const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
 		/* receives a destroyed QP left on the twin come here */
 		settle(r);
 	}
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	return why;
 }
 
@@ -437,7 +438,7 @@ void shiftu_srq_qp_detach(struct shiftu_vqp *vq)
 
 	if (!r)
 		return;
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	for (i = 0; i < r->n_qps; i++)
 		if (r->qps[i] == vq) {
 			r->qps[i] = r->qps[--r->n_qps];
@@ -449,7 +450,7 @@ void shiftu_srq_qp_detach(struct shiftu_vqp *vq)
 		shiftu_srqtab_leave(&r->tab, vq->srq_side);
 		gate(r);
 	}
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	vq->srq = NULL;
 }
 
@@ -478,10 +479,10 @@ struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd)
 		shiftu_real.destroy_srq(bak);
 		return NULL;
 	}
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	r->bak = bak;
 	r->bak_ring = ring;
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	shiftu_info("srq %u on %s: twin srq %u on %s (%u receives)", r->id,
 		    r->sctx->dev_name, bak->handle, r->sctx->bak_name, a.attr.max_wr);
 	return bak;
@@ -523,7 +524,7 @@ int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 	unsigned int i;
 	int ret = 0, moved = 0;
 
-	pthread_mutex_lock(&srq_lock);
+	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	/*
 	 * The first QP for the twin side: posts must pick their side from now
 	 * on, under the lock.  A post that read the gate open before it
@@ -569,6 +570,6 @@ int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 	/* the last QP back from the twin side opens the common path again */
 	gate(r);
 out:
-	pthread_mutex_unlock(&srq_lock);
+	shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
 	return ret;
 }

@@ -3,7 +3,7 @@
 # testbuild_only: the test build's knobs (SHIFTU_TEST_*, userlib/testbuild.c)
 # are read by libshiftu-test.so.0 and are not in the production
 # libshiftu.so.0, which no environment can make start its counts elsewhere,
-# wait, or fail a replay.
+# wait, or fail a replay; nor is the test build's check of the lock order.
 set -e -o pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,10 +28,15 @@ if grep SHIFTU_TEST_ "$tmp/prod.strings" | sed 's/^/# libshiftu.so.0 has: /' | g
 	exit 1
 fi
 nm "$lib/libshiftu.so.0" > "$tmp/prod.nm" 2> /dev/null || :
-if grep -q -e ' shiftu_count_start$' -e ' shiftu_test_' "$tmp/prod.nm"; then
-	echo "# libshiftu.so.0 has shiftu_count_start() or a shiftu_test_ function"
+if grep -q -e ' shiftu_count_start$' -e ' shiftu_test_' -e ' shiftu_lock_check$' "$tmp/prod.nm"; then
+	echo "# libshiftu.so.0 has shiftu_count_start(), a shiftu_test_ function or the lock order's check"
 	exit 1
 fi
+# the lock order's check (lockcheck.c) is the test build's alone
+grep -q 'lock order: taking' "$tmp/prod.strings" &&
+	{ echo "# libshiftu.so.0 checks the lock order"; exit 1; }
+grep -q 'lock order: taking' "$tmp/test.strings" ||
+	{ echo "# libshiftu-test.so.0 does not check the lock order"; exit 1; }
 for k in $knobs; do
 	grep -qx "$k" "$tmp/test.strings" ||
 		{ echo "# libshiftu-test.so.0 does not read $k"; exit 1; }
