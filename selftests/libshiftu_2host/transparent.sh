@@ -11,8 +11,7 @@
 #
 # ib_write_bw, ib_read_bw, ib_send_bw and ib_write_lat run with their default
 # flags plus only what the lab needs (device, GID index, port, few
-# iterations); ib_write_bw and ib_send_bw also with --use_old_post_send,
-# all six at once.
+# iterations); ib_write_bw and ib_send_bw also with --use_old_post_send.
 # Debian's perftest 4.5 posts with ibv_post_send on Soft-RoCE either way (seen
 # in the lab: its QPs are not created with send_ops_flags, so the ibv_wr_*
 # API is never used), hence the same counters for both.  Each runs once plain and once
@@ -32,13 +31,9 @@ lu_setup ib_write_bw ib_read_bw ib_send_bw ib_write_lat
 
 BW=(-s 65536 -n 200 -F)
 LAT=(-n 200 -F)
-# what each side's log must count, by the names RUNS gives them below
-declare -A REQ=(
-	[NEW]="post_send>0 wr_complete=0 poll_cq>0"	# a sender, default flags
-	[OLD]="post_send>0 wr_complete=0 poll_cq>0"	# a sender with --use_old_post_send
-	[RECV]="post_recv>0 poll_cq>0"			# a receiver of SENDs
-	[-]=""						# nothing more
-)
+NEW="post_send>0 wr_complete=0 poll_cq>0"	# a sender, default flags
+OLD="post_send>0 wr_complete=0 poll_cq>0"	# a sender with --use_old_post_send
+RECV="post_recv>0 poll_cq>0"			# a receiver of SENDs
 
 # judge TAG SIZE ITERS SRV_RESULT: both sides exited 0, the client (and the
 # server, if SRV_RESULT is 1) printed a SIZE ITERS result line.
@@ -56,40 +51,28 @@ judge()
 	fi
 }
 
-# The six pairs run together (lu_group_ride, no pull), first plain, then
-# preloaded, and are judged one by one after: one after the other, each
-# took some 4 s to set up, most of it waiting.
-RUNS=(
-	"write_bw     65536 200 0 NEW -    ib_write_bw ${BW[*]}"
-	"write_bw_old 65536 200 0 OLD -    ib_write_bw ${BW[*]} --use_old_post_send"
-	"read_bw      65536 200 0 NEW -    ib_read_bw ${BW[*]}"
-	"send_bw      65536 200 1 NEW RECV ib_send_bw ${BW[*]}"
-	"send_bw_old  65536 200 1 OLD RECV ib_send_bw ${BW[*]} --use_old_post_send"
-	"write_lat    2     200 0 NEW NEW  ib_write_lat ${LAT[*]}"
-)
+# run TAG SIZE ITERS SRV_RESULT CLI_REQS SRV_REQS PROG ARGS...: PROG plain,
+# then preloaded; judge both, then the preloaded sides' libshiftu logs.
+run()
+{
+	local tag=$1 size=$2 iters=$3 srvres=$4 creq=$5 sreq=$6 prog=$7
+	shift 7
 
-for pre in 0 1; do
-	sfx=plain
-	[ "$pre" = 0 ] || sfx=shiftu
-	tags=()
-	lu_group_gate
-	for r in "${RUNS[@]}"; do
-		read -r tag _ _ _ _ _ prog args <<< "$r"
-		# shellcheck disable=SC2086 # args: words
-		LU_BG_PRE=$pre lu_bg_start "$tag.$sfx" 30 "$prog" $args
-		tags+=("$tag.$sfx")
-	done
-	LU_GROUP_PULL=0 LU_BG_PRE=$pre lu_group_ride "${tags[@]}"
-done
-
-for r in "${RUNS[@]}"; do
-	read -r tag size iters srvres creq sreq _ <<< "$r"
+	lu_pair "$tag.plain" 0 "$prog" "$@"
 	judge "$tag.plain" "$size" "$iters" "$srvres"
+	lu_pair "$tag.shiftu" 1 "$prog" "$@"
 	judge "$tag.shiftu" "$size" "$iters" "$srvres"
 	# shellcheck disable=SC2086 # the requirement lists are words
-	lu_check_log "$tag.shiftu" cli "contexts>=1" "qps>=1" ${REQ[$creq]}
+	lu_check_log "$tag.shiftu" cli "contexts>=1" "qps>=1" $creq
 	# shellcheck disable=SC2086
-	lu_check_log "$tag.shiftu" srv "contexts>=1" "qps>=1" ${REQ[$sreq]}
+	lu_check_log "$tag.shiftu" srv "contexts>=1" "qps>=1" $sreq
 	log "$tag plain:     $(lu_result "$FT_TMP/$tag.plain.cli.out" "$size" "$iters")"
 	log "$tag preloaded: $(lu_result "$FT_TMP/$tag.shiftu.cli.out" "$size" "$iters")"
-done
+}
+
+run write_bw     65536 200 0 "$NEW" ""      ib_write_bw "${BW[@]}"
+run write_bw_old 65536 200 0 "$OLD" ""      ib_write_bw "${BW[@]}" --use_old_post_send
+run read_bw      65536 200 0 "$NEW" ""      ib_read_bw "${BW[@]}"
+run send_bw      65536 200 1 "$NEW" "$RECV" ib_send_bw "${BW[@]}"
+run send_bw_old  65536 200 1 "$OLD" "$RECV" ib_send_bw "${BW[@]}" --use_old_post_send
+run write_lat    2     200 0 "$NEW" "$NEW"  ib_write_lat "${LAT[@]}"
