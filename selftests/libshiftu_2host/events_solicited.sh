@@ -6,7 +6,9 @@
 # solicited (--solicited), and its server, whenever its receive CQ is
 # empty, arms it so and sleeps; a message found after a full second's
 # sleep with no event is a missed wake-up, and fails the run.  Host 1's
-# rail 0 goes down from 5 s to about 8 s: the server sleeps through the outage
+# rail 0 goes down for about 3 s once the pair runs (lu_pull_ready), and
+# each run ends once the pull is over (LU_RIDE_END): the server sleeps
+# through the outage
 # until the client's failover, and its receives then complete on its twin,
 # on another device, where only the library's bell can raise its event.
 # The bell rings a solicited-only arm with a flushed receive, after
@@ -17,7 +19,7 @@
 # 6.12 its client may die of the pull instead (lu_plain_rode).
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server, asleep)
-#     rxe0 ─ eth0 ══════ rail 0: pulled 5 s to 8 s ══ eth0 ─ rxe0
+#     rxe0 ─ eth0 ══════ rail 0: pulled for 3 s ═════ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins) ──────────────── eth1 ─ rxe1
 #     redis-server 10.0.2.1 (store) ─── mgmt ─── eth2
 set -e
@@ -27,8 +29,8 @@ set -e
 lu_gen_ride_setup
 
 lu_keep solicited_plain solicited
-LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-	lu_pair solicited_plain 0 "$GEN" -m write_imm --solicited -D 14
+LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull LU_PULL_AT=ready LU_RIDE_END=1 \
+	lu_pair solicited_plain 0 "$GEN" -m write_imm --solicited -D 30
 read -r off on < "$FT_TMP/solicited_plain.times"
 log "solicited_plain: host 1's rail 0 down from $off ms to $on ms after the client's start"
 if lu_plain_rode solicited_plain; then
@@ -41,8 +43,8 @@ if lu_plain_rode solicited_plain; then
 fi
 
 lu_keep solicited solicited
-LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull \
-	lu_pair solicited 1 "$GEN" -m write_imm --solicited -D 14
+LU_PULL_ON=1 LU_PULL_BY=link LU_DURING=lu_pull LU_PULL_AT=ready LU_RIDE_END=1 \
+	lu_pair solicited 1 "$GEN" -m write_imm --solicited -D 30
 read -r off on < "$FT_TMP/solicited.times"
 log "solicited: host 1's rail 0 down from $off ms to $on ms after the client's start"
 lu_gen_clean solicited
