@@ -627,9 +627,7 @@ lu_ride_ok()
 # (some 11 s) is the same for one pair as for three, and the guests' CPU
 # is shared meanwhile, not left idle.  Started one after the other, each
 # pair's start waited seconds for the pollers of those before it.  With
-# LU_GROUP_PULL=0, no pull: the pairs only run together.  The pairs
-# started with LU_RIDE_END=1 (lu_bg_start) are ended (lu_end) once the
-# pull is over: their -D only bounds them.
+# LU_GROUP_PULL=0, no pull: the pairs only run together.
 lu_group_ride()
 {
 	local tag
@@ -638,10 +636,6 @@ lu_group_ride()
 	LU_BG_GATE=
 	if [ "${LU_GROUP_PULL:-1}" = 1 ]; then
 		LU_RIDE_PRE=${LU_BG_PRE:-1} lu_pull_urgent "$@"
-		for tag; do
-			[ ! -s "$FT_TMP/$tag.cli.end" ] ||
-				lu_end "$(cat "$FT_TMP/$tag.cli.pid")" "$(cat "$FT_TMP/$tag.cli.end")"
-		done
 	fi
 	for tag; do
 		lu_bg_wait "$tag" "${LU_BG_PRE:-1}"
@@ -909,8 +903,7 @@ lu_srv_collect_all()
 # (or as LU_BG_PRE says: lu_env), left running in the background for about
 # SECS; the client's ARGS are the server's too (LU_GIDX_OPT: as lu_srv_start
 # says, for both).  With LU_BG_GATE set, the client starts only once that
-# file exists (lu_group_ride), and with LU_RIDE_END=1 lu_group_ride ends its
-# run after the pull.  lu_bg_wait TAG [PRE] collects it into the
+# file exists (lu_group_ride).  lu_bg_wait TAG [PRE] collects it into the
 # same files as lu_pair (PRE: as started, 1 unless given).
 lu_bg_start()
 {
@@ -931,7 +924,6 @@ lu_bg_start()
 			"$prog" -d rxe0 "${LU_GIDX_OPT:--x}" "$LU_GIDX" -p "$port" "$@" "$LU_TCP"
 	) > "$FT_TMP/$tag.cli.out" 2>&1 &
 	echo $! > "$FT_TMP/$tag.cli.pid"
-	[ "${LU_RIDE_END:-0}" = 0 ] || echo "${prog##*/}" > "$FT_TMP/$tag.cli.end"
 }
 
 lu_bg_wait()
