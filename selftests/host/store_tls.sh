@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # store_tls: the TLS deployment of the cluster store that
 # Documentation/trust.rst describes works as written: hiredis 0.14 has no
-# TLS, so a local socat tunnel carries shiftmon's (and libshiftu's) plain
-# TCP to redis-server's own TLS port; the tunnel checks the server's
-# certificate and shows its own, and the store's ACL user is still asked
-# for.  A client without the tunnel, a tunnel that trusts another CA, and a
-# tunnel without a client certificate all fail.
+# TLS, so a local tunnel (socat, and stunnel4 when installed) carries
+# shiftmon's (and libshiftu's) plain TCP to redis-server's own TLS port;
+# the tunnel checks the server's certificate and shows its own, and the
+# store's ACL user is still asked for.  A client without the tunnel, a
+# tunnel that trusts another CA or expects another name, and a tunnel
+# without a client certificate all fail.
 #
 #     shiftmon show --cluster ──TCP 127.0.0.1:$LOCAL──► socat ──TLS──► redis-server
 #       (AUTH shiftagent,                   (cafile: ca.crt,       --port 0
@@ -79,6 +80,34 @@ tunnel good "$local_port" ca.crt client.crt
 tunnel wrongca "$((local_port + 1))" other.crt client.crt
 tunnel nocert "$((local_port + 2))" ca.crt
 
+# stunnel_tunnel NAME PORT CHECK: trust.rst's stunnel4 configuration,
+# checking the server's certificate for CHECK (checkIP = 127.0.0.1, or
+# checkHost = NAME)
+stunnel_tunnel()
+{
+	cat > "$1.conf" <<-EOF
+	foreground = yes
+	pid =
+	[shift-store]
+	client = yes
+	accept = 127.0.0.1:$2
+	connect = 127.0.0.1:$tls
+	CAfile = $tmp/ca.crt
+	verifyChain = yes
+	$3
+	cert = $tmp/client.crt
+	key = $tmp/client.key
+	EOF
+	stunnel "$1.conf" > "$1.log" 2>&1 &
+	pids+=($!)
+}
+have_stunnel=0
+if command -v stunnel > /dev/null; then
+	have_stunnel=1
+	stunnel_tunnel stunnel "$((local_port + 3))" "checkIP = 127.0.0.1"
+	stunnel_tunnel stunnel_name "$((local_port + 4))" "checkHost = store.example"
+fi
+
 # the server answers through the good tunnel (the default user is off)
 for _ in $(seq 100); do
 	redis-cli -p "$local_port" ping 2> /dev/null | grep -q NOAUTH && break
@@ -113,7 +142,17 @@ grep -qi 'certificate verify failed\|verify' wrongca.log ||
 	{ sed 's/^/# /' wrongca.log; fail "wrong_ca: socat did not refuse the server's certificate"; }
 # a client without a certificate is not let in
 expect 1 no_cert --store "redis://127.0.0.1:$((local_port + 2))" --store-auth-file agent.auth
+if [ "$have_stunnel" = 1 ]; then
+	for _ in $(seq 50); do
+		redis-cli -p "$((local_port + 3))" ping 2> /dev/null | grep -q NOAUTH && break
+		sleep 0.1
+	done
+	expect 0 stunnel_auth --store "redis://127.0.0.1:$((local_port + 3))" --store-auth-file agent.auth
+	expect 1 stunnel_wrong_name --store "redis://127.0.0.1:$((local_port + 4))" --store-auth-file agent.auth
+else
+	log "stunnel4 not installed: its configuration not tried"
+fi
 if grep -r -l "$pass" ./*.out ./*.err ./*.log; then
 	fail "the password is in a log"
 fi
-log "through the TLS tunnel: AUTH works, NOAUTH without it; plain TCP, another CA and no client certificate fail"
+log "through the TLS tunnel: AUTH works, NOAUTH without it; plain TCP, another CA, another name and no client certificate fail"
