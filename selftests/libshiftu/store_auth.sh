@@ -149,9 +149,17 @@ done
 rcli hget shift:v1:host:authtest rxe1/1 | grep -q '^DOWN' ||
 	{ sed 's/^/# /' "$FT_TMP/agent_ok.log"; fail "rxe1/1 down did not reach the store"; }
 ip link set dev eth1 up
+# its connections dropped by the server: the new ones authenticate again
+rcli client kill user shiftagent > /dev/null
+for i in $(seq 100); do
+	[ "$(grep -c '^agent: resync:' "$FT_TMP/agent_ok.log")" -ge 2 ] && break
+	sleep 0.05
+done
+[ "$(grep -c '^agent: resync:' "$FT_TMP/agent_ok.log")" -ge 2 ] ||
+	{ sed 's/^/# /' "$FT_TMP/agent_ok.log"; fail "the agent did not reconnect as shiftagent"; }
 kill "$AGENT"
 wait "$AGENT" 2> /dev/null || true
-log "agent, credentials file (0600): $(grep -c . "$FT_TMP/agent_ok.log") lines, rxe0/1 ACTIVE and rxe1/1 DOWN published"
+log "agent, credentials file (0600): rxe0/1 ACTIVE and rxe1/1 DOWN published; reconnected as shiftagent after CLIENT KILL"
 
 # ---- (b) a wrong password, no credentials: refused, the job runs ----
 lib_run_start lib_wrong -s "redis://shiftu:$WRONG_PASS@127.0.0.1:$PORT"
