@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,68 +100,106 @@ static int parse_port(const char *s, uint16_t *port)
 	return 0;
 }
 
+#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -EINVAL)
+
 /*
- * none | local | unix:/PATH | unix:///PATH | redis://HOST[:PORT][/...] |
- * redis://[V6ADDR][:PORT][/...]: what shiftmon's --store accepts (a trailing
- * "/DB" is ignored there too), plus none and local.
+ * none | local | unix:/PATH | unix:///PATH | unix://USER:PASSWORD@/PATH |
+ * redis://[USER:PASSWORD@]HOST[:PORT][/...] |
+ * redis://[USER:PASSWORD@][V6ADDR][:PORT][/...]: what shiftmon's --store
+ * accepts (a trailing "/DB" is ignored there too), plus none and local.
+ * The credentials' own rules are storeauth.h's.
  */
-int shiftu_parse_store(const char *s, struct shiftu_store *out)
+int shiftu_parse_store_why(const char *s, struct shiftu_store *out, char *why,
+			   size_t whylen)
 {
 	struct shiftu_store st = { .port = 6379 };
-	const char *p;
+	char addr[sizeof(st.url)];
+	const char *p, *ui, *at;
 	char *slash, *colon, *close;
+	size_t uilen;
+	int err;
 
 	if (strlen(s) >= sizeof(st.url))
-		return -EINVAL;
-	strcpy(st.url, s);
-	if (!strcmp(s, "none")) {
+		return WHY("longer than %zu bytes", sizeof(st.url) - 1);
+	shift_auth_redact(s, st.url, sizeof(st.url));
+	/* the address without the credentials: "redis://" or "unix://" + rest */
+	snprintf(addr, sizeof(addr), "%s", s);
+	if (shift_auth_in_url(s, &ui, &uilen, &at)) {
+		err = shift_auth_parse_userinfo(ui, uilen, &st.auth, why, whylen);
+		if (err)
+			return err;
+		snprintf(addr, sizeof(addr), "%.*s%s", (int)(ui - s), s, at);
+	}
+	if (!strcmp(addr, "none")) {
 		st.kind = SHIFTU_STORE_NONE;
 		st.port = 0;
-	} else if (!strcmp(s, "local")) {
+	} else if (!strcmp(addr, "local")) {
 		st.kind = SHIFTU_STORE_LOCAL;
 		st.port = 0;
-	} else if (!strncmp(s, "unix:", 5)) {
-		p = s + 5;
+	} else if (!strncmp(addr, "unix:", 5)) {
+		p = addr + 5;
 		if (!strncmp(p, "//", 2))
 			p += 2;
 		/* sun_path is 108 bytes with its NUL */
-		if (*p != '/' || strlen(p) >= 108)
-			return -EINVAL;
+		if (*p != '/' || strlen(p) >= 108) {
+			err = WHY("not unix:/PATH (an absolute path shorter than 108 bytes)");
+			goto wipe;
+		}
 		st.kind = SHIFTU_STORE_REDIS_UNIX;
 		st.port = 0;
 		strcpy(st.host, p);
-	} else if (!strncmp(s, "redis://", 8)) {
-		if (strlen(s + 8) >= sizeof(st.host))
-			return -EINVAL;
-		strcpy(st.host, s + 8);
+	} else if (!strncmp(addr, "redis://", 8)) {
+		if (strlen(addr + 8) >= sizeof(st.host)) {
+			err = WHY("the host is longer than %zu bytes", sizeof(st.host) - 1);
+			goto wipe;
+		}
+		strcpy(st.host, addr + 8);
 		slash = strchr(st.host, '/');
 		if (slash)
 			*slash = '\0';
 		if (st.host[0] == '[') {
 			close = strchr(st.host, ']');
-			if (!close)
-				return -EINVAL;
+			if (!close) {
+				err = WHY("an unterminated '['");
+				goto wipe;
+			}
 			*close = '\0';
 			if (close[1] == ':') {
 				if (parse_port(close + 2, &st.port))
-					return -EINVAL;
+					goto bad_port;
 			} else if (close[1]) {
-				return -EINVAL;
+				goto bad_port;
 			}
 			memmove(st.host, st.host + 1, strlen(st.host + 1) + 1);
 		} else if ((colon = strrchr(st.host, ':'))) {
 			*colon = '\0';
 			if (parse_port(colon + 1, &st.port))
-				return -EINVAL;
+				goto bad_port;
 		}
-		if (!st.host[0])
-			return -EINVAL;
+		if (!st.host[0]) {
+			err = WHY("no host");
+			goto wipe;
+		}
 		st.kind = SHIFTU_STORE_REDIS;
 	} else {
-		return -EINVAL;
+		err = WHY("not none, local, unix:/PATH or redis://HOST[:PORT]");
+		goto wipe;
 	}
 	*out = st;
+	shift_auth_clear(&st.auth);
 	return 0;
+bad_port:
+	err = WHY("an invalid port (1 to 65535)");
+wipe:
+	shift_auth_clear(&st.auth);
+	return err;
+}
+
+int shiftu_parse_store(const char *s, struct shiftu_store *out)
+{
+	char why[128];
+
+	return shiftu_parse_store_why(s, out, why, sizeof(why));
 }
 
 int shiftu_parse_store_dir(const char *s, char dir[PATH_MAX])
@@ -209,8 +248,20 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 				  sizeof(cfg->log_file), "stderr");
 	if ((v = get("SHIFTU_LOG_TIME")) && shiftu_parse_bool(v, &cfg->log_time))
 		nbad += bad("SHIFTU_LOG_TIME", v, "0");
-	if ((v = get("SHIFTU_STORE")) && shiftu_parse_store(v, &cfg->store))
-		nbad += bad("SHIFTU_STORE", v, "local");
+	if ((v = get("SHIFTU_STORE"))) {
+		char why[128], shown[sizeof(cfg->store.url)];
+
+		if (shiftu_parse_store_why(v, &cfg->store, why, sizeof(why))) {
+			/* never the password, even of a URL that does not parse */
+			shift_auth_redact(v, shown, sizeof(shown));
+			shiftu_warn("SHIFTU_STORE=%s: invalid value (%s), using local",
+				    shown, why);
+			nbad++;
+		}
+	}
+	if ((v = get("SHIFTU_STORE_AUTH_FILE")) &&
+	    shiftu_parse_store_dir(v, cfg->store.auth_file))
+		nbad += bad("SHIFTU_STORE_AUTH_FILE", v, "none");
 	if ((v = get("SHIFTU_STORE_DIR")) &&
 	    shiftu_parse_store_dir(v, cfg->store.dir))
 		nbad += bad("SHIFTU_STORE_DIR", v, "/dev/shm/shiftu-EUID");
@@ -246,8 +297,10 @@ static void config_read(void)
 	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
 	shiftu_config_from_env(&config, env_get);
 	shiftu_log_set_time(config.log_time);
-	shiftu_dbg("config: log %s store %s dir %s disabled %d probe %u ms health %s record %s",
+	shiftu_dbg("config: log %s store %s auth %s dir %s disabled %d probe %u ms health %s record %s",
 		   log_names[config.log_level], config.store.url,
+		   config.store.auth.set ? "(in the URL)" :
+		   config.store.auth_file[0] ? config.store.auth_file : "(none)",
 		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,
 		   config.probe_ms, config.health_dev, config.record_copy ? "copy" : "auto");
 	shiftu_test_knobs_log(&config);
@@ -322,9 +375,11 @@ SHIFTU_EXPORT int shiftu_set_options(const struct shiftu_options *user)
 	if (o.mask & SHIFTU_OPT_PROBE_MS)
 		config.probe_ms = o.probe_ms;
 	if (o.mask & SHIFTU_OPT_STORE_URL) {
-		/* the URL only: SHIFTU_STORE_DIR stays */
+		/* the URL only: SHIFTU_STORE_DIR and _AUTH_FILE stay */
 		strcpy(store.dir, config.store.dir);
+		strcpy(store.auth_file, config.store.auth_file);
 		config.store = store;
+		shift_auth_clear(&store.auth);
 	}
 unlock:
 	shiftu_unlock(&config_lock, SHIFTU_LOCK_CONFIG);

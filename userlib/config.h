@@ -5,7 +5,9 @@
  *
  *   SHIFTU_LOG		off|error|warn|info|debug		(warn)
  *   SHIFTU_LOG_FILE	path					(stderr)
- *   SHIFTU_STORE	none|local|redis://HOST[:PORT][/]|unix:/PATH	(local)
+ *   SHIFTU_STORE	none|local|redis://[USER:PASSWORD@]HOST[:PORT][/]|
+ *			unix:/PATH|unix://USER:PASSWORD@/PATH		(local)
+ *   SHIFTU_STORE_AUTH_FILE absolute path: USER:PASSWORD (storeauth.h) (none)
  *   SHIFTU_STORE_DIR	absolute path			(/dev/shm/shiftu-EUID)
  *   SHIFTU_DISABLE	0|1					(0)
  *   SHIFTU_PROBE_MS	1..3600000				(100)
@@ -25,6 +27,7 @@
 #include <limits.h>
 
 #include "shiftu.h"
+#include "storeauth.h"
 
 #define SHIFTU_PROBE_MS_DEFAULT		100
 #define SHIFTU_PROBE_MS_MAX		3600000
@@ -45,7 +48,13 @@ struct shiftu_store {
 	uint16_t port;			/* REDIS: 1..65535 (default 6379) */
 	char host[256];			/* REDIS: name or address (no []);
 					 * REDIS_UNIX: the socket path */
-	char url[512];			/* as given */
+	char url[512];			/* as given, but for the password
+					 * (storeauth.h): for log lines */
+	struct shift_auth auth;		/* REDIS*: from the URL; else unset */
+	char auth_file[PATH_MAX];	/* REDIS*: SHIFTU_STORE_AUTH_FILE, read
+					 * at each open when the URL has no
+					 * credentials; kept when the URL
+					 * changes */
 	char dir[PATH_MAX];		/* LOCAL: SHIFTU_STORE_DIR, "": the
 					 * default (store.h); kept when the
 					 * URL changes */
@@ -102,6 +111,9 @@ int shiftu_parse_ms(const char *s, uint32_t min, uint32_t max, uint32_t *out);
 /* "auto" (false) or "copy" (true). */
 int shiftu_parse_record(const char *s, bool *copy);
 int shiftu_parse_store(const char *s, struct shiftu_store *out);
+/* The same, and what was wrong in @why (@whylen bytes, no password). */
+int shiftu_parse_store_why(const char *s, struct shiftu_store *out, char *why,
+			   size_t whylen);
 /* An absolute path shorter than PATH_MAX, copied into @dir. */
 int shiftu_parse_store_dir(const char *s, char dir[PATH_MAX]);
 

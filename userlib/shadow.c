@@ -880,9 +880,14 @@ static bool kv_ready(void)
 		return true;
 	ret = shiftu_kv_open(&shiftu_config()->store, &kv);
 	if (ret && !kv_failed) {
-		shiftu_warn("store %s: %s: QPs stay unprotected until it answers",
-			    shiftu_config()->store.url[0] ?
-			    shiftu_config()->store.url : "(none)", strerror(-ret));
+		/* a refusal of our credentials: the store said why, once */
+		if (ret == -EACCES)
+			shiftu_info("store %s: refused: QPs stay unprotected until it accepts us",
+				    shiftu_config()->store.url);
+		else
+			shiftu_warn("store %s: %s: QPs stay unprotected until it answers",
+				    shiftu_config()->store.url[0] ?
+				    shiftu_config()->store.url : "(none)", strerror(-ret));
 		kv_failed = true;
 	}
 	if (!ret && kv_failed) {

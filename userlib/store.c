@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 
 #include "log.h"
 #include "store.h"
+#include "storeauth.h"
 #include "util.h"
 
 #define PREFIX_LEN		(sizeof(SHIFTU_KV_PREFIX) - 1)
@@ -52,6 +54,7 @@ struct shiftu_kv {
 	uint64_t lat_ns, lat_at_ns;
 	char host[256];			/* REDIS: name or address; UNIX: path */
 	uint16_t port;			/* REDIS: 0 for a Unix socket */
+	struct shift_auth auth;		/* REDIS: sent at every connect */
 	char desc[PATH_MAX + 16];
 };
 
@@ -428,6 +431,62 @@ static int ctx_errno(const redisContext *c, int saved_errno)
 }
 
 /*
+ * The store refused us (our credentials, the file they are in, or the ACL
+ * user's rights): one warning per process, naming the store and the
+ * reason, for every handle and every try would say it again; debug after.
+ * A store that accepts us again re-arms it.
+ */
+static bool auth_warned;	/* atomic */
+
+static void redis_failed(struct shiftu_kv *kv, const char *what, int err,
+			 const char *detail);
+
+static void __attribute__((format(printf, 2, 3)))
+auth_refused(struct shiftu_kv *kv, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!__atomic_exchange_n(&auth_warned, true, __ATOMIC_RELAXED))
+		shiftu_warn("store %s: %s", kv->desc, line);
+	else
+		shiftu_dbg("store %s: %s", kv->desc, line);
+	kv->failing = true;
+}
+
+static void auth_accepted(struct shiftu_kv *kv)
+{
+	if (__atomic_exchange_n(&auth_warned, false, __ATOMIC_RELAXED))
+		shiftu_info("store %s: accepted as user %s", kv->desc,
+			    kv->auth.set ? kv->auth.user : SHIFT_AUTH_DEFAULT_USER);
+}
+
+/*
+ * A command the server refused: -EACCES for a refusal of us (NOAUTH: no
+ * or no longer valid credentials; NOPERM: the ACL user may not do it),
+ * logged by auth_refused(); -EIO for anything else (OOM, READONLY...),
+ * logged as a failure.
+ */
+static int redis_refused(struct shiftu_kv *kv, const char *what, const char *msg)
+{
+	if (!strncmp(msg, "NOAUTH", 6)) {
+		auth_refused(kv, "%s refused: %s%s", what, msg, kv->auth.set ? "" :
+			     " (no credentials given: redis://USER:PASSWORD@... or SHIFTU_STORE_AUTH_FILE)");
+		return -EACCES;
+	}
+	if (!strncmp(msg, "NOPERM", 6)) {
+		auth_refused(kv, "%s refused to user %s: %s", what,
+			     kv->auth.set ? kv->auth.user : SHIFT_AUTH_DEFAULT_USER, msg);
+		return -EACCES;
+	}
+	redis_failed(kv, what, -EIO, msg);
+	return -EIO;
+}
+
+/*
  * Log a failure: warn at the first of a run, debug for the rest.  A
  * timeout is a server slow to answer, not one gone, until it has not
  * answered for SHIFTU_KV_SLOW_MS: on a host whose CPUs the application's
@@ -528,6 +587,38 @@ static void redis_drop(struct shiftu_kv *kv)
 	kv->ctx = NULL;
 }
 
+/*
+ * AUTH USER PASSWORD (Redis 6+ ACL) on the new connection @c, before it
+ * carries anything: every connection, the reconnects too, since the
+ * server forgets who a connection was when it closes.  0, -EACCES (the
+ * server said no: WRONGPASS, or an error of a server without ACLs), or the
+ * transport's -errno.  The password is never logged.
+ */
+static int redis_auth(struct shiftu_kv *kv, redisContext *c)
+{
+	const char *argv[] = { "AUTH", kv->auth.user, kv->auth.pass };
+	size_t len;
+	void *r;
+	int err;
+
+	errno = 0;
+	r = redis_lib.command_argv(c, 3, argv, NULL);
+	if (!r) {
+		err = ctx_errno(c, errno);
+		redis_failed(kv, "AUTH", err, NULL);
+		return err;
+	}
+	if (reply_type(r) == REDIS_REPLY_ERROR) {
+		auth_refused(kv, "AUTH as user %s refused: %s", kv->auth.user,
+			     reply_str(r, &len));
+		redis_lib.free_reply(r);
+		return -EACCES;
+	}
+	redis_lib.free_reply(r);
+	auth_accepted(kv);
+	return 0;
+}
+
 static int redis_connect(struct shiftu_kv *kv)
 {
 	const struct timeval tv = { .tv_sec = SHIFTU_KV_TIMEOUT_MS / 1000,
@@ -551,6 +642,13 @@ static int redis_connect(struct shiftu_kv *kv)
 		redis_failed(kv, "set timeout", err, NULL);
 		redis_lib.free_ctx(c);
 		return err;
+	}
+	if (kv->auth.set) {
+		err = redis_auth(kv, c);
+		if (err) {
+			redis_lib.free_ctx(c);
+			return err;
+		}
 	}
 	kv->ctx = c;
 	kv->rcv_ms = SHIFTU_KV_TIMEOUT_MS;
@@ -599,13 +697,10 @@ static int redis_cmd(struct shiftu_kv *kv, int argc, const char **argv,
 	}
 	if (reply_type(r) == REDIS_REPLY_ERROR) {
 		size_t len;
-		const char *msg = reply_str(r, &len);
 
 		/* the server refused (NOAUTH, OOM, READONLY...): the
 		 * connection itself is fine */
-		err = !strncmp(msg, "NOAUTH", 6) || !strncmp(msg, "NOPERM", 6) ?
-		      -EACCES : -EIO;
-		redis_failed(kv, argv[0], err, msg);
+		err = redis_refused(kv, argv[0], reply_str(r, &len));
 		redis_lib.free_reply(r);
 		goto out;
 	}
@@ -641,6 +736,19 @@ static int redis_open(struct shiftu_kv *kv, const struct shiftu_store *cfg)
 	} else {
 		kv->port = 0;
 		snprintf(kv->desc, sizeof(kv->desc), "unix:%s", cfg->host);
+	}
+	if (cfg->auth.set) {
+		kv->auth = cfg->auth;
+	} else if (cfg->auth_file[0]) {
+		/* read at each open: a file fixed, or rotated, is taken at the
+		 * next try */
+		char why[192];
+
+		err = shift_auth_read_file(cfg->auth_file, &kv->auth, why, sizeof(why));
+		if (err) {
+			auth_refused(kv, "credentials file %s: %s", cfg->auth_file, why);
+			return -EACCES;
+		}
 	}
 	sigpipe_block(&g);
 	err = redis_connect(kv);
@@ -749,12 +857,8 @@ static int redis_pipeline(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsi
 		if (redis_lib.get_reply(kv->ctx, &r) != REDIS_OK || !r)
 			return ctx_errno(kv->ctx, errno);
 		if (reply_type(r) == REDIS_REPLY_ERROR) {
-			const char *msg = reply_str(r, &len);
-
-			reqs[i].ret = !strncmp(msg, "NOAUTH", 6) || !strncmp(msg, "NOPERM", 6) ?
-				      -EACCES : -EIO;
-			redis_failed(kv, reqs[i].op == SHIFTU_KV_PUT ? "SET" : "GET",
-				     reqs[i].ret, msg);
+			reqs[i].ret = redis_refused(kv, reqs[i].op == SHIFTU_KV_PUT ?
+						    "SET" : "GET", reply_str(r, &len));
 		} else if (reqs[i].op == SHIFTU_KV_GET) {
 			reqs[i].ret = get_reply_val(r, reqs[i].val, reqs[i].len);
 		} else {
@@ -843,10 +947,12 @@ int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
 	else
 		err = redis_open(kv, cfg);
 	if (err) {
+		shift_auth_clear(&kv->auth);
 		free(kv);
 		return err;
 	}
-	shiftu_dbg("store %s: open", kv->desc);
+	shiftu_dbg("store %s: open%s%s", kv->desc, kv->auth.set ? " as user " : "",
+		   kv->auth.set ? kv->auth.user : "");
 	*out = kv;
 	return 0;
 }
@@ -929,6 +1035,7 @@ void shiftu_kv_close(struct shiftu_kv *kv)
 		close(kv->dirfd);
 	redis_drop(kv);
 	shiftu_dbg("store %s: closed", kv->desc);
+	shift_auth_clear(&kv->auth);
 	free(kv);
 }
 

@@ -24,7 +24,9 @@
  *   REDIS, REDIS_UNIX
  *		a Redis server: SET (no expiry), GET, DEL.  hiredis is
  *		dlopen()ed at the first open, so that a program that never
- *		opens a store never loads it.
+ *		opens a store never loads it.  With credentials (storeauth.h)
+ *		every new connection sends AUTH USER PASSWORD first; the ACL
+ *		user needs "+get +set +del ~shiftu:v1:*" (Documentation/trust.rst).
  *
  * Layout, version 1: the caller's key K is stored as "shiftu:v1:K" (a Redis
  * key; in LOCAL, the name of the file is that string with every byte but
@@ -70,7 +72,11 @@ struct shiftu_kv;
  *   REDIS, REDIS_UNIX: connects, SHIFTU_KV_TIMEOUT_MS at most:
  *     -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH (includes a name that does
  *     not resolve), -ENOENT (no socket file), ...; -ELIBACC when hiredis
- *     cannot be loaded (logged once).
+ *     cannot be loaded (logged once); -EACCES when the store refuses the
+ *     credentials (AUTH USER PASSWORD, sent on every new connection when
+ *     @cfg has them from the URL or from its credentials file) or that
+ *     file cannot be used (storeauth.h's reasons): logged once per
+ *     process, naming the store and the reason, never the password.
  *   -ENOMEM; -EINVAL for an unknown kind.
  * Thread safe.
  */
@@ -78,7 +84,10 @@ int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out);
 
 /*
  * Set @key to @val, replacing any value.  0, -EINVAL (bad key or value),
- * -errno of the transport or the file system.  A REDIS handle whose
+ * -errno of the transport or the file system, -EACCES when the server
+ * refuses us (NOAUTH: no credentials; NOPERM: the ACL user may not; logged
+ * as shiftu_kv_open() says), -EIO when it refuses the command for another
+ * reason.  A REDIS handle whose
  * connection fails is reconnected once within the call; if that fails too
  * the call fails and the next call tries again.
  */

@@ -3,7 +3,12 @@
  * shiftu_store: libshiftu's key-value store (userlib/store.h) keeps, finds
  * and forgets values in a local directory and in a real redis-server that
  * the test starts, alone or in batches, survives a server restart, and
- * fails fast, never hangs, when the server is gone or stuck.
+ * fails fast, never hangs, when the server is gone or stuck.  With ACL
+ * users (Redis 6+) it authenticates on every connection, from the URL or
+ * from a credentials file only its owner may read, and a refusal (a wrong
+ * password, none given, an ACL without the command, a file others may
+ * read) is one warning naming the store and the reason, never the
+ * password.
  *
  * Each TEST runs in its own process (kselftest_harness forks).  The Redis
  * tests SKIP, with the reason, when redis-server is not installed.
@@ -372,7 +377,8 @@ static bool in_path(const char *prog)
 	return found;
 }
 
-/* "+PONG" to a PING on a fresh connection, within 200 ms */
+/* "+PONG" to a PING on a fresh connection, within 200 ms ("-NOAUTH" from
+ * a server whose default user is off) */
 static bool redis_answers(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
@@ -388,12 +394,13 @@ static bool redis_answers(int port)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
 	    write(fd, "PING\r\n", 6) == 6 && read(fd, buf, sizeof(buf) - 1) > 0)
-		ok = !strncmp(buf, "+PONG", 5);
+		ok = !strncmp(buf, "+PONG", 5) || !strncmp(buf, "-NOAUTH", 7);
 	close(fd);
 	return ok;
 }
 
 FIXTURE(redis) {
+	bool acl;			/* the next start: with ACL users */
 	char skip[128];
 	char tmp[64];
 	char sock[PATH_MAX];
@@ -401,6 +408,8 @@ FIXTURE(redis) {
 	pid_t pid;
 	struct shiftu_store cfg;
 };
+
+#define ACL_PASS	"S3cr3t-P4ss"
 
 static pid_t redis_start(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(redis) *self)
@@ -418,10 +427,23 @@ static pid_t redis_start(struct __test_metadata *_metadata,
 		dup2(fd, 0);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execlp("redis-server", "redis-server", "--port", port,
-		       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		       "--dir", self->tmp, "--unixsocket", self->sock,
-		       "--unixsocketperm", "700", "--daemonize", "no", NULL);
+		if (self->acl)
+			/* no default user; shiftu: the library's keys only;
+			 * reader: may read them, not write */
+			execlp("redis-server", "redis-server", "--port", port,
+			       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			       "--dir", self->tmp, "--unixsocket", self->sock,
+			       "--unixsocketperm", "700", "--daemonize", "no",
+			       "--user", "default", "off",
+			       "--user", "shiftu", "on", ">" ACL_PASS, "~shiftu:v1:*",
+			       "+get", "+set", "+del",
+			       "--user", "reader", "on", ">" ACL_PASS, "~shiftu:v1:*", "+get",
+			       NULL);
+		else
+			execlp("redis-server", "redis-server", "--port", port,
+			       "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			       "--dir", self->tmp, "--unixsocket", self->sock,
+			       "--unixsocketperm", "700", "--daemonize", "no", NULL);
 		_exit(127);
 	}
 	for (i = 0; i < 100 && !redis_answers(self->port); i++)
@@ -787,6 +809,236 @@ TEST_F(redis, one_warning)
 		TH_LOG("%s", buf);
 	}
 	shiftu_kv_close(kv);
+}
+
+/* ---- REDIS with ACL users ---- */
+
+/* Restart the fixture's server with ACL users (redis_start()). */
+static void acl_restart(struct __test_metadata *_metadata, FIXTURE_DATA(redis) *self)
+{
+	redis_stop(self);
+	self->acl = true;
+	self->pid = redis_start(_metadata, self);
+}
+
+/* @url parsed into @cfg, as "redis://USER:PASS@127.0.0.1:PORT" */
+static void acl_url(struct __test_metadata *_metadata, FIXTURE_DATA(redis) *self,
+		    const char *user, const char *pass, struct shiftu_store *cfg)
+{
+	char url[256];
+
+	snprintf(url, sizeof(url), "redis://%s:%s@127.0.0.1:%d", user, pass, self->port);
+	ASSERT_EQ(0, shiftu_parse_store(url, cfg));
+}
+
+/* lines of @buf that contain @what */
+static int count_lines(const char *buf, const char *what)
+{
+	const char *p = buf, *eol;
+	int n = 0;
+
+	for (; *p; p = eol + 1) {
+		eol = strchrnul(p, '\n');
+		if (memmem(p, eol - p, what, strlen(what)))
+			n++;
+		if (!*eol)
+			break;
+	}
+	return n;
+}
+
+/*
+ * The right user and password: the library's keys are written and read,
+ * over TCP and over the Unix socket, and again after the server restarts
+ * (a reconnect authenticates again).  Nothing logs the password, not even
+ * at debug.
+ */
+TEST_F(redis, acl_user)
+{
+	char log[PATH_MAX], buf[16384], val[64], url[PATH_MAX + 64];
+	struct shiftu_store ucfg;
+	struct shiftu_kv *kv, *ukv;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_DEBUG, log));
+	acl_restart(_metadata, self);
+	acl_url(_metadata, self, "shiftu", ACL_PASS, &self->cfg);
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "qp:1", "psn=1"));
+	ASSERT_EQ(0, shiftu_kv_get(kv, "qp:1", val, sizeof(val)));
+	EXPECT_STREQ("psn=1", val);
+	batch_check(_metadata, kv);
+
+	snprintf(url, sizeof(url), "unix://shiftu:%s@%s", ACL_PASS, self->sock);
+	ASSERT_EQ(0, shiftu_parse_store(url, &ucfg));
+	ASSERT_EQ(0, shiftu_kv_open(&ucfg, &ukv));
+	ASSERT_EQ(0, shiftu_kv_get(ukv, "qp:1", val, sizeof(val)));
+	EXPECT_STREQ("psn=1", val);
+	shiftu_kv_close(ukv);
+
+	/* the server forgets whom a connection was: the new one says again */
+	redis_stop(self);
+	self->pid = redis_start(_metadata, self);
+	ASSERT_EQ(0, shiftu_kv_put(kv, "qp:2", "psn=2"));
+	ASSERT_EQ(0, shiftu_kv_get(kv, "qp:2", val, sizeof(val)));
+	EXPECT_STREQ("psn=2", val);
+	shiftu_kv_close(kv);
+
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	EXPECT_EQ(NULL, strstr(buf, ACL_PASS)) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(0, count_lines(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+}
+
+/*
+ * A wrong password: the open fails with -EACCES, quickly, with one warning
+ * for the process that names the store and the server's reason, however
+ * many handles and tries; the password is in no line.
+ */
+TEST_F(redis, acl_wrong_password)
+{
+	char log[PATH_MAX], buf[16384], desc[128];
+	struct shiftu_kv *kv = NULL;
+	double t;
+	int i;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_DEBUG, log));
+	acl_restart(_metadata, self);
+	acl_url(_metadata, self, "shiftu", "Wr0ng-P4ss", &self->cfg);
+	t = now();
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(-EACCES, shiftu_kv_open(&self->cfg, &kv));
+	EXPECT_GT(1.0, now() - t);
+	EXPECT_EQ(NULL, kv);
+
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	snprintf(desc, sizeof(desc), "warn: store redis://127.0.0.1:%d: AUTH as user shiftu refused: WRONGPASS",
+		 self->port);
+	EXPECT_EQ(1, count_lines(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(1, count_lines(buf, desc)) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(NULL, strstr(buf, "Wr0ng-P4ss"));
+
+	/* the right one: accepted, and said so */
+	acl_url(_metadata, self, "shiftu", ACL_PASS, &self->cfg);
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	shiftu_kv_close(kv);
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	EXPECT_EQ(1, count_lines(buf, "accepted as user shiftu"));
+}
+
+/*
+ * No credentials for a server that wants some (its default user is off):
+ * the open works (nothing is sent), every command is refused with
+ * -EACCES, and one warning names the store, NOAUTH and what to give.
+ * A user whose ACL lacks SET: -EACCES for the SET, NOPERM named, GET
+ * works.
+ */
+TEST_F(redis, acl_noauth_noperm)
+{
+	char log[PATH_MAX], buf[16384], val[64];
+	struct shiftu_kv_req r[2];
+	struct shiftu_kv *kv;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_INFO, log));
+	acl_restart(_metadata, self);
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	EXPECT_EQ(-EACCES, shiftu_kv_put(kv, "k", "v"));
+	EXPECT_EQ(-EACCES, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	r[0] = (struct shiftu_kv_req){ .op = SHIFTU_KV_PUT, .key = "a", .val = "1" };
+	r[1] = (struct shiftu_kv_req){ .op = SHIFTU_KV_GET, .key = "a", .val = val,
+				       .len = sizeof(val) };
+	EXPECT_EQ(0, shiftu_kv_batch(kv, r, 2));
+	EXPECT_EQ(-EACCES, r[0].ret);
+	EXPECT_EQ(-EACCES, r[1].ret);
+	shiftu_kv_close(kv);
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	EXPECT_EQ(1, count_lines(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(1, count_lines(buf, "SET refused: NOAUTH Authentication required. (no credentials given")) {
+		TH_LOG("%s", buf);
+	}
+
+	/* a new log: the next refusal warns again, after an acceptance */
+	ASSERT_EQ(0, truncate(log, 0));
+	acl_url(_metadata, self, "reader", ACL_PASS, &self->cfg);
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	EXPECT_EQ(-EACCES, shiftu_kv_put(kv, "k", "v"));
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	shiftu_kv_close(kv);
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	EXPECT_EQ(1, count_lines(buf, "SET refused to user reader: NOPERM")) {
+		TH_LOG("%s", buf);
+	}
+}
+
+/*
+ * SHIFTU_STORE_AUTH_FILE: used when only its owner may read it; a mode
+ * 0644 file is refused (-EACCES, one warning naming the file and its
+ * mode) and nothing is sent to the server; fixed, it is taken at the next
+ * open.  Credentials in the URL win over the file.
+ */
+TEST_F(redis, acl_auth_file)
+{
+	char log[PATH_MAX], buf[16384], val[128], path[PATH_MAX], url[128];
+	struct shiftu_kv *kv = NULL;
+	int fd;
+
+	NEED_REDIS();
+	snprintf(log, sizeof(log), "%s/log", self->tmp);
+	ASSERT_EQ(0, shiftu_log_setup(SHIFTU_LOG_DEBUG, log));
+	acl_restart(_metadata, self);
+	snprintf(path, sizeof(path), "%s/store.auth", self->tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_LT(0, dprintf(fd, "# libshiftu's ACL user\nshiftu:%s\n", ACL_PASS));
+	close(fd);
+	ASSERT_EQ(0, chmod(path, 0644));
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", self->port);
+	ASSERT_EQ(0, shiftu_parse_store(url, &self->cfg));
+	ASSERT_EQ(0, shiftu_parse_store_dir(path, self->cfg.auth_file));
+
+	EXPECT_EQ(-EACCES, shiftu_kv_open(&self->cfg, &kv));
+	EXPECT_EQ(-EACCES, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	EXPECT_EQ(1, count_lines(buf, ": warn: ")) {
+		TH_LOG("%s", buf);
+	}
+	snprintf(val, sizeof(val), "warn: store redis://127.0.0.1:%d: credentials file ",
+		 self->port);
+	EXPECT_EQ(1, count_lines(buf, val)) {
+		TH_LOG("%s", buf);
+	}
+	EXPECT_NE(NULL, strstr(buf, "store.auth: refused: mode 0644 lets group or others at it (chmod 600 it)"));
+
+	ASSERT_EQ(0, chmod(path, 0600));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	ASSERT_EQ(0, shiftu_kv_put(kv, "k", "v"));
+	ASSERT_EQ(0, shiftu_kv_get(kv, "k", val, sizeof(val)));
+	shiftu_kv_close(kv);
+
+	/* the URL's user wins: "reader" may not SET */
+	snprintf(url, sizeof(url), "redis://reader:%s@127.0.0.1:%d", ACL_PASS, self->port);
+	ASSERT_EQ(0, shiftu_parse_store(url, &self->cfg));
+	ASSERT_EQ(0, shiftu_parse_store_dir(path, self->cfg.auth_file));
+	ASSERT_EQ(0, shiftu_kv_open(&self->cfg, &kv));
+	EXPECT_EQ(-EACCES, shiftu_kv_put(kv, "k", "v"));
+	shiftu_kv_close(kv);
+
+	ASSERT_LT(0, read_log(log, buf, sizeof(buf)));
+	EXPECT_EQ(NULL, strstr(buf, ACL_PASS));
 }
 
 TEST(redis_refused)

@@ -27,6 +27,7 @@
 
 #include "shiftu.h"
 #include "config.h"
+#include "storeauth.h"
 #include "health.h"
 #include "interpose.h"
 #include "log.h"
@@ -764,6 +765,166 @@ TEST(config_parsers)
 	EXPECT_EQ(-EINVAL, shiftu_parse_record("", &b));
 }
 
+/* Credentials in the store URL (storeauth.h): decoded, checked, hidden. */
+TEST(store_url_credentials)
+{
+	struct shiftu_store s;
+	char why[128], out[256];
+
+	ASSERT_EQ(0, shiftu_parse_store("redis://shiftu:s3cret@10.0.0.1:7000/0", &s));
+	EXPECT_EQ(SHIFTU_STORE_REDIS, s.kind);
+	EXPECT_STREQ("10.0.0.1", s.host);
+	EXPECT_EQ(7000, s.port);
+	EXPECT_TRUE(s.auth.set);
+	EXPECT_STREQ("shiftu", s.auth.user);
+	EXPECT_STREQ("s3cret", s.auth.pass);
+	EXPECT_STREQ("redis://shiftu:***@10.0.0.1:7000/0", s.url);
+	EXPECT_EQ(NULL, strstr(s.url, "s3cret"));
+
+	/* %-escapes; a raw '@' and '/' in the password: the last '@' ends it */
+	ASSERT_EQ(0, shiftu_parse_store("redis://a%3Ab:p%40ss%25w/d@x@[fd00::1]:6380", &s));
+	EXPECT_STREQ("a:b", s.auth.user);
+	EXPECT_STREQ("p@ss%w/d@x", s.auth.pass);
+	EXPECT_STREQ("fd00::1", s.host);
+	EXPECT_EQ(6380, s.port);
+	EXPECT_STREQ("redis://a%3Ab:***@[fd00::1]:6380", s.url);
+
+	/* no user: Redis' default user */
+	ASSERT_EQ(0, shiftu_parse_store("redis://:pw@h", &s));
+	EXPECT_STREQ("default", s.auth.user);
+	EXPECT_STREQ("pw", s.auth.pass);
+	EXPECT_EQ(6379, s.port);
+
+	/* the Unix socket, with and without */
+	ASSERT_EQ(0, shiftu_parse_store("unix://shiftu:pw@/run/redis/redis.sock", &s));
+	EXPECT_EQ(SHIFTU_STORE_REDIS_UNIX, s.kind);
+	EXPECT_STREQ("/run/redis/redis.sock", s.host);
+	EXPECT_STREQ("shiftu", s.auth.user);
+	EXPECT_STREQ("pw", s.auth.pass);
+	EXPECT_STREQ("unix://shiftu:***@/run/redis/redis.sock", s.url);
+	ASSERT_EQ(0, shiftu_parse_store("unix:///run/a@b/redis.sock", &s));
+	EXPECT_FALSE(s.auth.set);
+	EXPECT_STREQ("/run/a@b/redis.sock", s.host);
+	ASSERT_EQ(0, shiftu_parse_store("redis://h:1", &s));
+	EXPECT_FALSE(s.auth.set);
+
+	/* refused, each with a reason that names what and never the password */
+#define BAD(url, reason) do {						\
+	EXPECT_EQ(-EINVAL, shiftu_parse_store_why(url, &s, why, sizeof(why))); \
+	EXPECT_NE(NULL, strstr(why, reason)) {				\
+		TH_LOG("%s: %s", url, why);				\
+	}								\
+	EXPECT_EQ(NULL, strstr(why, "hunter2"));			\
+} while (0)
+	BAD("redis://shiftu@h", "a user without a password");
+	BAD("redis://shiftu:@h", "an empty password");
+	BAD("redis://@h", "no user and password");
+	BAD("redis://u:hunter2%4@h", "bad %-escape in the password");
+	BAD("redis://u:hunter2%zz@h", "bad %-escape in the password");
+	BAD("redis://u%:hunter2@h", "bad %-escape in the user");
+	BAD("redis://u:hunter2%00@h", "%00 in the password");
+	BAD("redis://u:hunter2@", "no host");
+	BAD("redis://u:hunter2@h:0", "invalid port");
+	BAD("redis://u:hunter2@[fd00::1", "unterminated '['");
+	BAD("unix://u:hunter2@relative", "not unix:/PATH");
+	BAD("http://u:hunter2@h", "not none, local");
+#undef BAD
+	{
+		char url[800];
+
+		memset(url, 0, sizeof(url));
+		strcpy(url, "redis://u:");
+		memset(url + 10, 'p', 520);
+		strcat(url, "@h");
+		EXPECT_EQ(-EINVAL, shiftu_parse_store_why(url, &s, why, sizeof(why)));
+	}
+
+	/* what log lines show, for URLs that parse and that do not */
+	shift_auth_redact("redis://u:hunter2@h:1", out, sizeof(out));
+	EXPECT_STREQ("redis://u:***@h:1", out);
+	shift_auth_redact("redis://u:hunter2@", out, sizeof(out));
+	EXPECT_STREQ("redis://u:***@", out);
+	shift_auth_redact("unix://u:hunter2@relative", out, sizeof(out));
+	EXPECT_STREQ("unix://u:***@relative", out);
+	shift_auth_redact("bogus://u:hunter2@h", out, sizeof(out));
+	EXPECT_STREQ("bogus://u:***@h", out);
+	shift_auth_redact("redis://h:6379", out, sizeof(out));
+	EXPECT_STREQ("redis://h:6379", out);
+	shift_auth_redact("unix:/run/redis.sock", out, sizeof(out));
+	EXPECT_STREQ("unix:/run/redis.sock", out);
+}
+
+/* Write @text into a new file of mode @mode; its path in @path. */
+static void cred_file(struct __test_metadata *_metadata, char *path,
+		      const char *text, mode_t mode)
+{
+	int fd;
+
+	strcpy(path, "/tmp/shiftu_cred.XXXXXX");
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
+	ASSERT_EQ(0, fchmod(fd, mode));
+	close(fd);
+}
+
+/* The credentials file: read only when only its owner can read it. */
+TEST(store_auth_file)
+{
+	struct shift_auth a;
+	char path[64], why[192];
+
+	cred_file(_metadata, path, "# the store\n\nshiftu:pass word:x\r\n", 0600);
+	ASSERT_EQ(0, shift_auth_read_file(path, &a, why, sizeof(why))) {
+		TH_LOG("%s", why);
+	}
+	EXPECT_TRUE(a.set);
+	EXPECT_STREQ("shiftu", a.user);
+	EXPECT_STREQ("pass word:x", a.pass);	/* literally, up to the line's end */
+
+	/* group or others may read it, or write it: refused, as ssh does */
+	ASSERT_EQ(0, chmod(path, 0644));
+	EXPECT_EQ(-EPERM, shift_auth_read_file(path, &a, why, sizeof(why)));
+	EXPECT_STREQ("refused: mode 0644 lets group or others at it (chmod 600 it)", why);
+	EXPECT_FALSE(a.set);
+	EXPECT_STREQ("", a.pass);
+	ASSERT_EQ(0, chmod(path, 0640));
+	EXPECT_EQ(-EPERM, shift_auth_read_file(path, &a, why, sizeof(why)));
+	ASSERT_EQ(0, chmod(path, 0602));
+	EXPECT_EQ(-EPERM, shift_auth_read_file(path, &a, why, sizeof(why)));
+	ASSERT_EQ(0, chmod(path, 0400));
+	EXPECT_EQ(0, shift_auth_read_file(path, &a, why, sizeof(why)));
+
+	/* someone else's file, even one only they can read */
+	if (geteuid() == 0) {
+		ASSERT_EQ(0, chown(path, 65534, 65534));
+		EXPECT_EQ(-EPERM, shift_auth_read_file(path, &a, why, sizeof(why)));
+		EXPECT_NE(NULL, strstr(why, "owned by uid 65534, not by uid 0"));
+	}
+	unlink(path);
+	EXPECT_EQ(-ENOENT, shift_auth_read_file(path, &a, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "cannot open it"));
+	EXPECT_EQ(-EPERM, shift_auth_read_file("/tmp", &a, why, sizeof(why)));
+
+	/* what it holds */
+	cred_file(_metadata, path, "shiftu\n", 0600);
+	EXPECT_EQ(-EINVAL, shift_auth_read_file(path, &a, why, sizeof(why)));
+	EXPECT_STREQ("line 1: a user without a password (USER:PASSWORD)", why);
+	unlink(path);
+	cred_file(_metadata, path, "a:b\nc:d\n", 0600);
+	EXPECT_EQ(-EINVAL, shift_auth_read_file(path, &a, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "line 2: a second credentials line"));
+	unlink(path);
+	cred_file(_metadata, path, "# nothing\n", 0600);
+	EXPECT_EQ(-EINVAL, shift_auth_read_file(path, &a, why, sizeof(why)));
+	EXPECT_STREQ("no USER:PASSWORD line", why);
+	unlink(path);
+	cred_file(_metadata, path, ":hunter2\n", 0600);
+	EXPECT_EQ(0, shift_auth_read_file(path, &a, why, sizeof(why)));
+	EXPECT_STREQ("default", a.user);
+	unlink(path);
+}
+
 static char *bad_env(const char *name)
 {
 	if (!strcmp(name, "SHIFTU_LOG"))
@@ -771,7 +932,7 @@ static char *bad_env(const char *name)
 	if (!strcmp(name, "SHIFTU_LOG_TIME"))
 		return "always";
 	if (!strcmp(name, "SHIFTU_STORE"))
-		return "redis://h:99999";
+		return "redis://u:hunter2@h:99999";
 	if (!strcmp(name, "SHIFTU_DISABLE"))
 		return "maybe";
 	if (!strcmp(name, "SHIFTU_PROBE_MS"))
@@ -826,7 +987,9 @@ TEST(config_bad_values)
 	EXPECT_EQ(8, lines);
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG=loud"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_LOG_TIME=always"));
-	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://h:99999"));
+	/* the reason, and never the password */
+	EXPECT_NE(NULL, strstr(buf, "SHIFTU_STORE=redis://u:***@h:99999: invalid value (an invalid port"));
+	EXPECT_EQ(NULL, strstr(buf, "hunter2"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_DISABLE=maybe"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_PROBE_MS=fast"));
 	EXPECT_NE(NULL, strstr(buf, "SHIFTU_HEALTH_DEV="));

@@ -10,6 +10,7 @@
 # newest 6.12 build); make check builds for both and boots both.
 # linux-source-6.12 and python3-yaml/-jsonschema: the kernel's YNL tools
 # and schemas, for the netlink spec's tests (selftests/lab/get-ynl.sh).
+# openssl and stunnel4: the store's TLS tunnel (selftests/host/store_tls.sh).
 
 set -e
 
@@ -22,6 +23,7 @@ PACKAGES=(
 	dkms redis-server libhiredis-dev sparse linux-source-6.1 python3 jq
 	xz-utils procps python3-pyverbs ucx-utils ethtool spin
 	linux-source-6.12 python3-yaml python3-jsonschema
+	openssl stunnel4
 )
 
 # Print the packages that are not in the "install ok installed" state.

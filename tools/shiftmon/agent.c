@@ -943,6 +943,11 @@ static int agent_setup(struct agent *a)
 		fprintf(stderr, "%s: invalid store URL %s\n", sm_prog, a->st.err);
 		return -2;
 	}
+	if (sm_store_auth_file(&a->st, sm_opts.store_auth)) {
+		fprintf(stderr, "Unable to start agent: store %s: %s\n", a->st.url,
+			a->st.err);
+		return -1;
+	}
 	if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
 		a->instance = (uint64_t)getpid() << 32 ^ real_ms();
 	a->verbose = sm_opts.verbose;
@@ -998,8 +1003,8 @@ int cmd_agent(int argc, char **argv)
 	/* subscribed before the dump: no change falls between the two */
 	if (sm_listen_open(&a.l, on_event, &a))
 		return SM_EXIT_FAIL;
-	alog("host %s, instance %016" PRIx64 ", store %s", a.host, a.instance,
-	     a.st.url);
+	alog("host %s, instance %016" PRIx64 ", store %s%s%s", a.host, a.instance,
+	     a.st.url, a.st.auth.set ? " as user " : "", a.st.auth.set ? a.st.auth.user : "");
 	if (!a.l.present)
 		alog("module %s not loaded: waiting for it", SHIFT_FT_GENL_NAME);
 	else if (lports_refresh(&a, sm_mono_ns()))

@@ -223,6 +223,10 @@ int sm_show_cluster(int argc, char **argv)
 		fprintf(stderr, "%s: invalid store URL %s\n", sm_prog, st.err);
 		return sm_usage("show");
 	}
+	if (sm_store_auth_file(&st, sm_opts.store_auth)) {
+		fprintf(stderr, "Unable to show cluster: store %s: %s\n", st.url, st.err);
+		return SM_EXIT_FAIL;
+	}
 	if (sm_store_connect(&st, false)) {
 		fprintf(stderr, "Unable to show cluster: store %s: %s\n", st.url, st.err);
 		return SM_EXIT_FAIL;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "shiftmon.h"
+#include "storeauth.h"
 
 #ifndef SHIFT_VERSION
 #define SHIFT_VERSION "unknown"
@@ -44,7 +45,7 @@ static const struct sm_cmd cmds[] = {
 	  "report the state of a path" },
 	{ "metrics", cmd_metrics, "",
 	  "the table as metrics, for node_exporter's textfile collector" },
-	{ "agent", cmd_agent, "[--store URL] [--host NAME] [-v]",
+	{ "agent", cmd_agent, "[--store URL] [--store-auth-file FILE] [--host NAME] [-v]",
 	  "publish this host's ports to the cluster store, apply the others'" },
 	{ "help", cmd_help, "[COMMAND]", "this text" },
 };
@@ -74,7 +75,12 @@ static void print_usage(FILE *f, const char *only)
 		"      --cluster        show: every host's ports, from the store\n"
 		"      --store URL      agent, show --cluster: redis://HOST:PORT or\n"
 		"                       unix:PATH (default $SHIFT_STORE, else\n"
-		"                       redis://127.0.0.1:6379)\n"
+		"                       redis://127.0.0.1:6379); with an ACL user:\n"
+		"                       redis://USER:PASSWORD@HOST:PORT,\n"
+		"                       unix://USER:PASSWORD@/PATH\n"
+		"      --store-auth-file FILE\n"
+		"                       the same: USER:PASSWORD from FILE, which only\n"
+		"                       its owner may read (default $SHIFT_STORE_AUTH_FILE)\n"
 		"      --host NAME      agent: this host's name (default: hostname)\n"
 		"  -v, --verbose        agent: one line per action\n"
 		"  -V, --version        print the version\n"
@@ -126,6 +132,28 @@ static int set_color(const char *when)
 	return 0;
 }
 
+/*
+ * A copy of the --store URL, and the password in argv overwritten: every
+ * local user can read a process' command line (ps, /proc/PID/cmdline).
+ * Until this runs they can too: shiftmon(8) says to prefer the file.
+ */
+static const char *hide_password(char *arg)
+{
+	const char *ui, *at;
+	char *copy, *colon;
+	size_t uilen;
+
+	if (!shift_auth_in_url(arg, &ui, &uilen, &at))
+		return arg;
+	copy = strdup(arg);
+	if (!copy)
+		return arg;
+	colon = memchr(ui, ':', uilen);
+	if (colon)
+		memset(colon + 1, 'x', at - 1 - (colon + 1));
+	return copy;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -137,6 +165,7 @@ int main(int argc, char **argv)
 		{ "relative",	no_argument,		NULL, 'r' },
 		{ "header",	no_argument,		NULL, 'H' },
 		{ "store",	required_argument,	NULL, 'S' },
+		{ "store-auth-file", required_argument,	NULL, 'A' },
 		{ "host",	required_argument,	NULL, 'N' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "cluster",	no_argument,		NULL, 'C' },
@@ -157,7 +186,8 @@ int main(int argc, char **argv)
 		case 't': sm_opts.timestamp = true; break;
 		case 'r': sm_opts.relative = true; break;
 		case 'H': sm_opts.header = true; break;
-		case 'S': sm_opts.store = optarg; break;
+		case 'S': sm_opts.store = hide_password(optarg); break;
+		case 'A': sm_opts.store_auth = optarg; break;
 		case 'N': sm_opts.host = optarg; break;
 		case 'v': sm_opts.verbose = true; break;
 		case 'C': sm_opts.cluster = true; break;

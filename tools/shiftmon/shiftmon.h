@@ -36,6 +36,7 @@ struct sm_opts {
 	bool verbose;		/* -v: agent, one line per action */
 	bool cluster;		/* --cluster: show every host from the store */
 	const char *store;	/* --store URL: agent, show --cluster */
+	const char *store_auth;	/* --store-auth-file FILE: the same */
 	const char *host;	/* --host NAME: agent */
 };
 

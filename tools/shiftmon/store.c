@@ -152,26 +152,43 @@ int sm_msg_parse(const char *msg, size_t len, char *host, size_t hostlen,
 
 /* ---- connections ---- */
 
-int sm_store_init(struct sm_store *s, const char *url)
+int sm_store_init(struct sm_store *s, const char *given)
 {
-	const char *p;
+	char url[sizeof(s->url)], why[128];
+	const char *p, *ui, *at;
 	char *colon, *end;
 	long port = 6379;
+	size_t uilen;
 
 	memset(s, 0, sizeof(*s));
-	if (!url || !*url)
-		url = getenv(SM_STORE_ENV);
-	if (!url || !*url)
-		url = SM_STORE_DEFAULT;
-	snprintf(s->url, sizeof(s->url), "%s", url);
+	if (!given || !*given)
+		given = getenv(SM_STORE_ENV);
+	if (!given || !*given)
+		given = SM_STORE_DEFAULT;
+	/* from here on, messages name the URL without its password */
+	shift_auth_redact(given, s->url, sizeof(s->url));
+	if (strlen(given) >= sizeof(url)) {
+		snprintf(s->err, sizeof(s->err), "'%s': longer than %zu bytes", s->url,
+			 sizeof(url) - 1);
+		return -1;
+	}
+	strcpy(url, given);
+	if (shift_auth_in_url(given, &ui, &uilen, &at)) {
+		if (shift_auth_parse_userinfo(ui, uilen, &s->auth, why, sizeof(why))) {
+			snprintf(s->err, sizeof(s->err), "'%s': %s", s->url, why);
+			return -1;
+		}
+		/* the address alone: "redis://" or "unix://" and what follows '@' */
+		snprintf(url, sizeof(url), "%.*s%s", (int)(ui - given), given, at);
+	}
 	if (!strncmp(url, "unix:", 5)) {
 		p = url + 5;
 		if (!strncmp(p, "//", 2))
 			p += 2;
 		if (*p != '/' || strlen(p) >= 108) {
 			snprintf(s->err, sizeof(s->err),
-				 "'%s': expected unix:/PATH", url);
-			return -1;
+				 "'%s': expected unix:/PATH", s->url);
+			goto wipe;
 		}
 		snprintf(s->addr, sizeof(s->addr), "%s", p);
 		s->port = 0;
@@ -179,8 +196,9 @@ int sm_store_init(struct sm_store *s, const char *url)
 	}
 	if (strncmp(url, "redis://", 8) || !url[8]) {
 		snprintf(s->err, sizeof(s->err),
-			 "'%s': expected redis://HOST[:PORT] or unix:/PATH", url);
-		return -1;
+			 "'%s': expected redis://[USER:PASSWORD@]HOST[:PORT] or unix:/PATH",
+			 s->url);
+		goto wipe;
 	}
 	snprintf(s->addr, sizeof(s->addr), "%s", url + 8);
 	/* a trailing "/" or "/DB" is not ours: one database, number 0 */
@@ -189,8 +207,8 @@ int sm_store_init(struct sm_store *s, const char *url)
 	if (s->addr[0] == '[') {	/* [v6addr]:port */
 		end = strchr(s->addr, ']');
 		if (!end) {
-			snprintf(s->err, sizeof(s->err), "'%s': unterminated '['", url);
-			return -1;
+			snprintf(s->err, sizeof(s->err), "'%s': unterminated '['", s->url);
+			goto wipe;
 		}
 		*end = '\0';
 		if (end[1] == ':') {
@@ -208,14 +226,57 @@ int sm_store_init(struct sm_store *s, const char *url)
 			goto bad_port;
 	}
 	if (!s->addr[0]) {
-		snprintf(s->err, sizeof(s->err), "'%s': no host", url);
-		return -1;
+		snprintf(s->err, sizeof(s->err), "'%s': no host", s->url);
+		goto wipe;
 	}
 	s->port = port;
 	return 0;
 bad_port:
-	snprintf(s->err, sizeof(s->err), "'%s': invalid port", url);
+	snprintf(s->err, sizeof(s->err), "'%s': invalid port", s->url);
+wipe:
+	shift_auth_clear(&s->auth);
 	return -1;
+}
+
+int sm_store_auth_file(struct sm_store *s, const char *path)
+{
+	char why[160];
+
+	if (!path || !*path)
+		path = getenv(SM_STORE_AUTH_ENV);
+	if (!path || !*path || s->auth.set)
+		return 0;
+	if (shift_auth_read_file(path, &s->auth, why, sizeof(why))) {
+		snprintf(s->err, sizeof(s->err), "credentials file %s: %s", path, why);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * AUTH USER PASSWORD (Redis 6+ ACL) on a new connection, before anything
+ * else: each connection, the reconnects too.  0, or -1 with s->err (never
+ * the password).
+ */
+static int auth(struct sm_store *s, redisContext *c)
+{
+	const char *argv[] = { "AUTH", s->auth.user, s->auth.pass };
+	redisReply *r;
+
+	r = redisCommandArgv(c, 3, argv, NULL);
+	if (!r) {
+		snprintf(s->err, sizeof(s->err), "AUTH: %s",
+			 c->err == REDIS_ERR_EOF ? "connection closed by the server" : c->errstr);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(s->err, sizeof(s->err), "AUTH as user %s refused: %s",
+			 s->auth.user, r->str);
+		freeReplyObject(r);
+		return -1;
+	}
+	freeReplyObject(r);
+	return 0;
 }
 
 static redisContext *open_one(struct sm_store *s)
@@ -240,9 +301,14 @@ static redisContext *open_one(struct sm_store *s)
 		redisFree(c);
 		return NULL;
 	}
+	if (s->auth.set && auth(s, c)) {
+		redisFree(c);
+		return NULL;
+	}
 	return c;
 }
 
+/* Closes the connections; the credentials stay, for the next connect. */
 void sm_store_close(struct sm_store *s)
 {
 	if (s->cmd)
@@ -278,7 +344,10 @@ int sm_store_connect(struct sm_store *s, bool subscribe)
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		/* e.g. NOAUTH, or a protected-mode refusal */
-		snprintf(s->err, sizeof(s->err), "ping: %s", r->str);
+		snprintf(s->err, sizeof(s->err), "ping: %s%s", r->str,
+			 !strncmp(r->str, "NOAUTH", 6) && !s->auth.set ?
+			 " (no credentials given: redis://USER:PASSWORD@... or --store-auth-file)" :
+			 "");
 		freeReplyObject(r);
 		sm_store_close(s);
 		return -1;

@@ -3,9 +3,14 @@
  * store.h: the cluster store (Redis) of `shiftmon agent` and
  * `shiftmon show --cluster`.
  *
- * Where: --store URL, else the environment variable SHIFT_STORE (the one
- * libshiftu reads), else redis://127.0.0.1:6379.  URL is redis://HOST[:PORT]
- * or unix:/PATH.
+ * Where: --store URL, else the environment variable SHIFT_STORE, else
+ * redis://127.0.0.1:6379.  URL is redis://[USER:PASSWORD@]HOST[:PORT] or
+ * unix:/PATH or unix://USER:PASSWORD@/PATH (libshiftu's SHIFTU_STORE
+ * forms).  Credentials (a Redis 6+ ACL user, sent as AUTH USER PASSWORD on
+ * every new connection) come from the URL, else from the file that
+ * --store-auth-file or SHIFT_STORE_AUTH_FILE names (userlib/storeauth.h:
+ * one USER:PASSWORD line, the file only its owner's to read).  Messages
+ * show the URL with its password as "***".
  *
  * What, version 1 (every name starts with "shift:v1:" so that a later
  * layout can live next to this one during an upgrade):
@@ -41,7 +46,10 @@
 
 #include <shift_ft.h>
 
+#include "storeauth.h"	/* userlib's, shared */
+
 #define SM_STORE_ENV		"SHIFT_STORE"
+#define SM_STORE_AUTH_ENV	"SHIFT_STORE_AUTH_FILE"
 #define SM_STORE_DEFAULT	"redis://127.0.0.1:6379"
 #define SM_STORE_HOSTS		"shift:v1:hosts"
 #define SM_STORE_HOST_FMT	"shift:v1:host:%s"
@@ -90,12 +98,14 @@ struct redisContext;
 struct redisReply;
 
 struct sm_store {
-	char url[256];			/* as configured, for messages */
+	char url[256];			/* as configured, but for the
+					 * password: for messages */
+	struct shift_auth auth;		/* sent on each new connection */
 	char addr[256];			/* host name or socket path */
 	int port;			/* 0: unix socket */
 	struct redisContext *cmd;	/* commands */
 	struct redisContext *sub;	/* subscribed to SM_STORE_CHANNEL */
-	char err[192];			/* why the last call failed */
+	char err[512];			/* why the last call failed */
 };
 
 /*
@@ -103,6 +113,13 @@ struct sm_store {
  * in s->err on a malformed URL.
  */
 int sm_store_init(struct sm_store *s, const char *url);
+/*
+ * Take the credentials from the file @path (NULL: $SHIFT_STORE_AUTH_FILE;
+ * neither: none), unless the URL had some (they win).  0, or -1 with
+ * s->err naming the file and what is wrong with it (its mode or owner, its
+ * content); the password is never in a message.
+ */
+int sm_store_auth_file(struct sm_store *s, const char *path);
 /*
  * Connect the command connection, and the subscriber too if @subscribe
  * (returning once the subscription is confirmed, so that nothing published
