@@ -38,6 +38,9 @@ _Static_assert(S_DEFAULT == SHIFTU_SEND_DEFAULT && S_FALLBACK == SHIFTU_SEND_FAL
 	       "the model's send states are proto.h's");
 _Static_assert(N_REPLAY == SHIFTU_SENDS_REPLAY && N_HOLD == SHIFTU_SENDS_HOLD &&
 	       N_GIVE_UP == SHIFTU_SENDS_GIVE_UP, "the model's plans are proto.h's");
+_Static_assert(F_GRANT == SHIFTU_FB_GRANT && F_BUSY == SHIFTU_FB_BUSY &&
+	       F_LEADS == SHIFTU_FB_LEADS && F_DOWN == SHIFTU_FB_DOWN,
+	       "the model's failback answers are proto.h's");
 _Static_assert(A_OLD == SHIFTU_HS_OLD && A_STALE == SHIFTU_HS_STALE &&
 	       A_FOLLOW_BACK == SHIFTU_HS_FOLLOW_BACK && A_REJOIN == SHIFTU_HS_REJOIN &&
 	       A_FOLLOW_OVER == SHIFTU_HS_FOLLOW_OVER && A_ANSWER == SHIFTU_HS_ANSWER &&
@@ -166,6 +169,24 @@ int model_hs_decide(int state, int on_twin, int on_default, int ack, int expecte
 	};
 
 	return shiftu_hs_decide(&in);
+}
+
+/*
+ * The answer to the peer's failback request (failback_answer(),
+ * shiftu_fb_answer()): the reply in bits 0-1, two-sided in bit 2.  The
+ * model's ports are up once the path is back: never "down".
+ */
+int model_fb_answer(int state, int on_twin, int posted, int going, int asking, int leader,
+		    int peer_twin_recvs)
+{
+	struct shiftu_fb_in in = {
+		.state = state, .on_twin = on_twin, .posted = posted, .going = going,
+		.asking = asking, .leader = leader, .peer_twin_recvs = peer_twin_recvs,
+	};
+	bool two;
+	int r = shiftu_fb_answer(&in, &two);
+
+	return r | two << 2;
 }
 
 /* The switches the model reads once, at its start (shift_model.h's O_*). */

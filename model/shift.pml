@@ -113,6 +113,8 @@ c_decl {
 	extern int model_hs_decide(int state, int on_twin, int on_default, int ack,
 				   int expected, int busy);
 	extern int model_opts(void);
+	extern int model_fb_answer(int state, int on_twin, int posted, int going, int asking,
+				   int leader, int peer_twin_recvs);
 }
 
 /* the peer's count as shiftu_hs_message() read it, 64 bits (vq->hs_peer) */
@@ -428,10 +430,10 @@ inline move()
 }
 
 /*
- * move_locked(MOVE_BACK), failover.c lines 1047-1335: a two-sided failback,
+ * move_locked(MOVE_BACK), failover.c lines 1047-1336: a two-sided failback,
  * the failover in reverse.  The twin is stopped and drained; the sends
  * outstanding are the last n_s recorded (start = posted_end() - n_s, the
- * library's count, lines 1186-1210); the receives go to the default QP,
+ * library's count, lines 1165-1233); the receives go to the default QP,
  * then the control message there, and the sends wait for the peer's count
  * (shiftu_plan_next(..., back)) unless it came already (the side that
  * follows).  The twin is renewed (not modelled: no failover follows).
@@ -508,25 +510,26 @@ inline reconnect(s, m)
 
 /*
  * failback_answer(), shadow.c lines 1748-1863: the peer's request, under
- * fo_lock.  Two-sided (mode 1) if we are not on our default QP or the
- * peer's receives are on its twin; granted unless busy: one-sided, if we
- * posted anything (the reset would drop our receives); two-sided, if we
- * are not simply in Fallback on the twin, are going back already, or ask
- * ourselves and lead (fb_leader(): side 0).
+ * fo_lock, answered by shiftu_fb_answer(): going back already is a move
+ * back due or made and waiting for the count (the model's probe is good
+ * at once); side 0 leads (fb_leader()).  Granted, our default QP is reset:
+ * two-sided, we wait for the peer's message (fb_wait_ns); one-sided, the
+ * peer's next failover is a new exchange, with a control receive on our
+ * twin again.
  */
 inline answer()
 {
 	req[1 - me] = 0;
-	a = state[me] != S_DEFAULT || twrx[1 - me];
+	c_code { now.plan = model_fb_answer(now.state[Ppeer->me], now.on_twin[Ppeer->me],
+					    now.nxt[Ppeer->me] > 0 || now.rx_posted[Ppeer->me],
+					    now.backdue[Ppeer->me] ||
+					    (now.state[Ppeer->me] == S_HANDSHAKE &&
+					     !now.on_twin[Ppeer->me]),
+					    now.fbst[Ppeer->me], Ppeer->me == 0,
+					    now.twrx[1 - Ppeer->me]); };
+	a = (plan & 4) != 0;
 	if
-	:: a ->
-		bk = state[me] != S_FALLBACK || !on_twin[me] || backdue[me] ||
-		     (state[me] == S_HANDSHAKE && !on_twin[me]) || (fbst[me] && me == 0)
-	:: else ->
-		bk = nxt[me] > 0 || rx_posted[me]
-	fi;
-	if
-	:: bk -> fbrep[1 - me] = 1
+	:: (plan & 3) != F_GRANT -> fbrep[1 - me] = 1
 	:: else ->
 		/* the reset under traffic of the peer's on its default QP */
 		assert(tak[3 - me] == ttl[3 - me]);
@@ -543,13 +546,13 @@ inline answer()
 		fi;
 		fbrep[1 - me] = 2 + a
 	fi;
-	a = 0;
-	bk = 0
+	plan = 0;
+	a = 0
 }
 
 /*
  * failback_step() with the answer, then failback_probed(), shadow.c lines
- * 1557-1694: busy, ask again later; granted, reset our default QP with the
+ * 1557-1690: busy, ask again later; granted, reset our default QP with the
  * peer's PSN and probe it.  The path is up, so the probe is good: a
  * one-sided failback waits for its fence (shiftu_probe_fence()), a
  * two-sided one is due (shiftu_back_due()).
@@ -619,6 +622,7 @@ inline hs_message()
 			k = rstart[me];
 			replay();
 			rstart[me] = 0;
+			plan = 0;
 			k = 0
 		:: act == A_NOTE
 		:: else ->
@@ -654,7 +658,7 @@ inline hs_message()
 /*
  * The drain of a twin counts its flushed sends (n_s), and move_locked()
  * takes the last n_s recorded for them (start = posted_end() - n_s,
- * failover.c lines 1186-1210).  A failover's replay() posts the READs
+ * failover.c lines 1165-1233).  A failover's replay() posts the READs
  * before the cut and completes good the requests between them and the
  * cut: a READ so replayed and not yet completed when a failback drains the
  * twin makes the flushed sends not the last recorded ones.  Then the

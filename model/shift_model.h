@@ -51,6 +51,12 @@
 #define A_REPLAY	7
 #define A_NOTE		8
 
+/* enum shiftu_fb_reply */
+#define F_GRANT		0
+#define F_BUSY		1
+#define F_LEADS		2
+#define F_DOWN		3
+
 /*
  * The model's switches (glue.c's model_opts(), chosen like its seeds:
  * make SEED=...): seeded defects the model must catch, and the open
