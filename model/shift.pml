@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * shift.pml: the two peers of one RC QP, their NICs and the failover
- * protocol (SHIFT section 4.3.2, Documentation/libshiftu.rst), for spin.
+ * protocol, over and back (SHIFT sections 4.3.2 and 4.3.3,
+ * Documentation/libshiftu.rst), for spin.
  *
  * How the model and the C stay one: the model decides nothing itself.
  * Every decision the library takes is the library's own code, called from
@@ -10,7 +11,9 @@
  *     shiftu_plan_next(), and shiftu_plan_replays() for each of them;
  *   - the peer's count on the wire and back: shiftu_hs_count_put(),
  *     shiftu_hs_count_get() (serial.h), 31 bits;
- *   - what a control message calls for: shiftu_hs_decide().
+ *   - what a control message calls for: shiftu_hs_decide(), on the twin
+ *     or on the default QP;
+ *   - the answer to a peer's failback request: shiftu_fb_answer().
  * glue.c checks at compile time that the codes the model branches on are
  * proto.h's.  What the model writes out by hand is what calls them: the
  * sequence of shiftu_failover()/move_locked(), shiftu_hs_message() and
@@ -80,11 +83,41 @@
  * front of everything else.  -DSEED_STAY_SPEAKS puts that back, and
  * selftests/host/spin_model.sh checks that it is caught.
  *
- * Not modelled: failing back (probe, fence, withheld doorbell), a second
- * failure, a rejoin, SRQs, the drain's mechanics, a peer process that
- * dies (only its library giving up, which the handshake's timeout covers).
+ * Failing back (M_FB, the default): once it failed, the default path can
+ * come back (up).  A side on its twin then asks its peer through the
+ * store (failback_step()), at most M_TRIES times; the peer answers
+ * (shiftu_fb_answer()), resetting its default QP if it grants; the asking
+ * side resets its own and probes, which is good at once (the path does not
+ * fail again).  One-sided: the next request is the fence on the twin, the
+ * later ones are held until everything up to the fence completed, then
+ * go to the default QP (release_held()).  Two-sided: the failover in
+ * reverse (move_back()), the peer following on the asking side's message
+ * on the default QP.  The reset default QPs are queues like the twins',
+ * and once the path is back a queue's requests are executed and acked in
+ * two steps, so that a drain flushes requests the peer executed.  Checked
+ * too, over the whole cycle: no default QP is reset under the peer's
+ * traffic; once quiescent, no fence waits, nothing of a side back on its
+ * default QP is left on its twin or on the way, no side waits for the
+ * message of a failback it granted.
+ *
+ * Four findings (below, at their switches: OPEN_*) stand as assumptions
+ * of the model until the library is fixed: messages arrive and are
+ * handled within a store round trip (WATCHED); a failback request is
+ * answered while its asker waits (CURRENT); the side that granted a
+ * one-sided failback does not run out of retries before the asking side
+ * reconnects (PEER_GONE); and a failback drains no twin with a READ
+ * replayed before the cut still outstanding (GAP_DONE: the library's
+ * defect).  make -C model SEED=OPEN_... lifts one.
+ *
+ * Not modelled: a failback cut short by a second failure (a rejoin: the
+ * model asserts none happens), a failover after a two-sided failback (the
+ * renewed twins), backoff and timeouts other than the handshake's, an
+ * empty SEND as the probe, unsignaled requests, SRQs, the drain's
+ * mechanics, a peer process that dies (only its library giving up, which
+ * the handshake's timeout covers).
  *
  * Build with a seeded defect (glue.c): make -C model SEED=SEED_31BIT.
+ * The verifier is built without partial order reduction (Makefile).
  */
 #include "shift_model.h"
 
