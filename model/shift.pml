@@ -117,7 +117,6 @@
  * the handshake's timeout covers).
  *
  * Build with a seeded defect (glue.c): make -C model SEED=SEED_31BIT.
- * The verifier is built without partial order reduction (Makefile).
  */
 #include "shift_model.h"
 
