@@ -16,6 +16,15 @@
  *                  count: a notification the peer had may go again, and
  *                  data may land after its notification
  *   SEED_ATOMIC    an atomic outstanding does not stop the replay
+ * and those the model carries out itself (model_opts(), shift.pml):
+ *   SEED_STAY_SPEAKS        a side that answered and stayed speaks again
+ *                           when it moves (the library's defect the model
+ *                           found first)
+ *   SEED_FAILBACK_NO_DRAIN  a one-sided failback releases the requests it
+ *                           held without waiting for the twin to complete
+ *                           everything up to the fence
+ * The open findings (OPEN_*, shift.pml) lift an assumption under which
+ * the model holds, and show a defect of the library's.
  */
 #include <stdint.h>
 
@@ -24,10 +33,15 @@
 #include "shift_model.h"
 
 _Static_assert(S_DEFAULT == SHIFTU_SEND_DEFAULT && S_FALLBACK == SHIFTU_SEND_FALLBACK &&
-	       S_HANDSHAKE == SHIFTU_SEND_HANDSHAKE && S_DEAD == SHIFTU_SEND_DEAD,
+	       S_WAIT_SIGNALED == SHIFTU_SEND_WAIT_SIGNALED &&
+	       S_WAIT_DRAINED == SHIFTU_SEND_WAIT_DRAINED && S_HANDSHAKE == SHIFTU_SEND_HANDSHAKE &&
+	       S_DEAD == SHIFTU_SEND_DEAD,
 	       "the model's send states are proto.h's");
 _Static_assert(N_REPLAY == SHIFTU_SENDS_REPLAY && N_HOLD == SHIFTU_SENDS_HOLD &&
 	       N_GIVE_UP == SHIFTU_SENDS_GIVE_UP, "the model's plans are proto.h's");
+_Static_assert(F_GRANT == SHIFTU_FB_GRANT && F_BUSY == SHIFTU_FB_BUSY &&
+	       F_LEADS == SHIFTU_FB_LEADS && F_DOWN == SHIFTU_FB_DOWN,
+	       "the model's failback answers are proto.h's");
 _Static_assert(A_OLD == SHIFTU_HS_OLD && A_STALE == SHIFTU_HS_STALE &&
 	       A_FOLLOW_BACK == SHIFTU_HS_FOLLOW_BACK && A_REJOIN == SHIFTU_HS_REJOIN &&
 	       A_FOLLOW_OVER == SHIFTU_HS_FOLLOW_OVER && A_ANSWER == SHIFTU_HS_ANSWER &&
@@ -110,12 +124,14 @@ uint64_t model_peer(int start, int wire, const unsigned char *ops, int head)
 
 /*
  * A move's plan (move_locked(), then replay()): the sends [@from, @head)
- * of @ops outstanding, the peer's count @peer if @known.  Returns the
+ * of @ops outstanding, the peer's count @peer if @known; @back for a
+ * failback (MOVE_BACK), which always waits for the count.  Returns the
  * shiftu_plan_next() outcome in bits 0-1, plan.atomic in bit 2,
  * plan.count_bad in bit 3, and from bit 8 on one bit per request k that
  * shiftu_plan_replays() posts again.
  */
-int model_plan(int start, const unsigned char *ops, int from, int head, int known, uint64_t peer)
+int model_plan(int start, const unsigned char *ops, int from, int head, int known, uint64_t peer,
+	       int back)
 {
 	struct shiftu_send_plan p;
 	struct model_ring b;
@@ -127,7 +143,7 @@ int model_plan(int start, const unsigned char *ops, int from, int head, int know
 #ifdef SEED_ATOMIC
 	p.atomic = false;
 #endif
-	next = shiftu_plan_next(&p, false, false);
+	next = shiftu_plan_next(&p, false, back);
 #ifdef SEED_NO_FENCE
 	if (next == SHIFTU_SENDS_HOLD)
 		next = SHIFTU_SENDS_REPLAY;
@@ -140,15 +156,61 @@ int model_plan(int start, const unsigned char *ops, int from, int head, int know
 }
 
 /*
- * What a control message on the twin calls for (shiftu_hs_message()): the
- * model has one failover and no failback, so the message never comes on
- * the default QP, and no generation or granted failback is in play.
+ * What a control message calls for (shiftu_hs_message()): on the twin (a
+ * failover's) or, @on_default, on the default QP (a two-sided failback's,
+ * which @expected says we granted).  The model resets a default QP once
+ * at most (no failback is cut short), so no message is from an older
+ * generation of it.
  */
-int model_hs_decide(int state, int on_twin, int ack, int busy)
+int model_hs_decide(int state, int on_twin, int on_default, int ack, int expected, int busy)
 {
 	struct shiftu_hs_in in = {
-		.state = state, .on_twin = on_twin, .ack = ack, .busy = busy,
+		.state = state, .on_twin = on_twin, .on_default = on_default, .ack = ack,
+		.expected = expected, .busy = busy,
 	};
 
 	return shiftu_hs_decide(&in);
+}
+
+/*
+ * The answer to the peer's failback request (failback_answer(),
+ * shiftu_fb_answer()): the reply in bits 0-1, two-sided in bit 2.  The
+ * model's ports are up once the path is back: never "down".
+ */
+int model_fb_answer(int state, int on_twin, int posted, int going, int asking, int leader,
+		    int peer_twin_recvs)
+{
+	struct shiftu_fb_in in = {
+		.state = state, .on_twin = on_twin, .posted = posted, .going = going,
+		.asking = asking, .leader = leader, .peer_twin_recvs = peer_twin_recvs,
+	};
+	bool two;
+	int r = shiftu_fb_answer(&in, &two);
+
+	return r | two << 2;
+}
+
+/* The switches the model reads once, at its start (shift_model.h's O_*). */
+int model_opts(void)
+{
+	return 0
+#ifdef SEED_STAY_SPEAKS
+	       | O_STAY_SPEAKS
+#endif
+#ifdef SEED_FAILBACK_NO_DRAIN
+	       | O_NO_DRAIN
+#endif
+#ifdef OPEN_SLOW_WATCHER
+	       | O_SLOW_WATCHER
+#endif
+#ifdef OPEN_LATE_LOOK
+	       | O_LATE_LOOK
+#endif
+#ifdef OPEN_SLOW_RECONNECT
+	       | O_SLOW_RECONNECT
+#endif
+#ifdef OPEN_GAP_READ
+	       | O_GAP_READ
+#endif
+	       ;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * shift.pml: the two peers of one RC QP, their NICs and the failover
- * protocol (SHIFT section 4.3.2, Documentation/libshiftu.rst), for spin.
+ * protocol, over and back (SHIFT sections 4.3.2 and 4.3.3,
+ * Documentation/libshiftu.rst), for spin.
  *
  * How the model and the C stay one: the model decides nothing itself.
  * Every decision the library takes is the library's own code, called from
@@ -10,7 +11,9 @@
  *     shiftu_plan_next(), and shiftu_plan_replays() for each of them;
  *   - the peer's count on the wire and back: shiftu_hs_count_put(),
  *     shiftu_hs_count_get() (serial.h), 31 bits;
- *   - what a control message calls for: shiftu_hs_decide().
+ *   - what a control message calls for: shiftu_hs_decide(), on the twin
+ *     or on the default QP;
+ *   - the answer to a peer's failback request: shiftu_fb_answer().
  * glue.c checks at compile time that the codes the model branches on are
  * proto.h's.  What the model writes out by hand is what calls them: the
  * sequence of shiftu_failover()/move_locked(), shiftu_hs_message() and
@@ -80,9 +83,38 @@
  * front of everything else.  -DSEED_STAY_SPEAKS puts that back, and
  * selftests/host/spin_model.sh checks that it is caught.
  *
- * Not modelled: failing back (probe, fence, withheld doorbell), a second
- * failure, a rejoin, SRQs, the drain's mechanics, a peer process that
- * dies (only its library giving up, which the handshake's timeout covers).
+ * Failing back (M_FB, the default): once it failed, the default path can
+ * come back (up).  A side on its twin then asks its peer through the
+ * store (failback_step()), at most M_TRIES times; the peer answers
+ * (shiftu_fb_answer()), resetting its default QP if it grants; the asking
+ * side resets its own and probes, which is good at once (the path does not
+ * fail again).  One-sided: the next request is the fence on the twin, the
+ * later ones are held until everything up to the fence completed, then
+ * go to the default QP (release_held()).  Two-sided: the failover in
+ * reverse (move_back()), the peer following on the asking side's message
+ * on the default QP.  The reset default QPs are queues like the twins',
+ * and once the path is back a queue's requests are executed and acked in
+ * two steps, so that a drain flushes requests the peer executed.  Checked
+ * too, over the whole cycle: no default QP is reset under the peer's
+ * traffic; once quiescent, no fence waits, nothing of a side back on its
+ * default QP is left on its twin or on the way, no side waits for the
+ * message of a failback it granted.
+ *
+ * Four findings (below, at their switches: OPEN_*) stand as assumptions
+ * of the model until the library is fixed: messages arrive and are
+ * handled within a store round trip (WATCHED); a failback request is
+ * answered while its asker waits (CURRENT); the side that granted a
+ * one-sided failback does not run out of retries before the asking side
+ * reconnects (PEER_GONE); and a failback drains no twin with a READ
+ * replayed before the cut still outstanding (GAP_DONE: the library's
+ * defect).  make -C model SEED=OPEN_... lifts one.
+ *
+ * Not modelled: a failback cut short by a second failure (a rejoin: the
+ * model asserts none happens), a failover after a two-sided failback (the
+ * renewed twins), backoff and timeouts other than the handshake's, an
+ * empty SEND as the probe, unsignaled requests, SRQs, the drain's
+ * mechanics, a peer process that dies (only its library giving up, which
+ * the handshake's timeout covers).
  *
  * Build with a seeded defect (glue.c): make -C model SEED=SEED_31BIT.
  */
@@ -95,53 +127,100 @@
 #ifndef M_L1
 #define M_L1	1
 #endif
+/* M_FB: the default path comes back and the QPs fail back (0: never) */
+#ifndef M_FB
+#define M_FB	1
+#endif
+/* failback requests a side makes at most (each answer may be "busy") */
+#ifndef M_TRIES
+#define M_TRIES	1
+#endif
 
 c_decl {
 	extern int model_wire(int start, int consumed);
 	extern unsigned long long model_peer(int start, int wire, const unsigned char *ops,
 					     int head);
 	extern int model_plan(int start, const unsigned char *ops, int from, int head,
-			      int known, unsigned long long peer);
-	extern int model_hs_decide(int state, int on_twin, int ack, int busy);
+			      int known, unsigned long long peer, int back);
+	extern int model_hs_decide(int state, int on_twin, int on_default, int ack,
+				   int expected, int busy);
+	extern int model_opts(void);
+	extern int model_fb_answer(int state, int on_twin, int posted, int going, int asking,
+				   int leader, int peer_twin_recvs);
 }
 
 /* the peer's count as shiftu_hs_message() read it, 64 bits (vq->hs_peer) */
 c_state "unsigned long long hs_peer[2]" "Global"
 
 byte start_i;			/* glue.c's starts[] */
+byte opts;			/* O_*: glue.c's seeded defects and open findings */
 byte op[2 * M_L];		/* side s's request k: op[s * M_L + k] */
 byte slen[2];			/* the scripts' lengths */
 bool rx_posted[2];		/* receives posted for the peer's notifications */
+byte ntwo[2];			/* the notifications in side s's script */
 
 /* the library's record of each side (struct shiftu_vqp) */
 byte nxt[2];			/* requests recorded: sq.head, as an offset */
 byte state[2];			/* S_*: vq->state */
 bool on_twin[2];
-bool rx_twin[2];		/* its receives are on the twin */
+bool rx_twin[2];		/* its receives are on the twin (vq->rx_moved) */
+bool twrx[2];			/* receives of the application's went to the twin
+				 * (vq->twin_recvs) */
 bool hs_got[2], hs_sent[2];
 byte rstart[2];			/* replay_start, while S_HANDSHAKE */
+byte held[2];			/* held_start, while S_WAIT_DRAINED */
 byte consumed[2];		/* notifications received */
 bool portev[2];			/* the watcher saw the port down */
 bool stayed[2];			/* answered the peer's failover and stayed */
 
-/* the default path */
-bool down;
+/* failing back (shadow.c: failback_step(), failback_answer()) */
+bool req[2];			/* side s's fbreq: in the store, not answered */
+byte fbrep[2];			/* the answer to it: 0 none, 1 busy or leads,
+				 * 2 granted one-sided, 3 two-sided */
+bool fbst[2];			/* side s awaits that answer (fb_stage 1) */
+byte tries[2];			/* requests made */
+bool granted[2];		/* it granted the peer a two-sided failback
+				 * (fb_wait_ns) */
+bool backdue[2];		/* its probe was good: going back is due */
+bool expect[2];			/* vq->ctrl_default: a message on the default
+				 * QP is expected */
+bool cdr[2];			/* the control receive on the default QP */
+byte gapend[2];			/* side s's twin queue up to here holds a READ
+				 * replayed before requests completed good */
+
+/* the default path, as the applications connected it (generation 1) */
+bool down;			/* it failed */
+bool up;			/* and came back (M_FB) */
 byte defhead[2];		/* requests posted on the default QP */
 byte exec[2];			/* of those, executed by the peer's NIC */
 byte acked[2];			/* of those, completed good */
 
-/* the twins: per direction, the requests k and control messages 8 + i in order */
-byte tq[2 * M_Q];
-byte thd[2], ttl[2];
-int cw[4];			/* side s's control message i: wire count, answer */
-bool ca[4];
+/*
+ * The queues a side sends on, in order, q = 2 * path + side: its twin
+ * (path 0), its default QP once reset for a failback (path 1, generation
+ * 2).  Each holds the side's requests k and control messages 8 + i; the
+ * peer's NIC executes the head (thd), and its ack comes back later (tak),
+ * so that a QP stopped in between has executed a request it flushes.  A
+ * request a dead peer answered with an error is 7 from then on.
+ */
+#define NQ	4
+byte tq[NQ * M_Q];
+byte thd[NQ], tak[NQ], ttl[NQ];
+bool qup[NQ];			/* that QP of the side works (reset: stopped) */
+bool qgone[2];			/* side s's default QP, reset for a failback, was
+				 * stopped again by a move */
+int cw[2 * M_C];		/* side s's control message i: wire count, answer */
+bool ca[2 * M_C];
 byte nctl[2];
+byte cwire[2];			/* side s's control messages on the wire */
 bool ctrl_rq[2];		/* the twin's control receive is there */
-chan inbox[2] = [2] of { int, bool };	/* control messages received, for the watcher */
+/* control messages received, for the watcher: count, answer, on the default QP */
+chan inbox[2] = [3] of { int, bool, bool };
 
 /* what the applications saw */
 byte nexec[2 * M_L];		/* executions of side s's request k at the peer */
 byte comp[2 * M_L];		/* its completion: 0 none yet, 1 good, 2 error */
+byte ncomp[2];			/* completions of side s's requests */
 byte hi[2];			/* side s's last notification delivered, + 1 */
 bool gave_up;			/* a side gave its QP up for an atomic */
 
@@ -151,22 +230,29 @@ byte act;
 
 #define IDX(s, k)	((s) * M_L + (k))
 #define TWO(o)		((o) == OP_WIMM || (o) == OP_SEND)
-#define HEAD(s)		tq[(s) * M_Q + thd[s]]
-/* the head of side s's twin queue can go: a notification needs a receive */
-#define READY(s)	(HEAD(s) >= 8 || state[1 - (s)] == S_DEAD || \
-			 !TWO(op[IDX(s, HEAD(s))]) || rx_twin[1 - (s)])
+#define SND(q)		((q) % 2)
+#define RCV(q)		(1 - (q) % 2)
+#define QAT(q, i)	tq[(q) * M_Q + (i)]
+#define HEAD(q)		QAT(q, thd[q])
+/* the receiving side's receives are on the path of queue q */
+#define RXON(r, q)	(((q) < 2) == rx_twin[r])
+/* the head of queue q can go: a notification needs a receive */
+#define READY(q)	(HEAD(q) >= 8 || state[RCV(q)] == S_DEAD || \
+			 !TWO(op[IDX(SND(q), HEAD(q))]) || RXON(RCV(q), q))
 
 inline comp_good(s, k)
 {
 	assert(comp[IDX(s, k)] == 0);		/* one completion each */
 	assert(nexec[IDX(s, k)] > 0);		/* good only if it executed */
-	comp[IDX(s, k)] = 1
+	comp[IDX(s, k)] = 1;
+	ncomp[s]++
 }
 
 inline comp_err(s, k)
 {
 	assert(comp[IDX(s, k)] == 0);
-	comp[IDX(s, k)] = 2
+	comp[IDX(s, k)] = 2;
+	ncomp[s]++
 }
 
 /* The peer's NIC executes side s's request k (local j of the caller). */
@@ -194,31 +280,63 @@ inline execute(s, k)
 	nexec[IDX(s, k)]++
 }
 
-inline tq_put(s, item)
+inline tq_put(q, item)
 {
-	assert(ttl[s] < M_Q);
-	tq[(s) * M_Q + ttl[s]] = item;
-	ttl[s]++
+	assert(ttl[q] < M_Q);
+	QAT(q, ttl[q]) = item;
+	ttl[q]++
 }
 
-/* shiftu_ctrl_send(): our receive count, on the twin (locals of peer) */
+/*
+ * The drain of queue q (drain(): its QP stopped, what it holds flushed):
+ * n_s the side's requests flushed, fl which (locals of peer).
+ */
+inline q_drain(q)
+{
+	i = tak[q];
+	do
+	:: i < ttl[q] ->
+		if
+		:: QAT(q, i) < 7 -> n_s++; fl = fl | (1 << QAT(q, i))
+		:: QAT(q, i) >= 8 && i >= thd[q] -> cwire[SND(q)]--
+		:: else
+		fi;
+		QAT(q, i) = 0;
+		i++
+	:: else -> break
+	od;
+	i = 0;
+	thd[q] = ttl[q];
+	tak[q] = ttl[q];
+	qup[q] = 0;
+	if
+	:: q >= 2 -> qgone[q - 2] = 1
+	:: else
+	fi
+}
+
+/* shiftu_ctrl_send(): our receive count, on the QP the work is on (locals of peer) */
 inline send_ctrl(ack)
 {
-	assert(nctl[me] < 2);
-	c_code { now.cw[Ppeer->me * 2 + now.nctl[Ppeer->me]] =
+	assert(nctl[me] < M_C);
+	c_code { now.cw[Ppeer->me * M_C + now.nctl[Ppeer->me]] =
 			model_wire(now.start_i, now.consumed[Ppeer->me]); };
-	ca[me * 2 + nctl[me]] = ack;
-	tq_put(me, 8 + nctl[me]);
+	ca[me * M_C + nctl[me]] = ack;
+	if
+	:: on_twin[me] -> tq_put(me, 8 + nctl[me])
+	:: else -> tq_put(2 + me, 8 + nctl[me])
+	fi;
 	nctl[me]++;
+	cwire[me]++;
 	hs_sent[me] = 1
 }
 
-/* the plan for the sends [k, nxt) outstanding (move_locked(), replay()) */
+/* the plan for the sends [k, nxt) outstanding (move_locked(), replay()); bk: a failback */
 inline do_plan()
 {
 	c_code { now.plan = model_plan(now.start_i, &now.op[Ppeer->me * M_L], Ppeer->k,
 				       now.nxt[Ppeer->me], now.hs_got[Ppeer->me],
-				       now.hs_peer[Ppeer->me]); }
+				       now.hs_peer[Ppeer->me], Ppeer->bk); }
 }
 
 /* go_dead(): the sends [k, nxt) complete flushed, the QP is given up */
@@ -233,7 +351,24 @@ inline go_dead()
 	state[me] = S_DEAD
 }
 
-/* replay(): the sends [k, nxt) go to the twin, but those the peer had */
+/* go_dead() after a drain: what the NIC flushed (fl) completes so */
+inline go_dead_fl()
+{
+	i = 0;
+	do
+	:: i < nxt[me] && (fl & (1 << i)) -> comp_err(me, i); i++
+	:: i < nxt[me] && !(fl & (1 << i)) -> i++
+	:: else -> break
+	od;
+	i = 0;
+	state[me] = S_DEAD
+}
+
+/*
+ * replay(): the sends [k, nxt) go where the work is now, but those the
+ * peer had; then moved(): Fallback on the twin, Default back on the
+ * default QP (a new exchange next time, no failback awaited any more).
+ */
 inline replay()
 {
 	do_plan();
@@ -246,27 +381,56 @@ inline replay()
 		/* an atomic that was on the default QP is never replayed (one
 		 * posted while held goes for the first time) */
 		assert(op[IDX(me, i)] != OP_FADD || i >= defhead[me]);
-		tq_put(me, i);
+		if
+		:: on_twin[me] -> tq_put(me, i)
+		:: else -> tq_put(2 + me, i)
+		fi;
+		if
+		:: on_twin[me] && op[IDX(me, i)] == OP_READ -> rl = ttl[me]
+		:: else
+		fi;
 		i++
 	:: i < nxt[me] && !(plan & (1 << (8 + i))) ->
 		/* it executed at the peer: completes good, as the NIC would have */
 		comp_good(me, i);
+		/* a READ replayed before it: the twin's sends are not the
+		 * last ones recorded (GAP_DONE) */
+		if
+		:: rl > gapend[me] -> gapend[me] = rl
+		:: else
+		fi;
 		i++
 	:: else -> break
 	od;
 	i = 0;
-	state[me] = S_FALLBACK
+	rl = 0;
+	if
+	:: on_twin[me] -> state[me] = S_FALLBACK
+	:: else ->
+		state[me] = S_DEFAULT;
+		hs_sent[me] = 0;
+		hs_got[me] = 0;
+		granted[me] = 0
+	fi
 }
 
 /*
  * move_locked(MOVE_OVER): drain the default QP (what completed good is
  * done, the rest is outstanding), give up on an atomic, else the receives
  * to the twin, the control message unless one went, and the replay now
- * or once the peer's count comes.
+ * or once the peer's count comes.  A default QP reset for a failback
+ * (generation 2) is drained like a twin: the outstanding are the last
+ * n_s recorded (posted_end()).
  */
 inline move()
 {
-	k = acked[me];
+	/* a failover after a two-sided failback (the twins renewed): not modelled */
+	assert(qup[me]);
+	if
+	:: qup[2 + me] -> q_drain(2 + me); k = nxt[me] - n_s
+	:: else -> k = acked[me]
+	fi;
+	bk = 0;
 	do_plan();
 	if
 	:: (plan & 3) == N_GIVE_UP ->
@@ -274,6 +438,8 @@ inline move()
 		gave_up = 1;
 		go_dead()
 	:: else ->
+		twrx[me] = rx_posted[me] && consumed[me] < ntwo[1 - me];
+		portev[me] = 0;		/* read only on the default QP */
 		rx_twin[me] = 1;
 		on_twin[me] = 1;
 		stayed[me] = 0;
@@ -290,15 +456,166 @@ inline move()
 		fi
 	fi;
 	plan = 0;
-	k = 0
+	k = 0;
+	n_s = 0;
+	fl = 0
 }
 
-/* shiftu_hs_message(): the peer's control message (count w, answer a) */
+/*
+ * move_locked(MOVE_BACK), failover.c lines 1047-1336: a two-sided failback,
+ * the failover in reverse.  The twin is stopped and drained; the sends
+ * outstanding are the last n_s recorded (start = posted_end() - n_s, the
+ * library's count, lines 1165-1233); the receives go to the default QP,
+ * then the control message there, and the sends wait for the peer's count
+ * (shiftu_plan_next(..., back)) unless it came already (the side that
+ * follows).  The twin is renewed (not modelled: no failover follows).
+ */
+inline move_back()
+{
+	q_drain(me);
+	k = nxt[me] - n_s;
+	bk = 1;
+	do_plan();
+	if
+	:: (plan & 3) == N_GIVE_UP ->
+		assert(plan & 4);
+		gave_up = 1;
+		go_dead_fl()
+	:: else ->
+		rx_twin[me] = 0;
+		on_twin[me] = 0;
+		stayed[me] = 0;
+		if
+		:: !hs_sent[me] -> send_ctrl(hs_got[me])
+		:: else
+		fi;
+		if
+		:: (plan & 3) == N_HOLD ->
+			state[me] = S_HANDSHAKE;
+			rstart[me] = k
+		:: else ->
+			replay()
+		fi
+	fi;
+	bk = 0;
+	plan = 0;
+	k = 0;
+	n_s = 0;
+	fl = 0
+}
+
+/*
+ * release_held(), failover.c lines 1763-1803: a one-sided failback's twin
+ * has completed everything up to its fence; the held requests go to the
+ * default QP in order, and the QP is in Default again.
+ */
+inline release_held()
+{
+	i = held[me];
+	do
+	:: i < nxt[me] -> tq_put(2 + me, i); i++
+	:: else -> break
+	od;
+	i = 0;
+	state[me] = S_DEFAULT;
+	rx_twin[me] = 0;
+	on_twin[me] = 0;
+	hs_sent[me] = 0;
+	hs_got[me] = 0;
+	ctrl_rq[me] = 1;
+	held[me] = 0
+}
+
+/*
+ * qp_reconnect(), shadow.c lines 1427-1469: side s's default QP reset and
+ * connected again (generation 2), with a control receive at its head for
+ * a two-sided failback (m).  Nothing of the peer's may be under way on
+ * its own reset default QP to this one: the reset would lose it.
+ */
+inline reconnect(s, m)
+{
+	qup[2 + s] = 1;
+	qgone[s] = 0;
+	cdr[s] = m;
+	expect[s] = m
+}
+
+/*
+ * failback_answer(), shadow.c lines 1748-1863: the peer's request, under
+ * fo_lock, answered by shiftu_fb_answer(): going back already is a move
+ * back due or made and waiting for the count (the model's probe is good
+ * at once); side 0 leads (fb_leader()).  Granted, our default QP is reset:
+ * two-sided, we wait for the peer's message (fb_wait_ns); one-sided, the
+ * peer's next failover is a new exchange, with a control receive on our
+ * twin again.
+ */
+inline answer()
+{
+	req[1 - me] = 0;
+	c_code { now.plan = model_fb_answer(now.state[Ppeer->me], now.on_twin[Ppeer->me],
+					    now.nxt[Ppeer->me] > 0 || now.rx_posted[Ppeer->me],
+					    now.backdue[Ppeer->me] ||
+					    (now.state[Ppeer->me] == S_HANDSHAKE &&
+					     !now.on_twin[Ppeer->me]),
+					    now.fbst[Ppeer->me], Ppeer->me == 0,
+					    now.twrx[1 - Ppeer->me]); };
+	a = (plan & 4) != 0;
+	if
+	:: (plan & 3) != F_GRANT -> fbrep[1 - me] = 1
+	:: else ->
+		/* the reset under traffic of the peer's on its default QP */
+		assert(tak[3 - me] == ttl[3 - me]);
+		reconnect(me, a);
+		if
+		:: a ->
+			fbst[me] = 0;
+			granted[me] = 1
+		:: else ->
+			stayed[me] = 0;
+			hs_sent[me] = 0;
+			hs_got[me] = 0;
+			ctrl_rq[me] = ctrl_rq[me] || !twrx[me]
+		fi;
+		fbrep[1 - me] = 2 + a
+	fi;
+	plan = 0;
+	a = 0
+}
+
+/*
+ * failback_step() with the answer, then failback_probed(), shadow.c lines
+ * 1557-1690: busy, ask again later; granted, reset our default QP with the
+ * peer's PSN and probe it.  The path is up, so the probe is good: a
+ * one-sided failback waits for its fence (shiftu_probe_fence()), a
+ * two-sided one is due (shiftu_back_due()).
+ */
+inline got_answer()
+{
+	fbst[me] = 0;
+	if
+	:: fbrep[me] == 1
+	:: fbrep[me] == 2 ->
+		reconnect(me, 0);
+		state[me] = S_WAIT_SIGNALED
+	:: fbrep[me] == 3 ->
+		reconnect(me, 1);
+		backdue[me] = 1
+	fi;
+	fbrep[me] = 0
+}
+
+/* shiftu_hs_message(): the peer's control message (count w, answer a, on the default QP d) */
 inline hs_message()
 {
 	c_code { now.act = model_hs_decide(now.state[Ppeer->me], now.on_twin[Ppeer->me],
-					   Ppeer->a,
+					   Ppeer->d, Ppeer->a, now.expect[Ppeer->me],
 					   now.nxt[Ppeer->me] > 0 || now.rx_posted[Ppeer->me]); };
+	/* no default QP is reset twice: no message from an older generation */
+	assert(act != A_OLD);
+	if
+	:: d -> expect[me] = 0
+	:: else
+	fi;
 	if
 	:: act == A_STALE
 	:: else ->
@@ -309,15 +626,20 @@ inline hs_message()
 		if
 		:: act == A_FOLLOW_OVER ->
 			move()
+		:: act == A_FOLLOW_BACK ->
+			hs_sent[me] = 0;
+			move_back()
 		:: act == A_ANSWER ->
 			on_twin[me] = 1;
 			send_ctrl(1);
 			on_twin[me] = 0;
-#ifdef SEED_STAY_SPEAKS
-			/* the defect this model found (top) */
-			hs_got[me] = 0;
-			hs_sent[me] = 0;
-#endif
+			if
+			:: opts & O_STAY_SPEAKS ->
+				/* the defect this model found (top) */
+				hs_got[me] = 0;
+				hs_sent[me] = 0
+			:: else
+			fi;
 			/* the exchange is over (hs_sent, hs_got): a move says
 			 * nothing */
 			stayed[me] = 1
@@ -331,24 +653,83 @@ inline hs_message()
 			fi;
 			k = rstart[me];
 			replay();
+			rstart[me] = 0;
+			plan = 0;
 			k = 0
 		:: act == A_NOTE
 		:: else ->
-			/* a failback's or a reset's decision: no such message here */
+			/* a rejoin: no failback is cut short here */
 			assert(false)
 		fi
 	fi;
 	act = 0;
 	w = 0;
-	a = 0
+	a = 0;
+	d = 0
 }
+
+/*
+ * The peer's control messages have arrived, and the watcher has handled
+ * them, before the failback's steps that take the store's round trips
+ * (the answer to a request, the move back): a message takes microseconds
+ * on the wire, and the watcher wakes on its completion.  Without that
+ * (SEED=OPEN_SLOW_WATCHER: a starved watcher, a message retried on a lossy
+ * backup path), a failover's message decides after the failback (the
+ * model's first finding on failback):
+ *   - handed over by the drain of the move back (moved_deliver()), it
+ *     reaches shiftu_hs_decide() in Handshake off the twin, which takes
+ *     it for a rejoin;
+ *   - reaching a side that granted a one-sided failback meanwhile, it
+ *     makes it follow over (it has posted since), and the asking side's
+ *     failback goes to a QP drained; its next failover's message then
+ *     finds no control receive on the twin (the answer to the first one
+ *     took it).
+ */
+#define WATCHED(s)	((opts & O_SLOW_WATCHER) || (len(inbox[s]) == 0 && cwire[1 - (s)] == 0))
+
+/*
+ * The drain of a twin counts its flushed sends (n_s), and move_locked()
+ * takes the last n_s recorded for them (start = posted_end() - n_s,
+ * failover.c lines 1165-1233).  A failover's replay() posts the READs
+ * before the cut and completes good the requests between them and the
+ * cut: a READ so replayed and not yet completed when a failback drains the
+ * twin makes the flushed sends not the last recorded ones.  Then the
+ * failback replays from the wrong place: a request the failover completed
+ * good completes good again, and the READ never completes (the model's
+ * fourth finding on failback, the library's defect).  Until it is fixed,
+ * the model goes back only once the twin has completed such READs
+ * (GAP_DONE); SEED=OPEN_GAP_READ shows the defect.
+ */
+#define GAP_DONE(s)	((opts & O_GAP_READ) || tak[s] >= gapend[s])
+
+/*
+ * A side that granted a one-sided failback posts on its default QP at
+ * once; the asking side resets and connects its own a few store round
+ * trips later.  The model lets the retries of those posts outlast that
+ * (PEER_GONE: only a peer QP a move stopped fails them).  Without that
+ * (SEED=OPEN_SLOW_RECONNECT), the granting side fails over again, and its
+ * message finds no control receive on the asking side's twin: its answer
+ * to the first failover took it, and only release_held() posts one again
+ * (the model's third finding on failback).
+ */
+#define PEER_GONE(s)	(((opts & O_SLOW_RECONNECT) && !qup[3 - (s)]) || qgone[1 - (s)])
+
+/*
+ * The peer's request is answered while the peer still waits for the
+ * answer.  Without that (SEED=OPEN_LATE_LOOK), a request of a side that granted
+ * the other's failback meanwhile (it no longer reads its answer) is still
+ * in the store, unanswered, after both went back; a side that posted
+ * nothing grants it one-sided and resets its default QP under the peer's
+ * traffic (the model's second finding on failback).
+ */
+#define CURRENT(s)	((opts & O_LATE_LOOK) || fbst[s])
 
 /* One side: its application's posts and its library's threads. */
 proctype peer(byte me)
 {
-	byte k, i;
+	byte k, i, n_s, fl, rl;
 	int w;
-	bool a;
+	bool a, d, bk;
 
 end:
 	do
@@ -362,27 +743,52 @@ end:
 		fi;
 		k = nxt[me];
 		nxt[me]++;
+		/* a message before the peer's count: the peer's receives may
+		 * not be on its twin yet, held until the count comes */
+		if
+		:: state[me] == S_FALLBACK && TWO(op[IDX(me, k)]) && !hs_got[me] ->
+			state[me] = S_HANDSHAKE;
+			rstart[me] = k
+		:: else
+		fi;
 		if
 		:: state[me] == S_DEAD -> comp_err(me, k)	/* a QP in error */
-		:: state[me] == S_HANDSHAKE			/* held: the replay posts it */
+		:: state[me] == S_HANDSHAKE || state[me] == S_WAIT_DRAINED
+			/* held: the replay or the release posts it */
 		:: state[me] == S_FALLBACK -> tq_put(me, k)
-		:: state[me] == S_DEFAULT -> defhead[me]++
+		:: state[me] == S_WAIT_SIGNALED ->
+			/* every request is signaled: this one is the fence */
+			tq_put(me, k);
+			state[me] = S_WAIT_DRAINED;
+			held[me] = k + 1
+		:: state[me] == S_DEFAULT && qup[2 + me] -> tq_put(2 + me, k)
+		:: state[me] == S_DEFAULT && !qup[2 + me] -> defhead[me]++
 		fi;
 		k = 0
 	   }
 	:: atomic {
 		/* an error completion: a request on the dead path */
-		down && state[me] == S_DEFAULT && acked[me] < defhead[me] -> move()
+		down && state[me] == S_DEFAULT && !qup[2 + me] && acked[me] < defhead[me] ->
+		move()
 	   }
 	:: atomic {
-		/* the watcher: the port's event, if this side's port went */
-		down && state[me] == S_DEFAULT && !portev[me] ->
+		/* an error completion on the default QP reset for a failback:
+		 * the peer's end of it was stopped (drained by a move), or
+		 * is not connected yet (M_SLOW_RECONNECT), and the NIC's
+		 * retries of a request ran out */
+		state[me] == S_DEFAULT && qup[2 + me] && PEER_GONE(me) && tak[2 + me] < ttl[2 + me] ->
+		move()
+	   }
+	:: atomic {
+		/* the watcher: the port's event, if this side's port went, while
+		 * the table shows it down */
+		down && !up && state[me] == S_DEFAULT && !qup[2 + me] && !portev[me] ->
 		portev[me] = 1;
 		move()
 	   }
 	:: atomic {
-		/* the watcher: a control message on the twin */
-		inbox[me]?w, a -> hs_message()
+		/* the watcher: a control message on the twin or the default QP */
+		inbox[me]?w, a, d -> hs_message()
 	   }
 	:: atomic {
 		/* shiftu_hs_timeout(): the count never comes, the peer's QP is
@@ -392,46 +798,154 @@ end:
 		go_dead();
 		k = 0
 	   }
+	:: atomic {
+		/* failback_step(): the primary is good again: ask the peer */
+		up && state[me] == S_FALLBACK && on_twin[me] && !fbst[me] && !granted[me] &&
+		!backdue[me] && tries[me] < M_TRIES ->
+		req[me] = 1;
+		fbst[me] = 1;
+		fbrep[me] = 0;
+		tries[me]++
+	   }
+	:: atomic {
+		/* failback_answer(): the peer's request, from the store */
+		req[1 - me] && CURRENT(1 - me) && WATCHED(me) -> answer()
+	   }
+	:: atomic {
+		/* failback_req(), failback_step(): our request's answer */
+		fbst[me] && fbrep[me] != 0 && state[me] == S_FALLBACK && !granted[me] ->
+		got_answer()
+	   }
+	:: atomic {
+		/* shiftu_take_back(), shiftu_switch_back(): going back (a poll
+		 * of the application's, or a backer) */
+		backdue[me] && WATCHED(me) && GAP_DONE(me) && GAP_DONE(1 - me) ->
+		backdue[me] = 0;
+		if
+		:: state[me] == S_FALLBACK && on_twin[me] ->
+			hs_sent[me] = 0;
+			hs_got[me] = 0;
+			move_back()
+		:: else
+		fi
+	   }
+	:: atomic {
+		/* drain_done(), release_held(): a poll took the fence's completion */
+		state[me] == S_WAIT_DRAINED && (ncomp[me] >= held[me] || (opts & O_NO_DRAIN)) ->
+		release_held()
+	   }
 	od
 }
 
-/* The twin's NIC at the peer takes the head of side s's queue (nics' locals). */
-inline twin_take(s)
+/* Its ack: the request completes good (locals of nics). */
+inline q_ack(q)
 {
-	it = HEAD(s);
-	HEAD(s) = 0;
-	thd[s]++;
+	it = QAT(q, tak[q]);
+	if
+	:: it < 7 -> comp_good(SND(q), it)
+	:: else
+	fi;
+	QAT(q, tak[q]) = 0;
+	tak[q]++;
+	it = 0
+}
+
+/* The NIC of the peer of queue q's side executes its head (nics' locals). */
+inline q_exec(q)
+{
+	it = HEAD(q);
+	thd[q]++;
 	if
 	:: it >= 8 ->
-		/* a control message: the twin's control receive takes it; a
+		cwire[SND(q)]--;
+		/* a control message: the QP's control receive takes it; a
 		 * second would take one of the application's receives */
-		assert(ctrl_rq[1 - s]);
-		ctrl_rq[1 - s] = 0;
-		inbox[1 - s]!cw[s * 2 + it - 8], ca[s * 2 + it - 8]
-	:: it < 8 && state[1 - s] == S_DEAD ->
+		if
+		:: q < 2 ->
+			assert(ctrl_rq[RCV(q)]);
+			ctrl_rq[RCV(q)] = 0
+		:: else ->
+			assert(cdr[RCV(q)]);
+			cdr[RCV(q)] = 0
+		fi;
+		inbox[RCV(q)]!cw[SND(q) * M_C + it - 8], ca[SND(q) * M_C + it - 8], q >= 2;
+		cw[SND(q) * M_C + it - 8] = 0;
+		ca[SND(q) * M_C + it - 8] = 0
+	:: it < 8 && state[RCV(q)] == S_DEAD ->
 		/* the peer gave its QP up: nothing there answers */
-		comp_err(s, it)
-	:: it < 8 && state[1 - s] != S_DEAD ->
-		execute(s, it);
-		comp_good(s, it)
+		comp_err(SND(q), it);
+		QAT(q, thd[q] - 1) = 7
+	:: it < 8 && state[RCV(q)] != S_DEAD ->
+		execute(SND(q), it);
+		/* a twin's ack can be lost only to a failback's drain: before
+		 * the repair, the ack comes with the execution (a bound on the
+		 * state space: a request executed before the repair and still
+		 * unacked at the drain is one executed after it) */
+		if
+		:: !up -> q_ack(q)
+		:: else
+		fi
 	fi;
 	it = 0
 }
 
+
+/*
+ * The peer gave its QP up and stopped its end (a drain): what is left on
+ * the queue runs out of retries and completes in error, which the library
+ * leaves to the application (error_vq() in cq.c: a twin's).
+ */
+inline q_fail(q)
+{
+	i = tak[q];
+	do
+	:: i < ttl[q] ->
+		if
+		:: QAT(q, i) < 7 -> comp_err(SND(q), QAT(q, i))
+		:: QAT(q, i) >= 8 && i >= thd[q] -> cwire[SND(q)]--
+		:: else
+		fi;
+		QAT(q, i) = 0;
+		i++
+	:: else -> break
+	od;
+	i = 0;
+	thd[q] = ttl[q];
+	tak[q] = ttl[q]
+}
+
+#define QGO(q)	(thd[q] < ttl[q] && qup[q] && qup[(q) + 1 - 2 * ((q) % 2)] && READY(q))
+#define QACK(q)	(tak[q] < thd[q] && qup[q] && qup[(q) + 1 - 2 * ((q) % 2)])
+#define QFAIL(q)	(tak[q] < ttl[q] && qup[q] && !qup[(q) + 1 - 2 * ((q) % 2)] && \
+			 state[RCV(q)] == S_DEAD)
+
 /* The NICs and the paths between them. */
 proctype nics()
 {
-	byte k, j, it;
+	byte k, j, i, it;
 
 end:
 	do
 	:: atomic { !down -> down = 1 }
+#if M_FB
+	:: atomic { down && !up -> up = 1 }
+#endif
 	:: atomic { !down && exec[0] < defhead[0] -> k = exec[0]; execute(0, k); exec[0]++; k = 0 }
 	:: atomic { !down && exec[1] < defhead[1] -> k = exec[1]; execute(1, k); exec[1]++; k = 0 }
 	:: atomic { !down && acked[0] < exec[0] -> comp_good(0, acked[0]); acked[0]++ }
 	:: atomic { !down && acked[1] < exec[1] -> comp_good(1, acked[1]); acked[1]++ }
-	:: atomic { thd[0] < ttl[0] && READY(0) -> twin_take(0) }
-	:: atomic { thd[1] < ttl[1] && READY(1) -> twin_take(1) }
+	:: atomic { QGO(0) -> q_exec(0) }
+	:: atomic { QGO(1) -> q_exec(1) }
+	:: atomic { QGO(2) -> q_exec(2) }
+	:: atomic { QGO(3) -> q_exec(3) }
+	:: atomic { QACK(0) -> q_ack(0) }
+	:: atomic { QACK(1) -> q_ack(1) }
+	:: atomic { QACK(2) -> q_ack(2) }
+	:: atomic { QACK(3) -> q_ack(3) }
+	:: atomic { QFAIL(0) -> q_fail(0) }
+	:: atomic { QFAIL(1) -> q_fail(1) }
+	:: atomic { QFAIL(2) -> q_fail(2) }
+	:: atomic { QFAIL(3) -> q_fail(3) }
 	od
 }
 
@@ -444,8 +958,10 @@ proctype check()
 	atomic {
 		do
 		:: s < 2 ->
-			/* the handshake did not deadlock: no count waited for */
+			/* the handshake did not deadlock: no count waited for,
+			 * no fence waits for a drained twin */
 			assert(state[s] != S_HANDSHAKE);
+			assert(state[s] != S_WAIT_DRAINED);
 			assert(nxt[s] == slen[s]);
 			k = 0;
 			do
@@ -456,6 +972,20 @@ proctype check()
 				k++
 			:: else -> break
 			od;
+			/* back on the default QP: nothing of it is left on its
+			 * twin, and nothing on the way on its default QP */
+			if
+			:: state[s] == S_DEFAULT && qup[2 + s] ->
+				k = tak[s];
+				do
+				:: k < ttl[s] -> assert(QAT(s, k) >= 7); k++
+				:: else -> break
+				od
+			:: else
+			fi;
+			assert(gave_up || tak[2 + s] == ttl[2 + s]);
+			/* no side waits for a failback's message */
+			assert(gave_up || !expect[s]);
 			s++
 		:: else -> break
 		od
@@ -474,6 +1004,7 @@ inline script(s, n, o1, o2, o3, o4)
 		:: op[IDX(s, k)] = o3
 		:: op[IDX(s, k)] = o4
 		fi;
+		ntwo[s] = ntwo[s] + TWO(op[IDX(s, k)]);
 		k++
 	:: break
 	od;
@@ -485,6 +1016,7 @@ init
 	byte k, s;
 
 	atomic {
+		c_code { now.opts = model_opts(); };
 		if
 		:: start_i = 0
 		:: start_i = 1
@@ -495,13 +1027,10 @@ init
 		script(1, M_L1, OP_WRITE, OP_SEND, OP_READ, OP_FADD);
 		do
 		:: s < 2 ->
-			k = 0;
-			do
-			:: k < slen[1 - s] -> rx_posted[s] = rx_posted[s] || TWO(op[IDX(1 - s, k)]); k++
-			:: else -> break
-			od;
+			rx_posted[s] = ntwo[1 - s] > 0;
 			state[s] = S_DEFAULT;
 			ctrl_rq[s] = 1;
+			qup[s] = 1;
 			s++
 		:: else -> break
 		od;

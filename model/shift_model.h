@@ -9,9 +9,14 @@
 #ifndef _SHIFT_MODEL_H
 #define _SHIFT_MODEL_H
 
-/* Requests per side (the script an application posts), and twin queue slots. */
+/*
+ * Requests per side (the script an application posts), control messages
+ * per side (a failover's, a failback's, and one to spare), and the slots
+ * of a queue a side sends on (its twin, its default QP once reset).
+ */
 #define M_L		3
-#define M_Q		(M_L + 2)	/* a side's requests, and two control messages */
+#define M_C		3
+#define M_Q		(M_L + 2)
 
 /* The model's opcodes (glue.c maps them to enum ibv_wr_opcode). */
 #define OP_NONE		0	/* the script ended */
@@ -24,6 +29,9 @@
 /* Send states: enum shiftu_send_state and proto.h's internal ones. */
 #define S_DEFAULT	1
 #define S_FALLBACK	2
+#define S_WAIT_SIGNALED	3	/* a one-sided failback: the next signaled
+				 * request on the twin is the fence */
+#define S_WAIT_DRAINED	4	/* the fence posted, later requests held */
 #define S_HANDSHAKE	64	/* 0x40: spin reads no hexadecimal */
 #define S_DEAD		128	/* 0x80 */
 
@@ -42,6 +50,25 @@
 #define A_DONE		6
 #define A_REPLAY	7
 #define A_NOTE		8
+
+/* enum shiftu_fb_reply */
+#define F_GRANT		0
+#define F_BUSY		1
+#define F_LEADS		2
+#define F_DOWN		3
+
+/*
+ * The model's switches (glue.c's model_opts(), chosen like its seeds:
+ * make SEED=...): seeded defects the model must catch, and the open
+ * findings, the conditions under which it shows the library's defects
+ * (shift.pml says which).
+ */
+#define O_STAY_SPEAKS		1	/* SEED_STAY_SPEAKS */
+#define O_NO_DRAIN		2	/* SEED_FAILBACK_NO_DRAIN */
+#define O_SLOW_WATCHER		4	/* OPEN_SLOW_WATCHER */
+#define O_LATE_LOOK		8	/* OPEN_LATE_LOOK */
+#define O_SLOW_RECONNECT	16	/* OPEN_SLOW_RECONNECT */
+#define O_GAP_READ		32	/* OPEN_GAP_READ */
 
 /* Where the two-sided counts and ring places start (glue.c's starts[]). */
 #define M_STARTS	4

@@ -47,3 +47,22 @@ enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in)
 		return SHIFTU_HS_NOTE;
 	}
 }
+
+enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_sided)
+{
+	bool mode = in->state != SHIFTU_SEND_DEFAULT || in->peer_twin_recvs;
+	bool busy, leads;
+
+	if (mode)
+		busy = in->state != SHIFTU_SEND_FALLBACK || !in->on_twin || in->going ||
+		       (in->asking && in->leader);
+	else
+		busy = in->posted;
+	leads = mode && ((in->asking && in->leader) || in->going);
+	*two_sided = mode;
+	if (in->down)
+		return SHIFTU_FB_DOWN;
+	if (busy)
+		return leads ? SHIFTU_FB_LEADS : SHIFTU_FB_BUSY;
+	return SHIFTU_FB_GRANT;
+}

@@ -142,4 +142,39 @@ enum shiftu_hs_act {
  */
 enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in) SHIFTU_HIDDEN;
 
+/*
+ * The peer asks us, through the store, to reset our default QP for its
+ * failback (shadow.c: failback_answer()), as our QP stands.  One-sided if
+ * we are on our default QP and the peer's receives are not on its twin:
+ * the peer comes back behind its fence, and we take no part.  Two-sided
+ * otherwise: both sides go back by the handshake, the peer first.
+ */
+struct shiftu_fb_in {
+	uint8_t state;		/* our QP's send state, as shiftu_hs_in's */
+	bool on_twin;		/* its work is on its twin */
+	bool posted;		/* it has posted sends, or receives, of its own */
+	bool going;		/* our own failback is granted: probing, going
+				 * back due, taken, or under way */
+	bool asking;		/* we ask the peer ourselves, not answered yet */
+	bool leader;		/* of the two, we ask (the lower GID and QPN) */
+	bool down;		/* our own port is down */
+	bool peer_twin_recvs;	/* the peer's receives are on its twin */
+};
+
+enum shiftu_fb_reply {
+	SHIFTU_FB_GRANT,	/* reset the QP for it (if that fails: busy) */
+	SHIFTU_FB_BUSY,		/* ask again soon: one-sided, a reset would
+				 * drop what we posted; two-sided, we are not
+				 * simply on our twin */
+	SHIFTU_FB_LEADS,	/* we go back ourselves: the peer follows by
+				 * the handshake */
+	SHIFTU_FB_DOWN,		/* our own port is down: a probe would fail */
+};
+
+/*
+ * The answer to the peer's failback request @in; *@two_sided gets whether
+ * the failback is two-sided.
+ */
+enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_sided) SHIFTU_HIDDEN;
+
 #endif /* _SHIFTU_PROTO_H */

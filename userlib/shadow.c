@@ -1752,11 +1752,13 @@ static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 /* The answer to failback_answer_req(), if it asked in this pass. */
 static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	unsigned int seq, psn, tq, tp, tw, mode, ctrl;
+	unsigned int seq, psn, tq, tp, tw, ctrl;
 	char key[96], val[96], g[33];
+	enum shiftu_fb_reply reply;
+	struct shiftu_fb_in in;
 	char word[16];
 	uint32_t ours;
-	bool busy, down, leads, going;
+	bool mode;
 	int i;
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
@@ -1796,24 +1798,6 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * under that move, nor left marked stayed by it.
 	 */
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	mode = vq->state != SHIFTU_SEND_DEFAULT || (tw & FB_TWIN_RECVS);
-	/* our own failback, once the peer granted it: probing, going back
-	 * due or under way in another thread (shiftu_back_pending()), or
-	 * gone back; it leads, whichever side asked */
-	going = vq->fb_stage == 2 || shiftu_back_pending(vq) || shiftu_going_back(vq);
-	if (mode)
-		busy = vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin || going ||
-		       (vq->fb_stage == 1 && fb_leader(vq));
-	else
-		/*
-		 * A reset would drop the receives on our default QP, and a
-		 * one-sided failback reposts none: a QP that posts receives
-		 * follows the peer's failover, and goes back two-sided.  One
-		 * on its default QP with receives (it has not followed yet,
-		 * or went back before this request) stays so; the peer asks
-		 * again.
-		 */
-		busy = vq->sq.head != 0 || vq->rq.head != shiftu_count_start();
 	/*
 	 * Busy asks the peer again within FB_BUSY_MS.  Two answers ask it
 	 * again within FB_MAX_MS, where asking every second for each of
@@ -1826,13 +1810,32 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 *   remote port reaches its table only through the agents), and its
 	 *   probe would fail, backing it off past our repair; we ask
 	 *   ourselves once the port is back (unless we are passive).
+	 * A one-sided failback's reset would drop the receives on our
+	 * default QP, and it reposts none: a QP that posts receives follows
+	 * the peer's failover, and goes back two-sided.  One on its default
+	 * QP with receives (it has not followed yet, or went back before
+	 * this request) stays so; the peer asks again (busy).
 	 */
-	down = port_down(vq);
-	leads = mode && ((vq->fb_stage == 1 && fb_leader(vq)) || going);
+	in = (struct shiftu_fb_in){
+		.state = vq->state,
+		.on_twin = vq->on_twin,
+		.posted = vq->sq.head != 0 || vq->rq.head != shiftu_count_start(),
+		/* our own failback, once the peer granted it: probing, going
+		 * back due or under way in another thread
+		 * (shiftu_back_pending()), or gone back; it leads, whichever
+		 * side asked */
+		.going = vq->fb_stage == 2 || shiftu_back_pending(vq) || shiftu_going_back(vq),
+		.asking = vq->fb_stage == 1,
+		.leader = fb_leader(vq),
+		.down = port_down(vq),
+		.peer_twin_recvs = tw & FB_TWIN_RECVS,
+	};
+	reply = shiftu_fb_answer(&in, &mode);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
-	if (busy || down || qp_reconnect(vq, psn, ours, ctrl)) {
+	if (reply != SHIFTU_FB_GRANT || qp_reconnect(vq, psn, ours, ctrl)) {
 		snprintf(val, sizeof(val), "%u %s %u %u 0", seq,
-			 down ? "down" : leads ? "leads" : "busy", vq->peer.qpn, vq->peer.psn);
+			 reply == SHIFTU_FB_DOWN ? "down" : reply == SHIFTU_FB_LEADS ? "leads" : "busy",
+			 vq->peer.qpn, vq->peer.psn);
 	} else {
 		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
 			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));

@@ -22,6 +22,12 @@
  * all its inputs: an answer never moves a QP, only a message on the twin
  * fails one over, one on the default QP moves it back only for a failback
  * it granted, a QP given up never moves, and every decision is reachable.
+ *
+ * And the answer to a peer's failback request (shiftu_fb_answer()) over
+ * all its inputs: a port down answers down; one-sided only from the
+ * default QP, with nothing posted that a reset would drop, and the peer's
+ * receives not on its twin; two-sided only from Fallback on the twin,
+ * neither going back already nor leading; a side that leads says so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +327,75 @@ TEST(hs_cases)
 	/* we went back, the peer failed over again */
 	in = (struct shiftu_hs_in){ .state = SHIFTU_SEND_HANDSHAKE };
 	EXPECT_EQ(SHIFTU_HS_REJOIN, shiftu_hs_decide(&in));
+}
+
+TEST(fb_answers)
+{
+	unsigned int seen = 0, bits;
+	size_t st;
+
+	for (st = 0; st < sizeof(states) / sizeof(states[0]); st++)
+		for (bits = 0; bits < 128; bits++) {
+			struct shiftu_fb_in in = {
+				.state = states[st], .on_twin = bits & 1, .posted = bits & 2,
+				.going = bits & 4, .asking = bits & 8, .leader = bits & 16,
+				.down = bits & 32, .peer_twin_recvs = bits & 64,
+			};
+			bool two;
+			enum shiftu_fb_reply r = shiftu_fb_answer(&in, &two);
+
+			seen |= 1U << (r + 4 * two);
+			EXPECT_EQ(in.down, r == SHIFTU_FB_DOWN)
+				TH_LOG("state %#x, inputs %#x: %d", in.state, bits, r);
+			EXPECT_EQ(in.state != SHIFTU_SEND_DEFAULT || in.peer_twin_recvs, two)
+				TH_LOG("state %#x, inputs %#x: two-sided %d", in.state, bits, two);
+			if (r == SHIFTU_FB_GRANT && !two)
+				EXPECT_TRUE(in.state == SHIFTU_SEND_DEFAULT && !in.posted &&
+					    !in.peer_twin_recvs)
+					TH_LOG("state %#x, inputs %#x: a reset under our own work",
+					       in.state, bits);
+			if (r == SHIFTU_FB_GRANT && two)
+				EXPECT_TRUE(in.state == SHIFTU_SEND_FALLBACK && in.on_twin &&
+					    !in.going && !(in.asking && in.leader))
+					TH_LOG("state %#x, inputs %#x: granted while not on the twin, going or leading",
+					       in.state, bits);
+			if (r == SHIFTU_FB_LEADS)
+				EXPECT_TRUE(two && (in.going || (in.asking && in.leader)));
+			if (in.state == SHIFTU_SEND_DEAD)
+				EXPECT_NE(SHIFTU_FB_GRANT, r);
+		}
+	/* every reply, one-sided and two-sided, but leads one-sided */
+	EXPECT_EQ(0xff & ~(1U << SHIFTU_FB_LEADS), seen);
+}
+
+/* The cases the failback is told in (Documentation/libshiftu.rst). */
+TEST(fb_cases)
+{
+	/* perftest's server: stayed on its default QP, posts nothing */
+	struct shiftu_fb_in in = { .state = SHIFTU_SEND_DEFAULT };
+	bool two;
+
+	EXPECT_EQ(SHIFTU_FB_GRANT, shiftu_fb_answer(&in, &two));
+	EXPECT_FALSE(two);
+	/* ... but with receives of its own: busy, the reset would drop them */
+	in.posted = true;
+	EXPECT_EQ(SHIFTU_FB_BUSY, shiftu_fb_answer(&in, &two));
+	/* both on their twins: the one that does not ask grants */
+	in = (struct shiftu_fb_in){ .state = SHIFTU_SEND_FALLBACK, .on_twin = true, .posted = true };
+	EXPECT_EQ(SHIFTU_FB_GRANT, shiftu_fb_answer(&in, &two));
+	EXPECT_TRUE(two);
+	/* both ask: the leader says it leads, the other grants */
+	in.asking = true;
+	EXPECT_EQ(SHIFTU_FB_GRANT, shiftu_fb_answer(&in, &two));
+	in.leader = true;
+	EXPECT_EQ(SHIFTU_FB_LEADS, shiftu_fb_answer(&in, &two));
+	/* going back already (its probe good, the move due or made) */
+	in.asking = in.leader = false;
+	in.going = true;
+	EXPECT_EQ(SHIFTU_FB_LEADS, shiftu_fb_answer(&in, &two));
+	/* our own port still down: down, whatever else */
+	in.down = true;
+	EXPECT_EQ(SHIFTU_FB_DOWN, shiftu_fb_answer(&in, &two));
 }
 
 TEST_HARNESS_MAIN
