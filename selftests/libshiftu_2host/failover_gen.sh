@@ -70,7 +70,15 @@ grep -q 'reported its path up to shift_ft' "$FT_TMP/silent.cli.shiftu" ||
 ft_expect "client errors" "$(lu_gen errors "$FT_TMP/silent.cli.out")" 0
 ft_expect "server result" "$(lu_gen result "$FT_TMP/silent.srv.out")" ok
 ft_expect "server corrupt" "$(lu_gen corrupt "$FT_TMP/silent.srv.out")" 0
-lu_check_log silent cli "failovers=1" "failbacks=1" "twin_wcs>0"
+# A QP with a retry count of 3 and a 67 ms timer (-r 3 -t 14) may meet its
+# transport's limit again after the drop, on guests starved of CPU (in the
+# lab, two runs out of two with other work on the build machine: two more
+# retry-exceeded moves, each back 0.5 s later, the traffic clean): every
+# move must come back, not only the first
+lu_check_log silent cli "failovers>=1" "failbacks>=1" "twin_wcs>0"
+fo=$(lu_stat "$FT_TMP/silent.cli.shiftu" failovers) fb=$(lu_stat "$FT_TMP/silent.cli.shiftu" failbacks)
+[ "$fo" = "$fb" ] || lu_fail silent "the client failed over $fo times and back $fb times"
+[ "$fo" = 1 ] || log "silent: $fo failovers: the transport's limit met again after the drop"
 log "silent: $(grep -o 'transport retry counter exceeded: failed over.*' "$FT_TMP/silent.cli.shiftu")"
 log "silent: $(grep '^shiftgen: role=server' "$FT_TMP/silent.srv.out")"
 
