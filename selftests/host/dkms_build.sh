@@ -7,7 +7,7 @@
 # test to load in a guest running that kernel.
 set -e -o pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd -P "$(dirname "$0")/../.." && pwd)
 ksft_skip=4
 mapfile -t kvers < <("$top/scripts/kver.sh" --all)
 

@@ -4,7 +4,7 @@
 # with no warning, also with W=1 and with sparse (C=2 checks every file).
 set -e -o pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd -P "$(dirname "$0")/../.." && pwd)
 ksft_skip=4
 mapfile -t kvers < <("$top/scripts/kver.sh" --all)
 

@@ -22,7 +22,7 @@
 #   not fixed yet; once it is, its assumption and its line here go).
 set -e -o pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd -P "$(dirname "$0")/../.." && pwd)
 ksft_skip=4
 depth=1000
 confs=("-DM_L0=2 -DM_L1=0" "-DM_L0=1 -DM_L1=1" "-DM_FB=0 -DM_L0=2 -DM_L1=1")

@@ -15,7 +15,7 @@
 #                                                                 --tls-auth-clients yes
 set -e -o pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd -P "$(dirname "$0")/../.." && pwd)
 sm=$top/tools/shiftmon/shiftmon
 ksft_skip=4
 skip() { echo "# SKIP: $*"; exit $ksft_skip; }

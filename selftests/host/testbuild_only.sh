@@ -6,7 +6,7 @@
 # wait, or fail a replay; nor is the test build's check of the lock order.
 set -e -o pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd -P "$(dirname "$0")/../.." && pwd)
 lib=$top/userlib
 ksft_skip=4
 knobs="SHIFTU_TEST_COUNT_START SHIFTU_TEST_TWIN_RESET_MS SHIFTU_TEST_FAILBACK_DELAY_MS
