@@ -337,6 +337,23 @@ static void path_report_owner(u32 idx, u32 portid)
 }
 
 /*
+ * Context: inside a write section.  Forgets row @idx, announcing a
+ * PATH_DEL caused by @event once the section ends.
+ */
+static void path_forget(u32 idx, u32 event)
+{
+	struct shift_ft_page_path *r = &tbl.paths[idx];
+
+	sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, idx, r, event,
+			   tbl.gen + 1);
+	/* the reporter's socket no longer owns the row it may outlive */
+	path_report_owner(idx, 0);
+	memset(r, 0, sizeof(*r));
+	tbl.hdr->path_count--;
+	clear_bit(idx, tbl.path_dirty);
+}
+
+/*
  * Everything but the device name, which only sft_port_add() and
  * sft_port_rename() write: see sft_port_update().
  */
@@ -471,15 +488,8 @@ void sft_port_remove(u32 slot)
 	for (i = 0; i < tbl.path_max; i++) {
 		struct shift_ft_page_path *r = &tbl.paths[i];
 
-		if (!row_valid(r->flags) || r->port_index != slot)
-			continue;
-		sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, i, r,
-				   SHIFT_FT_EV_DEVICE_REMOVE, tbl.gen + 1);
-		/* the reporter's socket no longer owns the row it may outlive */
-		path_report_owner(i, 0);
-		memset(r, 0, sizeof(*r));
-		tbl.hdr->path_count--;
-		clear_bit(i, tbl.path_dirty);
+		if (row_valid(r->flags) && r->port_index == slot)
+			path_forget(i, SHIFT_FT_EV_DEVICE_REMOVE);
 	}
 	memset(p, 0, sizeof(*p));
 	p->backup_index = SHIFT_FT_NO_PORT;
@@ -670,10 +680,15 @@ out_unlock:
 	mutex_unlock(&tbl.lock);
 }
 
-/* Context: process (netlink), tbl.lock held by the caller. */
-int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack)
+/*
+ * Context: process (netlink), tbl.lock held by the caller.  With @source
+ * (not SHIFT_FT_SRC_NONE), only a row whose last report came from that
+ * source goes: an agent forgets its own rows, never an application's
+ * report that came after its own.
+ */
+int sft_path_delete(u32 slot, const u8 *gid, u8 source,
+		    struct netlink_ext_ack *extack)
 {
-	struct shift_ft_page_path *r;
 	int idx;
 
 	lockdep_assert_held(&tbl.lock);
@@ -682,14 +697,14 @@ int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack)
 		NL_SET_ERR_MSG(extack, "No such path");
 		return idx;
 	}
+	if (source != SHIFT_FT_SRC_NONE &&
+	    tbl.paths[idx].report_source != source) {
+		NL_SET_ERR_MSG(extack, "The path's last report is another source's");
+		return -EBUSY;
+	}
 
 	change_begin(SHIFT_FT_EV_PATH_DELETE);
-	r = &tbl.paths[idx];
-	sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, idx, r,
-			   SHIFT_FT_EV_PATH_DELETE, tbl.gen + 1);
-	path_report_owner(idx, 0);
-	memset(r, 0, sizeof(*r));
-	tbl.hdr->path_count--;
+	path_forget(idx, SHIFT_FT_EV_PATH_DELETE);
 	change_end();
 	return 0;
 }

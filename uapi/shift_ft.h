@@ -188,7 +188,11 @@
  *	  -ENOSPC when the path table is full; the table is unchanged.
  *
  * SHIFT_FT_CMD_PATH_DEL [admin]	forget a path row
- *	request:  [port] SHIFT_FT_A_REMOTE_GID
+ *	request:  [port] SHIFT_FT_A_REMOTE_GID, [SHIFT_FT_A_REPORT_SOURCE]
+ *	  -ENOENT when there is no such row.  With SHIFT_FT_A_REPORT_SOURCE
+ *	  (APP or AGENT), the row goes only if its last report came from that
+ *	  source, else -EBUSY and the row stays: a host agent forgets the rows
+ *	  of its own reports, never an application's report that came later.
  *
  * Unknown flag bits in SHIFT_FT_A_FLAGS are refused with -EOPNOTSUPP.
  *

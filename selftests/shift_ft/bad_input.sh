@@ -84,7 +84,7 @@ E EINVAL raw PAIR_CLEAR $PORT_ATTRS backup_port_num=u32:1
 E EINVAL raw PORT_GET $PORT_ATTRS report_state=u8:UP
 E EINVAL raw PAIR_GET $PORT_ATTRS remote_gid=gid:$G
 E EINVAL raw PATH_GET $PORT_ATTRS remote_gid=gid:$G flags=u32:0
-E EINVAL raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_source=u8:APP
+E EINVAL raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_state=u8:UP
 E EINVAL raw --dump PATH_GET report_state=u8:UP
 
 # flags
@@ -100,6 +100,7 @@ for st in 0 3 255; do
 done
 for src in 0 1 4 255; do
 	E EINVAL,ERANGE raw PATH_REPORT $PORT_ATTRS remote_gid=gid:$G report_state=u8:UP report_source=u8:$src
+	E EINVAL,ERANGE raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_source=u8:$src
 done
 
 # missing attributes
