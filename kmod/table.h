@@ -34,7 +34,7 @@ struct sft_port_attrs {
 	s32 numa_node;
 };
 
-int sft_table_init(u32 port_max, u32 path_max);
+int sft_table_init(u32 port_max, u32 path_max, u32 path_reserved);
 void sft_table_exit(void);
 
 /* For the char device: the page, its size, and the waitqueue of poll(). */

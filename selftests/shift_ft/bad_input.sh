@@ -148,8 +148,9 @@ ft_expect "paths after bad input" "$("$FTNL" paths)" "$paths_before"
 ft_expect "pairs after bad input" "$("$FTNL" pairs -f port_index,backup_index,pair_flags)" "$pairs_before"
 ft_expect "page ports after bad input" "$("$FTPAGE" ports -f "$FIELDS")" "$ports_before"
 
-# A full path table: max_paths=4.
-ft_load max_paths=4
+# A full path table: max_paths=4, no row kept for F_WITHDRAW reports
+# (reserve.sh tests the reserve).
+ft_load max_paths=4 reserved_paths=0
 ft_defer "rmmod shift_ft; insmod '$FT_KO'"
 pm=$("$FTPAGE" info | sed -n 's/.*\tpath_max=\([0-9]*\)\t.*/\1/p' | head -n 1)
 ft_expect "path_max with max_paths=4" "$pm" 4
