@@ -19,15 +19,17 @@
  *    and the final state is never lost.  A port whose device goes away is
  *    published as REMOVED and its field deleted.
  *
- *  - Apply.  For another host's port that is not ACTIVE (or REMOVED) it
- *    reports DOWN, source AGENT, for the path from every local port of the
- *    same link layer to every GID of that port; when the port is ACTIVE
- *    again, UP.  DOWN reports create path rows; UP reports only update rows
- *    that exist (NOCREATE), so the rows the agent creates are bounded by the
- *    remote ports that are down, not by the size of the cluster.  When the
- *    table is full (max_paths, -ENOSPC) it logs once per remote port and
- *    tries that port again only at its next change or resync, never in a
- *    loop.
+ *  - Apply.  For another host's port that is not ACTIVE it reports DOWN,
+ *    source AGENT, for the path from every local port of the same link
+ *    layer to every GID of that port.  When the port is ACTIVE again, or
+ *    gone (REMOVED), it deletes those rows (PATH_DEL with source AGENT:
+ *    only rows whose last report is still an agent's, never an
+ *    application's that came later), so that the rows it holds are those
+ *    of remote ports down now, not of every port that was ever down.  A
+ *    REMOVED port's entry goes with its rows.  When the table is full
+ *    (-ENOSPC: max_paths, of which the agents may not take reserved_paths)
+ *    it logs once per remote port and tries that port again only at its
+ *    next change or resync, never in a loop.
  *
  *  - Exactly once, in order.  Records carry the publishing agent's
  *    instance (random per run) and a sequence number increasing per
@@ -181,12 +183,16 @@ static int q_ack(struct nl_msg *msg, void *arg)
 }
 
 /*
- * PATH_REPORT from @lp to @gid.  Quiet: the caller decides what is worth a
- * line (ENOENT on an UP with NOCREATE is the normal case).  Returns -errno.
+ * PATH_REPORT of DOWN from @lp to @gid (@state SHIFT_FT_PATH_DOWN), or
+ * PATH_DEL of that path if its last report is an agent's (@state
+ * SHIFT_FT_PATH_UP: the agent forgets what it reported).  Quiet: the
+ * caller decides what is worth a line (ENOENT and EBUSY on a delete are
+ * the normal case).  Returns -errno.
  */
 static int report(struct agent *a, const struct lport *lp, const uint8_t *gid,
 		  uint8_t state)
 {
+	bool del = state == SHIFT_FT_PATH_UP;
 	struct nl_sock *sk = a->l.nl.sk;
 	struct qx x = { 0 };
 	struct nl_msg *msg;
@@ -199,14 +205,13 @@ static int report(struct agent *a, const struct lport *lp, const uint8_t *gid,
 	cb = nl_cb_alloc(NL_CB_DEFAULT);
 	if (!msg || !cb ||
 	    !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, a->l.nl.family, 0,
-			 NLM_F_REQUEST | NLM_F_ACK, SHIFT_FT_CMD_PATH_REPORT,
+			 NLM_F_REQUEST | NLM_F_ACK,
+			 del ? SHIFT_FT_CMD_PATH_DEL : SHIFT_FT_CMD_PATH_REPORT,
 			 SHIFT_FT_GENL_VERSION) ||
 	    nla_put_u32(msg, SHIFT_FT_A_PORT_INDEX, lp->port_index) ||
 	    nla_put(msg, SHIFT_FT_A_REMOTE_GID, SHIFT_FT_GID_LEN, gid) ||
-	    nla_put_u8(msg, SHIFT_FT_A_REPORT_STATE, state) ||
-	    nla_put_u8(msg, SHIFT_FT_A_REPORT_SOURCE, SHIFT_FT_SRC_AGENT) ||
-	    (state == SHIFT_FT_PATH_UP &&
-	     nla_put_u32(msg, SHIFT_FT_A_FLAGS, SHIFT_FT_REPORT_F_NOCREATE))) {
+	    (!del && nla_put_u8(msg, SHIFT_FT_A_REPORT_STATE, state)) ||
+	    nla_put_u8(msg, SHIFT_FT_A_REPORT_SOURCE, SHIFT_FT_SRC_AGENT)) {
 		x.err = -ENOMEM;
 		goto out;
 	}
@@ -261,13 +266,16 @@ static uint8_t wanted(const struct sm_rec *r)
 }
 
 /*
- * Report @rp's state for the paths from @only (NULL: every local port of
- * the same link layer).  Returns the number of rows changed or created.
+ * Follow @rp's state on the paths from @only (NULL: every local port of
+ * the same link layer) to its GIDs: DOWN reported; or, when it is up, the
+ * rows of the agent's own reports deleted.  Returns the number of rows
+ * reported or deleted.
  */
 static unsigned int apply_paths(struct agent *a, struct rport *rp,
 				const struct lport *only)
 {
 	uint8_t state = wanted(&rp->rec);
+	bool down = state == SHIFT_FT_PATH_DOWN;
 	unsigned int n = 0, i;
 	size_t k;
 	char g[INET6_ADDRSTRLEN];
@@ -284,14 +292,13 @@ static unsigned int apply_paths(struct agent *a, struct rport *rp,
 			if (!r) {
 				n++;
 				if (a->verbose)
-					alog("report %s/%u -> %s %s", lp->dev,
-					     lp->port_num,
-					     gid_str(rp->rec.gid[i], g, sizeof(g)),
-					     state == SHIFT_FT_PATH_UP ? "UP" : "DOWN");
+					alog("%s %s/%u -> %s", down ? "report" : "delete",
+					     lp->dev, lp->port_num,
+					     gid_str(rp->rec.gid[i], g, sizeof(g)));
 				continue;
 			}
-			if (r == -ENOENT && state == SHIFT_FT_PATH_UP)
-				continue;	/* no row to bring up: fine */
+			if (!down && (r == -ENOENT || r == -EBUSY))
+				continue;	/* no row, or not ours: fine */
 			rp->incomplete = true;
 			if (r == -EPERM || r == -EACCES) {
 				if (!a->eperm_logged)
@@ -302,15 +309,15 @@ static unsigned int apply_paths(struct agent *a, struct rport *rp,
 			}
 			if (r == -ENOSPC) {
 				if (!rp->enospc_logged)
-					alog("Unable to report path: %s (the path table is full, see max_paths): %s %s DOWN not recorded from %s/%u on",
+					alog("Unable to report path: %s (the path table is full, see max_paths and reserved_paths): %s %s DOWN not recorded from %s/%u on",
 					     strerror(-r), rp->host, rp->rec.port,
 					     lp->dev, lp->port_num);
 				rp->enospc_logged = true;
 				return n;	/* the next report would fail too */
 			}
-			alog("Unable to report path %s/%u -> %s: %s", lp->dev,
-			     lp->port_num, gid_str(rp->rec.gid[i], g, sizeof(g)),
-			     strerror(-r));
+			alog("Unable to %s path %s/%u -> %s: %s",
+			     down ? "report" : "delete", lp->dev, lp->port_num,
+			     gid_str(rp->rec.gid[i], g, sizeof(g)), strerror(-r));
 		}
 	}
 	if (!rp->incomplete)
@@ -318,18 +325,39 @@ static unsigned int apply_paths(struct agent *a, struct rport *rp,
 	return n;
 }
 
-static struct rport *rport_get(struct agent *a, const char *host,
-			       const char *port)
+/* Delete the rows of @rp's DOWN reports, as if it were up again. */
+static unsigned int forget_paths(struct agent *a, struct rport *rp)
 {
-	struct rport *rp;
+	struct rport up = *rp;
+	unsigned int n;
+
+	up.rec.state = SHIFT_FT_PORT_ACTIVE;
+	n = apply_paths(a, &up, NULL);
+	rp->incomplete = up.incomplete;
+	return n;
+}
+
+static struct rport *rport_find(struct agent *a, const char *host,
+				const char *port)
+{
 	size_t i;
 
 	for (i = 0; i < a->nrp; i++)
 		if (!strcmp(a->rp[i].host, host) && !strcmp(a->rp[i].rec.port, port))
 			return &a->rp[i];
+	return NULL;
+}
+
+static struct rport *rport_new(struct agent *a, const char *host,
+			       const char *port)
+{
+	struct rport *rp;
+
 	rp = realloc(a->rp, (a->nrp + 1) * sizeof(*rp));
-	if (!rp)
+	if (!rp) {
+		alog("Unable to track %s %s: %s", host, port, strerror(ENOMEM));
 		return NULL;
+	}
 	a->rp = rp;
 	rp = &a->rp[a->nrp++];
 	memset(rp, 0, sizeof(*rp));
@@ -337,6 +365,12 @@ static struct rport *rport_get(struct agent *a, const char *host,
 	strcpy(rp->rec.port, port);
 	rp->applied = SHIFT_FT_PATH_UNKNOWN;
 	return rp;
+}
+
+/* @rp is forgotten: its slot takes the last entry. */
+static void rport_drop(struct agent *a, struct rport *rp)
+{
+	*rp = a->rp[--a->nrp];
 }
 
 /* A record of another host's port, from the channel or a hash. */
@@ -350,16 +384,27 @@ static void accept_rec(struct agent *a, const char *host,
 
 	if (!strcmp(host, a->host))
 		return;		/* our own: never applied */
-	rp = rport_get(a, host, rec->port);
-	if (!rp) {
-		alog("Unable to track %s %s: %s", host, rec->port, strerror(ENOMEM));
+	rp = rport_find(a, host, rec->port);
+	if (!rp && rec->state == SM_REC_REMOVED)
+		return;		/* gone before we knew it: nothing to forget */
+	if (!rp)
+		rp = rport_new(a, host, rec->port);
+	if (!rp)
 		return;
-	}
 	if (rp->applied != SHIFT_FT_PATH_UNKNOWN &&
 	    rp->rec.instance == rec->instance && rec->seq <= rp->rec.seq) {
 		if (a->verbose)
 			alog("skip %s %s seq %" PRIu64 " (%s): already have %" PRIu64,
 			     host, rec->port, rec->seq, via, rp->rec.seq);
+		return;
+	}
+	if (rec->state == SM_REC_REMOVED) {
+		/* the rows of a port that is gone go with its entry */
+		n = forget_paths(a, rp);
+		alog("forget %s %s REMOVED (%s, seq %" PRIu64 "): %u path%s deleted%s",
+		     host, rec->port, via, rec->seq, n, n == 1 ? "" : "s",
+		     rp->incomplete ? " (incomplete)" : "");
+		rport_drop(a, rp);
 		return;
 	}
 	state = wanted(rec);
@@ -373,7 +418,7 @@ static void accept_rec(struct agent *a, const char *host,
 		return;
 	}
 	/*
-	 * GIDs the port no longer has: bring their rows up (the address moved
+	 * GIDs the port no longer has: forget their rows (the address moved
 	 * on, the NIC did not fail) before following the new set.
 	 */
 	if (rp->applied == SHIFT_FT_PATH_DOWN && !gids_same) {
@@ -384,16 +429,15 @@ static void accept_rec(struct agent *a, const char *host,
 			if (!has_gid(rec, rp->rec.gid[i]))
 				memcpy(old.rec.gid[j++], rp->rec.gid[i], SHIFT_FT_GID_LEN);
 		old.rec.ngid = j;
-		old.rec.state = SHIFT_FT_PORT_ACTIVE;
 		if (j)
-			apply_paths(a, &old, NULL);
+			forget_paths(a, &old);
 	}
 	rp->rec = *rec;
 	n = apply_paths(a, rp, NULL);
 	rp->applied = state;
 	alog("apply %s %s %s (%s, seq %" PRIu64 "): %u path%s %s%s", host,
 	     rec->port, sm_rec_state_name(rec->state), via, rec->seq, n,
-	     n == 1 ? "" : "s", state == SHIFT_FT_PATH_UP ? "UP" : "DOWN",
+	     n == 1 ? "" : "s", state == SHIFT_FT_PATH_UP ? "deleted" : "DOWN",
 	     rp->incomplete ? " (incomplete)" : "");
 }
 
