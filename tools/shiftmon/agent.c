@@ -25,11 +25,23 @@
  *    gone (REMOVED), it deletes those rows (PATH_DEL with source AGENT:
  *    only rows whose last report is still an agent's, never an
  *    application's that came later), so that the rows it holds are those
- *    of remote ports down now, not of every port that was ever down.  A
- *    REMOVED port's entry goes with its rows.  When the table is full
- *    (-ENOSPC: max_paths, of which the agents may not take reserved_paths)
- *    it logs once per remote port and tries that port again only at its
- *    next change or resync, never in a loop.
+ *    of remote ports down now, not of every port that was ever down.  The
+ *    rows it holds towards one remote host stop at --host-rows (default
+ *    128): beyond, DOWN is not recorded, logged once per host until it is
+ *    under again.  When the table is full (-ENOSPC: max_paths, of which
+ *    the agents may not take reserved_paths) it logs once per remote port
+ *    and tries that port again only at its next change or resync, never in
+ *    a loop.
+ *
+ *  - Bounded memory.  One entry per remote port heard of (its last record,
+ *    for the ordering below), at most --remote-ports (default 16384, 528
+ *    bytes each on x86-64: 8.3 MiB).  A REMOVED port's entry goes with its
+ *    rows.  When the entries are all taken, a new port takes the entry
+ *    heard from the longest ago among those that hold no row; when every
+ *    entry holds rows, the new port's record is dropped (logged once until
+ *    an entry is free again).  An entry forgotten so loses its sequence
+ *    number: a stale record of that port still in flight would be applied
+ *    as new.
  *
  *  - Exactly once, in order.  Records carry the publishing agent's
  *    instance (random per run) and a sequence number increasing per
@@ -80,6 +92,8 @@
 #define AG_RATE_NS		(200 * 1000000ULL)	/* per port publication */
 #define AG_BACKOFF_MIN_MS	100
 #define AG_BACKOFF_MAX_MS	5000
+#define AG_HOST_ROWS		128	/* --host-rows default */
+#define AG_REMOTE_PORTS		16384	/* --remote-ports default */
 
 /* A port of this host, as the kernel last announced it. */
 struct lport {
@@ -102,6 +116,9 @@ struct rport {
 	uint8_t applied;		/* SHIFT_FT_PATH_*: UNKNOWN = never */
 	bool incomplete;		/* some report failed: retry at next record */
 	bool enospc_logged;
+	bool cap_logged;		/* --host-rows hit for this port's host */
+	unsigned int nrows;		/* paths reported DOWN: rows it holds */
+	uint64_t heard_ns;		/* last record, CLOCK_MONOTONIC */
 };
 
 struct agent {
@@ -114,6 +131,9 @@ struct agent {
 	size_t nlp;
 	struct rport *rp;
 	size_t nrp;
+	unsigned int host_rows;		/* --host-rows */
+	unsigned int remote_ports;	/* --remote-ports */
+	bool full_logged;		/* every entry holds rows */
 	/* store connection */
 	uint64_t retry_ns;
 	unsigned int backoff_ms;
@@ -265,32 +285,75 @@ static uint8_t wanted(const struct sm_rec *r)
 							   : SHIFT_FT_PATH_DOWN;
 }
 
+/* The rows the agent holds towards @host: its DOWN reports standing. */
+static unsigned int host_rows(const struct agent *a, const char *host)
+{
+	unsigned int n = 0;
+	size_t i;
+
+	for (i = 0; i < a->nrp; i++)
+		if (!strcmp(a->rp[i].host, host))
+			n += a->rp[i].nrows;
+	return n;
+}
+
+/* Has the --host-rows cap of @host been logged (and not lifted since)? */
+static bool host_cap_logged(const struct agent *a, const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < a->nrp; i++)
+		if (a->rp[i].cap_logged && !strcmp(a->rp[i].host, host))
+			return true;
+	return false;
+}
+
 /*
  * Follow @rp's state on the paths from @only (NULL: every local port of
- * the same link layer) to its GIDs: DOWN reported; or, when it is up, the
- * rows of the agent's own reports deleted.  Returns the number of rows
- * reported or deleted.
+ * the same link layer) to its GIDs: DOWN reported, within the --host-rows
+ * of its host; or, when it is up, the rows of the agent's own reports
+ * deleted.  Returns the number of rows reported or deleted.
  */
 static unsigned int apply_paths(struct agent *a, struct rport *rp,
 				const struct lport *only)
 {
 	uint8_t state = wanted(&rp->rec);
 	bool down = state == SHIFT_FT_PATH_DOWN;
-	unsigned int n = 0, i;
+	unsigned int n = 0, room = 0, held, i;
 	size_t k;
 	char g[INET6_ADDRSTRLEN];
 
 	rp->incomplete = false;
+	if (!only)
+		rp->nrows = 0;	/* all reported again, or all deleted */
+	if (down) {
+		held = host_rows(a, rp->host);
+		room = held < a->host_rows ? a->host_rows - held : 0;
+	}
 	for (k = 0; k < a->nlp; k++) {
 		const struct lport *lp = &a->lp[k];
 
 		if ((only && lp != only) || lp->rec.link_layer != rp->rec.link_layer)
 			continue;
 		for (i = 0; i < rp->rec.ngid; i++) {
-			int r = report(a, lp, rp->rec.gid[i], state);
+			int r;
 
+			if (down && !room) {
+				rp->incomplete = true;
+				if (!host_cap_logged(a, rp->host))
+					alog("host %s: %u path rows, the most --host-rows allows: %s DOWN not recorded from %s/%u on",
+					     rp->host, a->host_rows, rp->rec.port,
+					     lp->dev, lp->port_num);
+				rp->cap_logged = true;
+				return n;
+			}
+			r = report(a, lp, rp->rec.gid[i], state);
 			if (!r) {
 				n++;
+				if (down) {
+					rp->nrows++;
+					room--;
+				}
 				if (a->verbose)
 					alog("%s %s/%u -> %s", down ? "report" : "delete",
 					     lp->dev, lp->port_num,
@@ -320,8 +383,10 @@ static unsigned int apply_paths(struct agent *a, struct rport *rp,
 			     gid_str(rp->rec.gid[i], g, sizeof(g)), strerror(-r));
 		}
 	}
-	if (!rp->incomplete)
+	if (!rp->incomplete) {
 		rp->enospc_logged = false;
+		rp->cap_logged = false;
+	}
 	return n;
 }
 
@@ -333,6 +398,8 @@ static unsigned int forget_paths(struct agent *a, struct rport *rp)
 
 	up.rec.state = SHIFT_FT_PORT_ACTIVE;
 	n = apply_paths(a, &up, NULL);
+	rp->nrows = 0;
+	rp->cap_logged = false;
 	rp->incomplete = up.incomplete;
 	return n;
 }
@@ -348,18 +415,43 @@ static struct rport *rport_find(struct agent *a, const char *host,
 	return NULL;
 }
 
+/*
+ * A new entry: a new slot while there are fewer than --remote-ports, else
+ * the entry heard from the longest ago among those that hold no row.  NULL
+ * when every entry holds rows (logged once until one is free) or memory
+ * is short.
+ */
 static struct rport *rport_new(struct agent *a, const char *host,
 			       const char *port)
 {
-	struct rport *rp;
+	struct rport *rp = NULL;
+	size_t i;
 
-	rp = realloc(a->rp, (a->nrp + 1) * sizeof(*rp));
-	if (!rp) {
-		alog("Unable to track %s %s: %s", host, port, strerror(ENOMEM));
-		return NULL;
+	if (a->nrp >= a->remote_ports) {
+		for (i = 0; i < a->nrp; i++)
+			if (!a->rp[i].nrows &&
+			    (!rp || a->rp[i].heard_ns < rp->heard_ns))
+				rp = &a->rp[i];
+		if (!rp) {
+			if (!a->full_logged)
+				alog("Unable to track %s %s: each of the %u remote port entries holds path rows (see --remote-ports)",
+				     host, port, a->remote_ports);
+			a->full_logged = true;
+			return NULL;
+		}
+		if (a->verbose)
+			alog("forget %s %s: the entry heard from the longest ago, for %s %s",
+			     rp->host, rp->rec.port, host, port);
+	} else {
+		rp = realloc(a->rp, (a->nrp + 1) * sizeof(*rp));
+		if (!rp) {
+			alog("Unable to track %s %s: %s", host, port, strerror(ENOMEM));
+			return NULL;
+		}
+		a->rp = rp;
+		rp = &a->rp[a->nrp++];
 	}
-	a->rp = rp;
-	rp = &a->rp[a->nrp++];
+	a->full_logged = false;
 	memset(rp, 0, sizeof(*rp));
 	strcpy(rp->host, host);
 	strcpy(rp->rec.port, port);
@@ -398,6 +490,7 @@ static void accept_rec(struct agent *a, const char *host,
 			     host, rec->port, rec->seq, via, rp->rec.seq);
 		return;
 	}
+	rp->heard_ns = sm_mono_ns();
 	if (rec->state == SM_REC_REMOVED) {
 		/* the rows of a port that is gone go with its entry */
 		n = forget_paths(a, rp);
@@ -807,9 +900,22 @@ static void lport_touch(struct agent *a, struct lport *lp, uint64_t now)
 
 static void lport_remove(struct agent *a, struct lport *lp, uint64_t now)
 {
+	size_t i, k;
+
 	publish_removed(a, lp, now);
 	alog("port %s gone", lp->field);
 	*lp = a->lp[--a->nlp];
+	/* the kernel removed the port's rows: the agent holds no more than the rest */
+	for (i = 0; i < a->nrp; i++) {
+		struct rport *rp = &a->rp[i];
+		unsigned int most = 0;
+
+		for (k = 0; rp->nrows && k < a->nlp; k++)
+			if (a->lp[k].rec.link_layer == rp->rec.link_layer)
+				most += rp->rec.ngid;
+		if (rp->nrows > most)
+			rp->nrows = most;
+	}
 }
 
 /* A port message: from the events group or a dump. */
@@ -994,6 +1100,20 @@ static int agent_setup(struct agent *a)
 	}
 	if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
 		a->instance = (uint64_t)getpid() << 32 ^ real_ms();
+	a->host_rows = AG_HOST_ROWS;
+	if (sm_opts.host_rows &&
+	    sm_parse_u32(sm_opts.host_rows, 1, UINT32_MAX, &a->host_rows)) {
+		fprintf(stderr, "%s: invalid --host-rows '%s' (1 or more)\n", sm_prog,
+			sm_opts.host_rows);
+		return -2;
+	}
+	a->remote_ports = AG_REMOTE_PORTS;
+	if (sm_opts.remote_ports &&
+	    sm_parse_u32(sm_opts.remote_ports, 1, 1U << 24, &a->remote_ports)) {
+		fprintf(stderr, "%s: invalid --remote-ports '%s' (1-%u)\n", sm_prog,
+			sm_opts.remote_ports, 1U << 24);
+		return -2;
+	}
 	a->verbose = sm_opts.verbose;
 	a->backoff_ms = AG_BACKOFF_MIN_MS;
 	return 0;
@@ -1047,8 +1167,9 @@ int cmd_agent(int argc, char **argv)
 	/* subscribed before the dump: no change falls between the two */
 	if (sm_listen_open(&a.l, on_event, &a))
 		return SM_EXIT_FAIL;
-	alog("host %s, instance %016" PRIx64 ", store %s%s%s", a.host, a.instance,
-	     a.st.url, a.st.auth.set ? " as user " : "", a.st.auth.set ? a.st.auth.user : "");
+	alog("host %s, instance %016" PRIx64 ", store %s%s%s, at most %u rows a remote host, %u remote ports",
+	     a.host, a.instance, a.st.url, a.st.auth.set ? " as user " : "",
+	     a.st.auth.set ? a.st.auth.user : "", a.host_rows, a.remote_ports);
 	if (!a.l.present)
 		alog("module %s not loaded: waiting for it", SHIFT_FT_GENL_NAME);
 	else if (lports_refresh(&a, sm_mono_ns()))
