@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # bounded: what host 1's agent holds is bounded.  It deletes the rows it
 # reported DOWN once the remote port is ACTIVE again or REMOVED (and leaves
-# a row an application reported since); it holds at most --host-rows rows
-# towards one remote host, saying so once; and it remembers at most
-# --remote-ports remote ports, forgetting the one heard from the longest
-# ago among those that hold no row, and saying once when every one does.
+# a row an application reported since), or, at a resync, once its host's
+# hash no longer has the port; it holds at most --host-rows rows towards
+# one remote host, saying so once; and it remembers at most --remote-ports
+# remote ports, forgetting the one heard from the longest ago among those
+# that hold no row, and saying once when every one does.
 #
 # The remote ports are forged: records published on the store's channel for
-# hosts that do not exist (ghost, ghost2, ghost3), as any client of the
-# store could.  Host 1 has two local ports of the same link layer (rxe0,
-# rxe1), so each remote GID makes two rows.
+# hosts that do not exist (ghost, ghost2, ghost3; ghost4 has a hash too),
+# as any client of the store could.  Host 1 has two local ports of the same
+# link layer (rxe0, rxe1), so each remote GID makes two rows.
 #
 #   redis-cli PUBLISH shift:v1:events "ghost<TAB>rxeN/1<TAB>record"
 #        -> host 1's agent (--host-rows 8 --remote-ports 6) -> host 1's page
@@ -90,6 +91,25 @@ pub ghost rxe5/1 DOWN ::ffff:10.9.5.1
 pw ::ffff:10.9.5.1 DOWN -t 3000 || smr_fail "ghost rxe5 not recorded once there was room"
 ft_expect "rows toward ghost" "$(rows 09)" 4
 log "--host-rows 8: ghost stopped at 8 rows (logged once), ghost2 unaffected, room again after an UP"
+
+# ---- a port removed while the agent was away from the store ----
+rcli sadd shift:v1:hosts ghost4 > /dev/null
+pub ghost4 rxe1/1 DOWN ::ffff:10.12.0.1
+rcli hset shift:v1:host:ghost4 rxe1/1 \
+	"DOWN${T}ETHERNET$T-$T::ffff:10.12.0.1${T}0${T}0${T}00000000000000aa$T$SEQ" > /dev/null
+pw ::ffff:10.12.0.1 DOWN -t 3000 || smr_fail "ghost4 rxe1 never DOWN"
+# its REMOVED goes by unheard: the port leaves ghost4's hash while host 1's
+# agent is disconnected (its subscription killed), and it resyncs
+rcli hdel shift:v1:host:ghost4 rxe1/1 > /dev/null
+n=$(grep -c '^agent: resync:' "$SMR_LOG1")
+rcli client kill type pubsub > /dev/null
+for i in $(seq 100); do
+	[ "$(grep -c '^agent: resync:' "$SMR_LOG1")" -gt "$n" ] && break
+	sleep 0.05
+done
+pw ::ffff:10.12.0.1 ABSENT -t 3000 || smr_fail "ghost4 rxe1 left the store: the agent's rows stayed"
+applied "^agent: forget ghost4 rxe1/1: not in the store: 2 paths deleted"
+log "a port gone from its host's hash while the agent was away: rows deleted at the resync"
 
 # ---- at most 6 remote ports remembered ----
 # entries: ghost rxe1 (no row), rxe3 (no row), rxe4, rxe5, ghost2 rxe0

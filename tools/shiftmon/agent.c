@@ -36,12 +36,13 @@
  *  - Bounded memory.  One entry per remote port heard of (its last record,
  *    for the ordering below), at most --remote-ports (default 16384, 528
  *    bytes each on x86-64: 8.3 MiB).  A REMOVED port's entry goes with its
- *    rows.  When the entries are all taken, a new port takes the entry
- *    heard from the longest ago among those that hold no row; when every
- *    entry holds rows, the new port's record is dropped (logged once until
- *    an entry is free again).  An entry forgotten so loses its sequence
- *    number: a stale record of that port still in flight would be applied
- *    as new.
+ *    rows, and so does, at a resync, the entry of a port that its host's
+ *    hash no longer has (removed while the agent was away from the store).
+ *    When the entries are all taken, a new port takes the entry heard from
+ *    the longest ago among those that hold no row; when every entry holds
+ *    rows, the new port's record is dropped (logged once until an entry is
+ *    free again).  An entry forgotten so loses its sequence number: a stale
+ *    record of that port still in flight would be applied as new.
  *
  *  - Exactly once, in order.  Records carry the publishing agent's
  *    instance (random per run) and a sequence number increasing per
@@ -654,6 +655,37 @@ static void on_message(const char *msg, size_t len, void *arg)
 	accept_rec(a, host, &rec, "event");
 }
 
+/*
+ * After a resync read @host's hash (@h): its ports that the hash no longer
+ * has were removed while this agent was away from the store (their
+ * REMOVED went by on the channel unheard): they are forgotten with their
+ * rows.  A host the store does not name (a store that restarted empty and
+ * has not heard from it yet) is not read, so not pruned.
+ */
+static void prune_host(struct agent *a, const char *host, const redisReply *h)
+{
+	unsigned int n;
+	size_t i, j;
+
+	for (i = a->nrp; i-- > 0;) {
+		struct rport *rp = &a->rp[i];
+
+		if (strcmp(rp->host, host))
+			continue;
+		for (j = 0; j + 1 < h->elements; j += 2)
+			if (h->element[j]->type == REDIS_REPLY_STRING &&
+			    !strcmp(h->element[j]->str, rp->rec.port))
+				break;
+		if (j + 1 < h->elements)
+			continue;
+		n = forget_paths(a, rp);
+		alog("forget %s %s: not in the store: %u path%s deleted%s", host,
+		     rp->rec.port, n, n == 1 ? "" : "s",
+		     rp->incomplete ? " (incomplete)" : "");
+		rport_drop(a, rp);
+	}
+}
+
 /* After (re)connecting: our state out, everybody else's in. */
 static int resync(struct agent *a, uint64_t now)
 {
@@ -726,6 +758,8 @@ static int resync(struct agent *a, uint64_t now)
 			ports++;
 			accept_rec(a, name, &rec, "resync");
 		}
+		if (h->type == REDIS_REPLY_ARRAY)
+			prune_host(a, name, h);
 		freeReplyObject(h);
 	}
 	freeReplyObject(hosts);
