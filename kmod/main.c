@@ -31,6 +31,17 @@ module_param(max_paths, uint, 0444);
 MODULE_PARM_DESC(max_paths,
 		 "Rows of the path table, 1-65536 (default 1024); a report beyond fails with ENOSPC");
 
+/*
+ * -1: a quarter of max_paths.  Rows that only reports with
+ * SHIFT_FT_REPORT_F_WITHDRAW (libshiftu's) may take, so that agents and
+ * other long-lived reporters cannot fill the table against the host's own
+ * applications (uapi/shift_ft.h).
+ */
+static int reserved_paths = -1;
+module_param(reserved_paths, int, 0444);
+MODULE_PARM_DESC(reserved_paths,
+		 "Free path rows kept for reports with F_WITHDRAW (libshiftu's), 0 to max_paths-1 (default -1: a quarter of max_paths)");
+
 static int __init sft_init(void)
 {
 	int err;
@@ -41,8 +52,14 @@ static int __init sft_init(void)
 		       SFT_PORT_LIMIT, SFT_PATH_LIMIT);
 		return -EINVAL;
 	}
+	if (reserved_paths < 0)
+		reserved_paths = max_paths / 4;
+	if (reserved_paths >= max_paths) {
+		pr_err("reserved_paths must be below max_paths (%u)\n", max_paths);
+		return -EINVAL;
+	}
 
-	err = sft_table_init(max_ports, max_paths);
+	err = sft_table_init(max_ports, max_paths, reserved_paths);
 	if (err)
 		goto err_table;
 	err = sft_nl_init();
@@ -55,8 +72,8 @@ static int __init sft_init(void)
 	if (err)
 		goto err_client;
 
-	pr_info("version %s loaded (max_ports=%u max_paths=%u)\n",
-		SHIFT_VERSION, max_ports, max_paths);
+	pr_info("version %s loaded (max_ports=%u max_paths=%u reserved_paths=%d)\n",
+		SHIFT_VERSION, max_ports, max_paths, reserved_paths);
 	return 0;
 
 err_client:

@@ -54,10 +54,19 @@ static const struct nla_policy sft_pair_clear_policy[SHIFT_FT_A_MAX + 1] = {
 	[SHIFT_FT_A_PORT_NUM]		= NLA_POLICY_RANGE(NLA_U32, 1, 255),
 };
 
-/* PATH_GET, PATH_DEL: a port and the remote GID */
+/* PATH_GET: a port and the remote GID */
 static const struct nla_policy sft_path_policy[SHIFT_FT_A_MAX + 1] = {
 	SFT_POLICY_PORT,
 	[SHIFT_FT_A_REMOTE_GID]		= NLA_POLICY_EXACT_LEN(SHIFT_FT_GID_LEN),
+};
+
+/* PATH_DEL: a path, and whose report it must hold to go */
+static const struct nla_policy sft_path_del_policy[SHIFT_FT_A_MAX + 1] = {
+	SFT_POLICY_PORT,
+	[SHIFT_FT_A_REMOTE_GID]		= NLA_POLICY_EXACT_LEN(SHIFT_FT_GID_LEN),
+	[SHIFT_FT_A_REPORT_SOURCE]	= NLA_POLICY_RANGE(NLA_U8,
+							   SHIFT_FT_SRC_APP,
+							   SHIFT_FT_SRC_AGENT),
 };
 
 /* PATH_REPORT: a path, its state, who says so, and the report's flags */
@@ -528,6 +537,7 @@ static int sft_nl_path_report_doit(struct sk_buff *skb, struct genl_info *info)
 
 static int sft_nl_path_del_doit(struct sk_buff *skb, struct genl_info *info)
 {
+	struct nlattr *src = info->attrs[SHIFT_FT_A_REPORT_SOURCE];
 	int slot, err;
 
 	if (GENL_REQ_ATTR_CHECK(info, SHIFT_FT_A_REMOTE_GID))
@@ -537,6 +547,7 @@ static int sft_nl_path_del_doit(struct sk_buff *skb, struct genl_info *info)
 	err = slot < 0 ? slot :
 	      sft_path_delete(slot,
 			      nla_data(info->attrs[SHIFT_FT_A_REMOTE_GID]),
+			      src ? nla_get_u8(src) : SHIFT_FT_SRC_NONE,
 			      info->extack);
 	sft_table_unlock();
 	return err;
@@ -587,7 +598,7 @@ static const struct genl_ops sft_ops[] = {
 	},
 	{
 		.cmd	= SHIFT_FT_CMD_PATH_DEL,
-		.policy	= sft_path_policy,
+		.policy	= sft_path_del_policy,
 		.maxattr = SHIFT_FT_A_MAX,
 		.doit	= sft_nl_path_del_doit,
 		.flags	= GENL_ADMIN_PERM,

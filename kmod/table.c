@@ -42,6 +42,8 @@ static struct {
 	struct shift_ft_page_path *paths;
 	u32 port_max;
 	u32 path_max;
+	/* free rows only F_WITHDRAW reports may take (reserved_paths) */
+	u32 path_reserved;
 	u64 gen;			/* mirrors hdr->generation */
 	wait_queue_head_t wq;		/* poll() on /dev/shift_ft */
 
@@ -337,6 +339,23 @@ static void path_report_owner(u32 idx, u32 portid)
 }
 
 /*
+ * Context: inside a write section.  Forgets row @idx, announcing a
+ * PATH_DEL caused by @event once the section ends.
+ */
+static void path_forget(u32 idx, u32 event)
+{
+	struct shift_ft_page_path *r = &tbl.paths[idx];
+
+	sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, idx, r, event,
+			   tbl.gen + 1);
+	/* the reporter's socket no longer owns the row it may outlive */
+	path_report_owner(idx, 0);
+	memset(r, 0, sizeof(*r));
+	tbl.hdr->path_count--;
+	clear_bit(idx, tbl.path_dirty);
+}
+
+/*
  * Everything but the device name, which only sft_port_add() and
  * sft_port_rename() write: see sft_port_update().
  */
@@ -471,15 +490,8 @@ void sft_port_remove(u32 slot)
 	for (i = 0; i < tbl.path_max; i++) {
 		struct shift_ft_page_path *r = &tbl.paths[i];
 
-		if (!row_valid(r->flags) || r->port_index != slot)
-			continue;
-		sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, i, r,
-				   SHIFT_FT_EV_DEVICE_REMOVE, tbl.gen + 1);
-		/* the reporter's socket no longer owns the row it may outlive */
-		path_report_owner(i, 0);
-		memset(r, 0, sizeof(*r));
-		tbl.hdr->path_count--;
-		clear_bit(i, tbl.path_dirty);
+		if (row_valid(r->flags) && r->port_index == slot)
+			path_forget(i, SHIFT_FT_EV_DEVICE_REMOVE);
 	}
 	memset(p, 0, sizeof(*p));
 	p->backup_index = SHIFT_FT_NO_PORT;
@@ -573,32 +585,87 @@ int sft_path_lookup(u32 slot, const u8 *gid)
 	return -ENOENT;
 }
 
+/* A row whose report was withdrawn: it tells nothing a missing row would not. */
+static bool path_idle(const struct shift_ft_page_path *r)
+{
+	return row_valid(r->flags) && r->report_source == SHIFT_FT_SRC_NONE;
+}
+
+/* A row whose report was made without F_WITHDRAW (an agent's): it stays. */
+static bool path_kept(u32 idx)
+{
+	const struct shift_ft_page_path *r = &tbl.paths[idx];
+
+	return row_valid(r->flags) && r->report_source != SHIFT_FT_SRC_NONE &&
+	       !tbl.report_portid[idx];
+}
+
+/*
+ * Context: tbl.lock held.  The slot of a report that needs a row (@idx < 0:
+ * none exists yet; else row @idx, which a report without F_WITHDRAW is to
+ * take over).  Rows of reports without F_WITHDRAW may not number more than
+ * path_max - path_reserved, so that whatever the agents report, the host's
+ * own applications (whose reports are F_WITHDRAW) can hold path_reserved
+ * rows.  A new row takes a free slot, else the slot of the row idle the
+ * longest (*@recycle).
+ */
+static int path_slot_for(int idx, bool withdraw, bool *recycle,
+			 struct netlink_ext_ack *extack)
+{
+	int free_idx = -1, idle_idx = -1;
+	u32 i, kept = 0;
+
+	*recycle = false;
+	for (i = 0; i < tbl.path_max; i++) {
+		const struct shift_ft_page_path *r = &tbl.paths[i];
+
+		if (!row_valid(r->flags)) {
+			if (free_idx < 0)
+				free_idx = i;
+		} else if (path_idle(r)) {
+			if (idle_idx < 0 ||
+			    r->report_ns < tbl.paths[idle_idx].report_ns)
+				idle_idx = i;
+		} else if (!tbl.report_portid[i]) {
+			kept++;
+		}
+	}
+	if (idx < 0 && free_idx < 0 && idle_idx < 0) {
+		NL_SET_ERR_MSG_MOD(extack, "path table full (see max_paths)");
+		return -ENOSPC;
+	}
+	if (!withdraw && kept >= tbl.path_max - tbl.path_reserved) {
+		NL_SET_ERR_MSG_MOD(extack,
+				   "path table full for reports without F_WITHDRAW (see reserved_paths)");
+		return -ENOSPC;
+	}
+	if (idx >= 0)
+		return idx;
+	if (free_idx >= 0)
+		return free_idx;
+	*recycle = true;
+	return idle_idx;
+}
+
 /* Context: process (netlink), tbl.lock held by the caller. */
 int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 		    u32 portid, u32 flags, struct netlink_ext_ack *extack)
 {
 	u32 owner = flags & SHIFT_FT_REPORT_F_WITHDRAW ? portid : 0;
 	struct shift_ft_page_path *r;
+	bool recycle = false;
 	int idx, err;
 
 	lockdep_assert_held(&tbl.lock);
 	idx = sft_path_lookup(slot, gid);
-	if (idx < 0) {
-		u32 i;
-
-		if (flags & SHIFT_FT_REPORT_F_NOCREATE) {
-			NL_SET_ERR_MSG(extack, "No such path");
-			return -ENOENT;
-		}
-		for (i = 0; i < tbl.path_max; i++)
-			if (!row_valid(tbl.paths[i].flags))
-				break;
-		if (i == tbl.path_max) {
-			NL_SET_ERR_MSG_MOD(extack,
-					   "path table full (see max_paths)");
-			return -ENOSPC;
-		}
-		idx = i;
+	if (idx < 0 && (flags & SHIFT_FT_REPORT_F_NOCREATE)) {
+		NL_SET_ERR_MSG(extack, "No such path");
+		return -ENOENT;
+	}
+	if (idx < 0 || (!owner && !path_kept(idx))) {
+		idx = path_slot_for(idx, owner, &recycle, extack);
+		if (idx < 0)
+			return idx;
 	}
 	if (owner) {
 		err = owner_hold(owner);
@@ -607,6 +674,8 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 	}
 
 	change_begin(SHIFT_FT_EV_PATH_REPORT);
+	if (recycle)
+		path_forget(idx, SHIFT_FT_EV_PATH_REPORT);
 	r = &tbl.paths[idx];
 	if (!row_valid(r->flags)) {
 		memset(r, 0, sizeof(*r));
@@ -670,10 +739,15 @@ out_unlock:
 	mutex_unlock(&tbl.lock);
 }
 
-/* Context: process (netlink), tbl.lock held by the caller. */
-int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack)
+/*
+ * Context: process (netlink), tbl.lock held by the caller.  With @source
+ * (not SHIFT_FT_SRC_NONE), only a row whose last report came from that
+ * source goes: an agent forgets its own rows, never an application's
+ * report that came after its own.
+ */
+int sft_path_delete(u32 slot, const u8 *gid, u8 source,
+		    struct netlink_ext_ack *extack)
 {
-	struct shift_ft_page_path *r;
 	int idx;
 
 	lockdep_assert_held(&tbl.lock);
@@ -682,14 +756,14 @@ int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack)
 		NL_SET_ERR_MSG(extack, "No such path");
 		return idx;
 	}
+	if (source != SHIFT_FT_SRC_NONE &&
+	    tbl.paths[idx].report_source != source) {
+		NL_SET_ERR_MSG(extack, "The path's last report is another source's");
+		return -EBUSY;
+	}
 
 	change_begin(SHIFT_FT_EV_PATH_DELETE);
-	r = &tbl.paths[idx];
-	sft_nl_notify_path(&tbl.deleted, SHIFT_FT_CMD_PATH_DEL, idx, r,
-			   SHIFT_FT_EV_PATH_DELETE, tbl.gen + 1);
-	path_report_owner(idx, 0);
-	memset(r, 0, sizeof(*r));
-	tbl.hdr->path_count--;
+	path_forget(idx, SHIFT_FT_EV_PATH_DELETE);
 	change_end();
 	return 0;
 }
@@ -765,7 +839,7 @@ wait_queue_head_t *sft_table_waitq(void)
 	return &tbl.wq;
 }
 
-int sft_table_init(u32 port_max, u32 path_max)
+int sft_table_init(u32 port_max, u32 path_max, u32 path_reserved)
 {
 	struct shift_ft_page_hdr *hdr;
 	size_t port_off, path_off, size;
@@ -782,6 +856,7 @@ int sft_table_init(u32 port_max, u32 path_max)
 	xa_init(&tbl.owners);
 	tbl.port_max = port_max;
 	tbl.path_max = path_max;
+	tbl.path_reserved = path_reserved;
 
 	tbl.port_dirty = bitmap_zalloc(port_max, GFP_KERNEL);
 	if (!tbl.port_dirty)

@@ -34,7 +34,7 @@ struct sft_port_attrs {
 	s32 numa_node;
 };
 
-int sft_table_init(u32 port_max, u32 path_max);
+int sft_table_init(u32 port_max, u32 path_max, u32 path_reserved);
 void sft_table_exit(void);
 
 /* For the char device: the page, its size, and the waitqueue of poll(). */
@@ -70,6 +70,7 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 		    u32 portid, u32 flags, struct netlink_ext_ack *extack);
 /* A netlink socket went: withdraw the F_WITHDRAW reports it made. */
 void sft_path_reporter_gone(u32 portid);
-int sft_path_delete(u32 slot, const u8 *gid, struct netlink_ext_ack *extack);
+int sft_path_delete(u32 slot, const u8 *gid, u8 source,
+		    struct netlink_ext_ack *extack);
 
 #endif /* _SFT_TABLE_H */

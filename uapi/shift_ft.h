@@ -39,9 +39,24 @@
  * socket it came on: when that socket is closed (the reporter exited), the
  * report is withdrawn (report state UNKNOWN, source NONE, event
  * SHIFT_FT_EV_REPORTER_GONE), so that a path is not left down by a process
- * that can no longer say it is up again.  The
- * number of path rows is bounded by the max_paths module parameter; a report
- * that would need a row when all are used fails with -ENOSPC.
+ * that can no longer say it is up again.
+ *
+ * Room for path rows.  The number of path rows is bounded by the max_paths
+ * module parameter.  Rows whose report was made without
+ * SHIFT_FT_REPORT_F_WITHDRAW (a host agent's, an administrator's) never
+ * number more than max_paths - reserved_paths (module parameter, default a
+ * quarter of max_paths): such a report neither creates a row nor takes
+ * over one that is idle or held by an F_WITHDRAW report beyond that, so
+ * that whatever the agents report, the host's own applications (libshiftu,
+ * whose reports are F_WITHDRAW) can hold reserved_paths rows.  A row whose
+ * report was withdrawn (report source NONE) is idle: it tells a reader
+ * nothing a missing row would not.  A new row takes a free slot, else the
+ * slot of the row idle the longest, which goes with a PATH_DEL event
+ * carrying SHIFT_FT_EV_PATH_REPORT before the new row's PATH_NEW.  When no
+ * row is left for a report, it fails with -ENOSPC and the table is
+ * unchanged.  No other row is ever evicted: whoever reported removes rows
+ * with SHIFT_FT_CMD_PATH_DEL (a host agent does when the remote port is up
+ * again or gone), and a port's rows go with the port.
  *
  * Every change to any row increments the table generation.
  *
@@ -185,10 +200,16 @@
  *		  DOWN), SHIFT_FT_A_REPORT_SOURCE (APP or AGENT),
  *		  [SHIFT_FT_A_FLAGS: SHIFT_FT_REPORT_F_*]
  *	  Creates the row unless SHIFT_FT_REPORT_F_NOCREATE (-ENOENT).
- *	  -ENOSPC when the path table is full; the table is unchanged.
+ *	  -ENOSPC when no row is left for it ("Room for path rows" above:
+ *	  reports without SHIFT_FT_REPORT_F_WITHDRAW hold at most
+ *	  max_paths - reserved_paths rows); the table is unchanged.
  *
  * SHIFT_FT_CMD_PATH_DEL [admin]	forget a path row
- *	request:  [port] SHIFT_FT_A_REMOTE_GID
+ *	request:  [port] SHIFT_FT_A_REMOTE_GID, [SHIFT_FT_A_REPORT_SOURCE]
+ *	  -ENOENT when there is no such row.  With SHIFT_FT_A_REPORT_SOURCE
+ *	  (APP or AGENT), the row goes only if its last report came from that
+ *	  source, else -EBUSY and the row stays: a host agent forgets the rows
+ *	  of its own reports, never an application's report that came later.
  *
  * Unknown flag bits in SHIFT_FT_A_FLAGS are refused with -EOPNOTSUPP.
  *

@@ -84,7 +84,7 @@ E EINVAL raw PAIR_CLEAR $PORT_ATTRS backup_port_num=u32:1
 E EINVAL raw PORT_GET $PORT_ATTRS report_state=u8:UP
 E EINVAL raw PAIR_GET $PORT_ATTRS remote_gid=gid:$G
 E EINVAL raw PATH_GET $PORT_ATTRS remote_gid=gid:$G flags=u32:0
-E EINVAL raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_source=u8:APP
+E EINVAL raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_state=u8:UP
 E EINVAL raw --dump PATH_GET report_state=u8:UP
 
 # flags
@@ -100,6 +100,7 @@ for st in 0 3 255; do
 done
 for src in 0 1 4 255; do
 	E EINVAL,ERANGE raw PATH_REPORT $PORT_ATTRS remote_gid=gid:$G report_state=u8:UP report_source=u8:$src
+	E EINVAL,ERANGE raw PATH_DEL $PORT_ATTRS remote_gid=gid:$G report_source=u8:$src
 done
 
 # missing attributes
@@ -147,8 +148,9 @@ ft_expect "paths after bad input" "$("$FTNL" paths)" "$paths_before"
 ft_expect "pairs after bad input" "$("$FTNL" pairs -f port_index,backup_index,pair_flags)" "$pairs_before"
 ft_expect "page ports after bad input" "$("$FTPAGE" ports -f "$FIELDS")" "$ports_before"
 
-# A full path table: max_paths=4.
-ft_load max_paths=4
+# A full path table: max_paths=4, no row kept for F_WITHDRAW reports
+# (reserve.sh tests the reserve).
+ft_load max_paths=4 reserved_paths=0
 ft_defer "rmmod shift_ft; insmod '$FT_KO'"
 pm=$("$FTPAGE" info | sed -n 's/.*\tpath_max=\([0-9]*\)\t.*/\1/p' | head -n 1)
 ft_expect "path_max with max_paths=4" "$pm" 4

@@ -524,6 +524,8 @@ static void build_attrs(uint8_t cmd, bool dump)
 	case SHIFT_FT_CMD_PATH_DEL:
 		a_port();
 		a_gid();
+		if (rn(2))
+			a_u8(SHIFT_FT_A_REPORT_SOURCE, rn(4) ? 2 + rn(2) : rnd());
 		break;
 	default:
 		/* an event or reply, or no command: the attributes it carries */
@@ -825,8 +827,9 @@ static struct expect classify(size_t len)
 static bool errno_named(int e)
 {
 	/*
-	 * the ABI's, the core's (EMSGSIZE, ENOBUFS; EBUSY: a dump is still
-	 * running on the socket), the allocator's
+	 * the ABI's (EBUSY: PATH_DEL of a row another source reported), the
+	 * core's (EMSGSIZE, ENOBUFS; EBUSY: a dump is still running on the
+	 * socket), the allocator's
 	 */
 	return e == 0 || e == EINVAL || e == ERANGE || e == EOPNOTSUPP ||
 	       e == ENODEV || e == ENOENT || e == ENOSPC || e == EPERM ||

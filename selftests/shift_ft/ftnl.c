@@ -41,6 +41,7 @@ struct opts {
 	unsigned long count;	/* report/path-del: --count; monitor: -c */
 	double seconds;		/* monitor: -T */
 	bool hold;		/* --hold: keep the socket open once done */
+	int del_source;		/* path-del: --source, 0: none */
 	int max_restarts;
 };
 
@@ -75,7 +76,7 @@ static void usage(void)
 "  pair-set DEV PORT BDEV BPORT          override a backup\n"
 "  pair-clear DEV PORT                   drop an override\n"
 "  report DEV PORT GID up|down app|agent [--flags N] [--count N]\n"
-"  path-del DEV PORT GID [--count N]\n"
+"  path-del DEV PORT GID [--count N] [--source app|agent]\n"
 "  monitor [-c COUNT] [-T SECONDS]       print multicast events\n"
 "  raw [--dump] CMD [ATTR=TYPE:VALUE ...]\n"
 "      CMD: name (PORT_GET) or number; ATTR: name (dev_name), number, or\n"
@@ -620,6 +621,8 @@ static int cmd_path_op(struct ctx *c, int cmd, char **argv, int argc, int i)
 			nla_put_u8(m, SHIFT_FT_A_REPORT_SOURCE, src);
 			if (o.have_flags)
 				nla_put_u32(m, SHIFT_FT_A_FLAGS, o.flags);
+		} else if (o.del_source) {
+			nla_put_u8(m, SHIFT_FT_A_REPORT_SOURCE, o.del_source);
 		}
 		rc = do_doit(c, m);	/* frees m */
 		if (rc || (o.expect && o.count > 1))
@@ -922,6 +925,12 @@ int main(int argc, char **argv)
 			o.dump = true;
 		else if (!strcmp(a, "--hold"))
 			o.hold = true;
+		else if (!strcmp(a, "--source") && has_next) {
+			a = argv[++i];
+			o.del_source = !strcasecmp(a, "app") ? SHIFT_FT_SRC_APP :
+				       !strcasecmp(a, "agent") ? SHIFT_FT_SRC_AGENT :
+				       (int)parse_u32(a, "source");
+		}
 		else if (!strcmp(a, "--flags") && has_next) {
 			o.have_flags = true;
 			o.flags = parse_u32(argv[++i], "flags");

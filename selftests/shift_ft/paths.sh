@@ -4,7 +4,8 @@
 # source, pid and time; the effective state follows reports while the local
 # port is ACTIVE and is DOWN while it is not; a report made with
 # SHIFT_FT_REPORT_F_WITHDRAW is withdrawn when its socket closes; netlink,
-# page and events agree; PATH_DEL removes the row.
+# page and events agree; PATH_DEL removes the row, and PATH_DEL with a
+# report source only a row whose last report came from that source.
 #
 #   eth0 ── rxe0 ── path to G0 (reported up/down; eth0 flapped)
 #   eth1 ── rxe1 ── path to G1 (must not move when eth0 does)
@@ -105,6 +106,21 @@ ft_wait_log "$FT_TMP/mon" "\$1 >= $t0 && \$2 == \"PATH_NEW\" && \$3 == \"REPORTE
 ft_expect "not withdrawn without the flag" "$("$FTNL" path rxe1 1 "$G1" -f path_state)" "path_state=DOWN"
 agree "after a withdrawn report"
 log "F_WITHDRAW: the report went with ftnl's socket, event REPORTER_GONE"
+
+# PATH_DEL with a source (as the agent deletes its rows): another
+# source's report keeps the row (EBUSY), the same source's goes
+"$FTNL" report rxe0 1 "$G0" down app
+"$FTNL" --expect-errno EBUSY path-del rxe0 1 "$G0" --source agent 2> "$FT_TMP/err" ||
+	fail "path-del --source agent of an APP row: $(cat "$FT_TMP/err")"
+grep -q "another source" "$FT_TMP/err" ||
+	fail "EBUSY without the extack naming the other source: $(cat "$FT_TMP/err")"
+ft_expect "row kept by another source's path-del" "$(path0 report_source)" APP
+ft_expect "G1's row is the agent's" "$("$FTNL" path rxe1 1 "$G1" -f report_source)" "report_source=AGENT"
+"$FTNL" path-del rxe1 1 "$G1" --source agent
+"$FTNL" --expect-errno ENOENT path rxe1 1 "$G1" 2> /dev/null ||
+	fail "the agent's row still there after path-del --source agent"
+agree "after path-del with a source"
+log "path-del --source: another source's row stays (EBUSY), the same source's goes"
 
 # PATH_DEL
 t0=$(ft_now)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # late_agent: an agent started after host 2's rail is already down catches
-# up from the store: host 1's page shows it DOWN, then UP when plugged.
+# up from the store: host 1's page shows it DOWN, and the row goes when it
+# is plugged.
 set -e
 . "$(dirname "$0")/lib.sh"
 
@@ -22,5 +23,5 @@ log "caught up $(( ($(ft_now) - t0) / 1000000 )) ms after starting the agent"
 grep -q "^agent: apply host2 rxe0/1 DOWN (resync" "$SMR_LOG1" ||
 	smr_fail "host 1's agent did not apply host 2's rxe0 from the store"
 
-"$PATHWAIT" "$rgid" UP -t 8000 -- lab-peer "lab-link eth0 on" > /dev/null ||
-	smr_fail "plug: never UP in host 1's page"
+"$PATHWAIT" "$rgid" ABSENT -t 8000 -- lab-peer "lab-link eth0 on" > /dev/null ||
+	smr_fail "plug: host 1's row never deleted"

@@ -92,11 +92,12 @@ smr_redis_stop()
 	fail "redis-server did not stop"
 }
 
-# smr_agent_start: host 1's agent, returning once it has resynced.
+# smr_agent_start [ARGS...]: host 1's agent (with the agent's ARGS),
+# returning once it has resynced.
 smr_agent_start()
 {
 	local i
-	"$SM" agent --store "$SMR_STORE" 2> "$SMR_LOG1" &
+	"$SM" agent --store "$SMR_STORE" "$@" 2> "$SMR_LOG1" &
 	SMR_PID1=$!
 	ft_defer "kill $SMR_PID1"
 	for i in $(seq 200); do

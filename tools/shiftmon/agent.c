@@ -19,15 +19,30 @@
  *    and the final state is never lost.  A port whose device goes away is
  *    published as REMOVED and its field deleted.
  *
- *  - Apply.  For another host's port that is not ACTIVE (or REMOVED) it
- *    reports DOWN, source AGENT, for the path from every local port of the
- *    same link layer to every GID of that port; when the port is ACTIVE
- *    again, UP.  DOWN reports create path rows; UP reports only update rows
- *    that exist (NOCREATE), so the rows the agent creates are bounded by the
- *    remote ports that are down, not by the size of the cluster.  When the
- *    table is full (max_paths, -ENOSPC) it logs once per remote port and
- *    tries that port again only at its next change or resync, never in a
- *    loop.
+ *  - Apply.  For another host's port that is not ACTIVE it reports DOWN,
+ *    source AGENT, for the path from every local port of the same link
+ *    layer to every GID of that port.  When the port is ACTIVE again, or
+ *    gone (REMOVED), it deletes those rows (PATH_DEL with source AGENT:
+ *    only rows whose last report is still an agent's, never an
+ *    application's that came later), so that the rows it holds are those
+ *    of remote ports down now, not of every port that was ever down.  The
+ *    rows it holds towards one remote host stop at --host-rows (default
+ *    128): beyond, DOWN is not recorded, logged once per host until it is
+ *    under again.  When the table is full (-ENOSPC: max_paths, of which
+ *    the agents may not take reserved_paths) it logs once per remote port
+ *    and tries that port again only at its next change or resync, never in
+ *    a loop.
+ *
+ *  - Bounded memory.  One entry per remote port heard of (its last record,
+ *    for the ordering below), at most --remote-ports (default 16384, 528
+ *    bytes each on x86-64: 8.3 MiB).  A REMOVED port's entry goes with its
+ *    rows, and so does, at a resync, the entry of a port that its host's
+ *    hash no longer has (removed while the agent was away from the store).
+ *    When the entries are all taken, a new port takes the entry heard from
+ *    the longest ago among those that hold no row; when every entry holds
+ *    rows, the new port's record is dropped (logged once until an entry is
+ *    free again).  An entry forgotten so loses its sequence number: a stale
+ *    record of that port still in flight would be applied as new.
  *
  *  - Exactly once, in order.  Records carry the publishing agent's
  *    instance (random per run) and a sequence number increasing per
@@ -78,6 +93,8 @@
 #define AG_RATE_NS		(200 * 1000000ULL)	/* per port publication */
 #define AG_BACKOFF_MIN_MS	100
 #define AG_BACKOFF_MAX_MS	5000
+#define AG_HOST_ROWS		128	/* --host-rows default */
+#define AG_REMOTE_PORTS		16384	/* --remote-ports default */
 
 /* A port of this host, as the kernel last announced it. */
 struct lport {
@@ -100,6 +117,9 @@ struct rport {
 	uint8_t applied;		/* SHIFT_FT_PATH_*: UNKNOWN = never */
 	bool incomplete;		/* some report failed: retry at next record */
 	bool enospc_logged;
+	bool cap_logged;		/* --host-rows hit for this port's host */
+	unsigned int nrows;		/* paths reported DOWN: rows it holds */
+	uint64_t heard_ns;		/* last record, CLOCK_MONOTONIC */
 };
 
 struct agent {
@@ -112,6 +132,9 @@ struct agent {
 	size_t nlp;
 	struct rport *rp;
 	size_t nrp;
+	unsigned int host_rows;		/* --host-rows */
+	unsigned int remote_ports;	/* --remote-ports */
+	bool full_logged;		/* every entry holds rows */
 	/* store connection */
 	uint64_t retry_ns;
 	unsigned int backoff_ms;
@@ -181,12 +204,16 @@ static int q_ack(struct nl_msg *msg, void *arg)
 }
 
 /*
- * PATH_REPORT from @lp to @gid.  Quiet: the caller decides what is worth a
- * line (ENOENT on an UP with NOCREATE is the normal case).  Returns -errno.
+ * PATH_REPORT of DOWN from @lp to @gid (@state SHIFT_FT_PATH_DOWN), or
+ * PATH_DEL of that path if its last report is an agent's (@state
+ * SHIFT_FT_PATH_UP: the agent forgets what it reported).  Quiet: the
+ * caller decides what is worth a line (ENOENT and EBUSY on a delete are
+ * the normal case).  Returns -errno.
  */
 static int report(struct agent *a, const struct lport *lp, const uint8_t *gid,
 		  uint8_t state)
 {
+	bool del = state == SHIFT_FT_PATH_UP;
 	struct nl_sock *sk = a->l.nl.sk;
 	struct qx x = { 0 };
 	struct nl_msg *msg;
@@ -199,14 +226,13 @@ static int report(struct agent *a, const struct lport *lp, const uint8_t *gid,
 	cb = nl_cb_alloc(NL_CB_DEFAULT);
 	if (!msg || !cb ||
 	    !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, a->l.nl.family, 0,
-			 NLM_F_REQUEST | NLM_F_ACK, SHIFT_FT_CMD_PATH_REPORT,
+			 NLM_F_REQUEST | NLM_F_ACK,
+			 del ? SHIFT_FT_CMD_PATH_DEL : SHIFT_FT_CMD_PATH_REPORT,
 			 SHIFT_FT_GENL_VERSION) ||
 	    nla_put_u32(msg, SHIFT_FT_A_PORT_INDEX, lp->port_index) ||
 	    nla_put(msg, SHIFT_FT_A_REMOTE_GID, SHIFT_FT_GID_LEN, gid) ||
-	    nla_put_u8(msg, SHIFT_FT_A_REPORT_STATE, state) ||
-	    nla_put_u8(msg, SHIFT_FT_A_REPORT_SOURCE, SHIFT_FT_SRC_AGENT) ||
-	    (state == SHIFT_FT_PATH_UP &&
-	     nla_put_u32(msg, SHIFT_FT_A_FLAGS, SHIFT_FT_REPORT_F_NOCREATE))) {
+	    (!del && nla_put_u8(msg, SHIFT_FT_A_REPORT_STATE, state)) ||
+	    nla_put_u8(msg, SHIFT_FT_A_REPORT_SOURCE, SHIFT_FT_SRC_AGENT)) {
 		x.err = -ENOMEM;
 		goto out;
 	}
@@ -260,38 +286,83 @@ static uint8_t wanted(const struct sm_rec *r)
 							   : SHIFT_FT_PATH_DOWN;
 }
 
+/* The rows the agent holds towards @host: its DOWN reports standing. */
+static unsigned int host_rows(const struct agent *a, const char *host)
+{
+	unsigned int n = 0;
+	size_t i;
+
+	for (i = 0; i < a->nrp; i++)
+		if (!strcmp(a->rp[i].host, host))
+			n += a->rp[i].nrows;
+	return n;
+}
+
+/* Has the --host-rows cap of @host been logged (and not lifted since)? */
+static bool host_cap_logged(const struct agent *a, const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < a->nrp; i++)
+		if (a->rp[i].cap_logged && !strcmp(a->rp[i].host, host))
+			return true;
+	return false;
+}
+
 /*
- * Report @rp's state for the paths from @only (NULL: every local port of
- * the same link layer).  Returns the number of rows changed or created.
+ * Follow @rp's state on the paths from @only (NULL: every local port of
+ * the same link layer) to its GIDs: DOWN reported, within the --host-rows
+ * of its host; or, when it is up, the rows of the agent's own reports
+ * deleted.  Returns the number of rows reported or deleted.
  */
 static unsigned int apply_paths(struct agent *a, struct rport *rp,
 				const struct lport *only)
 {
 	uint8_t state = wanted(&rp->rec);
-	unsigned int n = 0, i;
+	bool down = state == SHIFT_FT_PATH_DOWN;
+	unsigned int n = 0, room = 0, held, i;
 	size_t k;
 	char g[INET6_ADDRSTRLEN];
 
 	rp->incomplete = false;
+	if (!only)
+		rp->nrows = 0;	/* all reported again, or all deleted */
+	if (down) {
+		held = host_rows(a, rp->host);
+		room = held < a->host_rows ? a->host_rows - held : 0;
+	}
 	for (k = 0; k < a->nlp; k++) {
 		const struct lport *lp = &a->lp[k];
 
 		if ((only && lp != only) || lp->rec.link_layer != rp->rec.link_layer)
 			continue;
 		for (i = 0; i < rp->rec.ngid; i++) {
-			int r = report(a, lp, rp->rec.gid[i], state);
+			int r;
 
+			if (down && !room) {
+				rp->incomplete = true;
+				if (!host_cap_logged(a, rp->host))
+					alog("host %s: %u path rows, the most --host-rows allows: %s DOWN not recorded from %s/%u on",
+					     rp->host, a->host_rows, rp->rec.port,
+					     lp->dev, lp->port_num);
+				rp->cap_logged = true;
+				return n;
+			}
+			r = report(a, lp, rp->rec.gid[i], state);
 			if (!r) {
 				n++;
+				if (down) {
+					rp->nrows++;
+					room--;
+				}
 				if (a->verbose)
-					alog("report %s/%u -> %s %s", lp->dev,
-					     lp->port_num,
-					     gid_str(rp->rec.gid[i], g, sizeof(g)),
-					     state == SHIFT_FT_PATH_UP ? "UP" : "DOWN");
+					alog("%s %s/%u -> %s", down ? "report" : "delete",
+					     lp->dev, lp->port_num,
+					     gid_str(rp->rec.gid[i], g, sizeof(g)));
 				continue;
 			}
-			if (r == -ENOENT && state == SHIFT_FT_PATH_UP)
-				continue;	/* no row to bring up: fine */
+			if (!down && (r == -ENOENT || r == -EBUSY))
+				continue;	/* no row, or not ours: fine */
 			rp->incomplete = true;
 			if (r == -EPERM || r == -EACCES) {
 				if (!a->eperm_logged)
@@ -302,41 +373,97 @@ static unsigned int apply_paths(struct agent *a, struct rport *rp,
 			}
 			if (r == -ENOSPC) {
 				if (!rp->enospc_logged)
-					alog("Unable to report path: %s (the path table is full, see max_paths): %s %s DOWN not recorded from %s/%u on",
+					alog("Unable to report path: %s (the path table is full, see max_paths and reserved_paths): %s %s DOWN not recorded from %s/%u on",
 					     strerror(-r), rp->host, rp->rec.port,
 					     lp->dev, lp->port_num);
 				rp->enospc_logged = true;
 				return n;	/* the next report would fail too */
 			}
-			alog("Unable to report path %s/%u -> %s: %s", lp->dev,
-			     lp->port_num, gid_str(rp->rec.gid[i], g, sizeof(g)),
-			     strerror(-r));
+			alog("Unable to %s path %s/%u -> %s: %s",
+			     down ? "report" : "delete", lp->dev, lp->port_num,
+			     gid_str(rp->rec.gid[i], g, sizeof(g)), strerror(-r));
 		}
 	}
-	if (!rp->incomplete)
+	if (!rp->incomplete) {
 		rp->enospc_logged = false;
+		rp->cap_logged = false;
+	}
 	return n;
 }
 
-static struct rport *rport_get(struct agent *a, const char *host,
-			       const char *port)
+/* Delete the rows of @rp's DOWN reports, as if it were up again. */
+static unsigned int forget_paths(struct agent *a, struct rport *rp)
 {
-	struct rport *rp;
+	struct rport up = *rp;
+	unsigned int n;
+
+	up.rec.state = SHIFT_FT_PORT_ACTIVE;
+	n = apply_paths(a, &up, NULL);
+	rp->nrows = 0;
+	rp->cap_logged = false;
+	rp->incomplete = up.incomplete;
+	return n;
+}
+
+static struct rport *rport_find(struct agent *a, const char *host,
+				const char *port)
+{
 	size_t i;
 
 	for (i = 0; i < a->nrp; i++)
 		if (!strcmp(a->rp[i].host, host) && !strcmp(a->rp[i].rec.port, port))
 			return &a->rp[i];
-	rp = realloc(a->rp, (a->nrp + 1) * sizeof(*rp));
-	if (!rp)
-		return NULL;
-	a->rp = rp;
-	rp = &a->rp[a->nrp++];
+	return NULL;
+}
+
+/*
+ * A new entry: a new slot while there are fewer than --remote-ports, else
+ * the entry heard from the longest ago among those that hold no row.  NULL
+ * when every entry holds rows (logged once until one is free) or memory
+ * is short.
+ */
+static struct rport *rport_new(struct agent *a, const char *host,
+			       const char *port)
+{
+	struct rport *rp = NULL;
+	size_t i;
+
+	if (a->nrp >= a->remote_ports) {
+		for (i = 0; i < a->nrp; i++)
+			if (!a->rp[i].nrows &&
+			    (!rp || a->rp[i].heard_ns < rp->heard_ns))
+				rp = &a->rp[i];
+		if (!rp) {
+			if (!a->full_logged)
+				alog("Unable to track %s %s: each of the %u remote port entries holds path rows (see --remote-ports)",
+				     host, port, a->remote_ports);
+			a->full_logged = true;
+			return NULL;
+		}
+		if (a->verbose)
+			alog("forget %s %s: the entry heard from the longest ago, for %s %s",
+			     rp->host, rp->rec.port, host, port);
+	} else {
+		rp = realloc(a->rp, (a->nrp + 1) * sizeof(*rp));
+		if (!rp) {
+			alog("Unable to track %s %s: %s", host, port, strerror(ENOMEM));
+			return NULL;
+		}
+		a->rp = rp;
+		rp = &a->rp[a->nrp++];
+	}
+	a->full_logged = false;
 	memset(rp, 0, sizeof(*rp));
 	strcpy(rp->host, host);
 	strcpy(rp->rec.port, port);
 	rp->applied = SHIFT_FT_PATH_UNKNOWN;
 	return rp;
+}
+
+/* @rp is forgotten: its slot takes the last entry. */
+static void rport_drop(struct agent *a, struct rport *rp)
+{
+	*rp = a->rp[--a->nrp];
 }
 
 /* A record of another host's port, from the channel or a hash. */
@@ -350,16 +477,28 @@ static void accept_rec(struct agent *a, const char *host,
 
 	if (!strcmp(host, a->host))
 		return;		/* our own: never applied */
-	rp = rport_get(a, host, rec->port);
-	if (!rp) {
-		alog("Unable to track %s %s: %s", host, rec->port, strerror(ENOMEM));
+	rp = rport_find(a, host, rec->port);
+	if (!rp && rec->state == SM_REC_REMOVED)
+		return;		/* gone before we knew it: nothing to forget */
+	if (!rp)
+		rp = rport_new(a, host, rec->port);
+	if (!rp)
 		return;
-	}
 	if (rp->applied != SHIFT_FT_PATH_UNKNOWN &&
 	    rp->rec.instance == rec->instance && rec->seq <= rp->rec.seq) {
 		if (a->verbose)
 			alog("skip %s %s seq %" PRIu64 " (%s): already have %" PRIu64,
 			     host, rec->port, rec->seq, via, rp->rec.seq);
+		return;
+	}
+	rp->heard_ns = sm_mono_ns();
+	if (rec->state == SM_REC_REMOVED) {
+		/* the rows of a port that is gone go with its entry */
+		n = forget_paths(a, rp);
+		alog("forget %s %s REMOVED (%s, seq %" PRIu64 "): %u path%s deleted%s",
+		     host, rec->port, via, rec->seq, n, n == 1 ? "" : "s",
+		     rp->incomplete ? " (incomplete)" : "");
+		rport_drop(a, rp);
 		return;
 	}
 	state = wanted(rec);
@@ -373,7 +512,7 @@ static void accept_rec(struct agent *a, const char *host,
 		return;
 	}
 	/*
-	 * GIDs the port no longer has: bring their rows up (the address moved
+	 * GIDs the port no longer has: forget their rows (the address moved
 	 * on, the NIC did not fail) before following the new set.
 	 */
 	if (rp->applied == SHIFT_FT_PATH_DOWN && !gids_same) {
@@ -384,16 +523,15 @@ static void accept_rec(struct agent *a, const char *host,
 			if (!has_gid(rec, rp->rec.gid[i]))
 				memcpy(old.rec.gid[j++], rp->rec.gid[i], SHIFT_FT_GID_LEN);
 		old.rec.ngid = j;
-		old.rec.state = SHIFT_FT_PORT_ACTIVE;
 		if (j)
-			apply_paths(a, &old, NULL);
+			forget_paths(a, &old);
 	}
 	rp->rec = *rec;
 	n = apply_paths(a, rp, NULL);
 	rp->applied = state;
 	alog("apply %s %s %s (%s, seq %" PRIu64 "): %u path%s %s%s", host,
 	     rec->port, sm_rec_state_name(rec->state), via, rec->seq, n,
-	     n == 1 ? "" : "s", state == SHIFT_FT_PATH_UP ? "UP" : "DOWN",
+	     n == 1 ? "" : "s", state == SHIFT_FT_PATH_UP ? "deleted" : "DOWN",
 	     rp->incomplete ? " (incomplete)" : "");
 }
 
@@ -517,6 +655,37 @@ static void on_message(const char *msg, size_t len, void *arg)
 	accept_rec(a, host, &rec, "event");
 }
 
+/*
+ * After a resync read @host's hash (@h): its ports that the hash no longer
+ * has were removed while this agent was away from the store (their
+ * REMOVED went by on the channel unheard): they are forgotten with their
+ * rows.  A host the store does not name (a store that restarted empty and
+ * has not heard from it yet) is not read, so not pruned.
+ */
+static void prune_host(struct agent *a, const char *host, const redisReply *h)
+{
+	unsigned int n;
+	size_t i, j;
+
+	for (i = a->nrp; i-- > 0;) {
+		struct rport *rp = &a->rp[i];
+
+		if (strcmp(rp->host, host))
+			continue;
+		for (j = 0; j + 1 < h->elements; j += 2)
+			if (h->element[j]->type == REDIS_REPLY_STRING &&
+			    !strcmp(h->element[j]->str, rp->rec.port))
+				break;
+		if (j + 1 < h->elements)
+			continue;
+		n = forget_paths(a, rp);
+		alog("forget %s %s: not in the store: %u path%s deleted%s", host,
+		     rp->rec.port, n, n == 1 ? "" : "s",
+		     rp->incomplete ? " (incomplete)" : "");
+		rport_drop(a, rp);
+	}
+}
+
 /* After (re)connecting: our state out, everybody else's in. */
 static int resync(struct agent *a, uint64_t now)
 {
@@ -589,6 +758,8 @@ static int resync(struct agent *a, uint64_t now)
 			ports++;
 			accept_rec(a, name, &rec, "resync");
 		}
+		if (h->type == REDIS_REPLY_ARRAY)
+			prune_host(a, name, h);
 		freeReplyObject(h);
 	}
 	freeReplyObject(hosts);
@@ -763,9 +934,22 @@ static void lport_touch(struct agent *a, struct lport *lp, uint64_t now)
 
 static void lport_remove(struct agent *a, struct lport *lp, uint64_t now)
 {
+	size_t i, k;
+
 	publish_removed(a, lp, now);
 	alog("port %s gone", lp->field);
 	*lp = a->lp[--a->nlp];
+	/* the kernel removed the port's rows: the agent holds no more than the rest */
+	for (i = 0; i < a->nrp; i++) {
+		struct rport *rp = &a->rp[i];
+		unsigned int most = 0;
+
+		for (k = 0; rp->nrows && k < a->nlp; k++)
+			if (a->lp[k].rec.link_layer == rp->rec.link_layer)
+				most += rp->rec.ngid;
+		if (rp->nrows > most)
+			rp->nrows = most;
+	}
 }
 
 /* A port message: from the events group or a dump. */
@@ -950,6 +1134,20 @@ static int agent_setup(struct agent *a)
 	}
 	if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
 		a->instance = (uint64_t)getpid() << 32 ^ real_ms();
+	a->host_rows = AG_HOST_ROWS;
+	if (sm_opts.host_rows &&
+	    sm_parse_u32(sm_opts.host_rows, 1, UINT32_MAX, &a->host_rows)) {
+		fprintf(stderr, "%s: invalid --host-rows '%s' (1 or more)\n", sm_prog,
+			sm_opts.host_rows);
+		return -2;
+	}
+	a->remote_ports = AG_REMOTE_PORTS;
+	if (sm_opts.remote_ports &&
+	    sm_parse_u32(sm_opts.remote_ports, 1, 1U << 24, &a->remote_ports)) {
+		fprintf(stderr, "%s: invalid --remote-ports '%s' (1-%u)\n", sm_prog,
+			sm_opts.remote_ports, 1U << 24);
+		return -2;
+	}
 	a->verbose = sm_opts.verbose;
 	a->backoff_ms = AG_BACKOFF_MIN_MS;
 	return 0;
@@ -1003,8 +1201,9 @@ int cmd_agent(int argc, char **argv)
 	/* subscribed before the dump: no change falls between the two */
 	if (sm_listen_open(&a.l, on_event, &a))
 		return SM_EXIT_FAIL;
-	alog("host %s, instance %016" PRIx64 ", store %s%s%s", a.host, a.instance,
-	     a.st.url, a.st.auth.set ? " as user " : "", a.st.auth.set ? a.st.auth.user : "");
+	alog("host %s, instance %016" PRIx64 ", store %s%s%s, at most %u rows a remote host, %u remote ports",
+	     a.host, a.instance, a.st.url, a.st.auth.set ? " as user " : "",
+	     a.st.auth.set ? a.st.auth.user : "", a.host_rows, a.remote_ports);
 	if (!a.l.present)
 		alog("module %s not loaded: waiting for it", SHIFT_FT_GENL_NAME);
 	else if (lports_refresh(&a, sm_mono_ns()))

@@ -45,7 +45,8 @@ static const struct sm_cmd cmds[] = {
 	  "report the state of a path" },
 	{ "metrics", cmd_metrics, "",
 	  "the table as metrics, for node_exporter's textfile collector" },
-	{ "agent", cmd_agent, "[--store URL] [--store-auth-file FILE] [--host NAME] [-v]",
+	{ "agent", cmd_agent,
+	  "[--store URL] [--store-auth-file FILE] [--host NAME] [--host-rows N] [--remote-ports N] [-v]",
 	  "publish this host's ports to the cluster store, apply the others'" },
 	{ "help", cmd_help, "[COMMAND]", "this text" },
 };
@@ -82,6 +83,10 @@ static void print_usage(FILE *f, const char *only)
 		"                       the same: USER:PASSWORD from FILE, which only\n"
 		"                       its owner may read (default $SHIFT_STORE_AUTH_FILE)\n"
 		"      --host NAME      agent: this host's name (default: hostname)\n"
+		"      --host-rows N    agent: path rows towards one remote host, at\n"
+		"                       most (default 128)\n"
+		"      --remote-ports N agent: remote ports remembered, at most\n"
+		"                       (default 16384)\n"
 		"  -v, --verbose        agent: one line per action\n"
 		"  -V, --version        print the version\n"
 		"  -h, --help           this text\n"
@@ -167,6 +172,8 @@ int main(int argc, char **argv)
 		{ "store",	required_argument,	NULL, 'S' },
 		{ "store-auth-file", required_argument,	NULL, 'A' },
 		{ "host",	required_argument,	NULL, 'N' },
+		{ "host-rows",	required_argument,	NULL, 'R' },
+		{ "remote-ports", required_argument,	NULL, 'P' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ "cluster",	no_argument,		NULL, 'C' },
 		{ "version",	no_argument,		NULL, 'V' },
@@ -189,6 +196,8 @@ int main(int argc, char **argv)
 		case 'S': sm_opts.store = hide_password(optarg); break;
 		case 'A': sm_opts.store_auth = optarg; break;
 		case 'N': sm_opts.host = optarg; break;
+		case 'R': sm_opts.host_rows = optarg; break;
+		case 'P': sm_opts.remote_ports = optarg; break;
 		case 'v': sm_opts.verbose = true; break;
 		case 'C': sm_opts.cluster = true; break;
 		case 'V':

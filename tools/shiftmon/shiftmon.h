@@ -38,6 +38,8 @@ struct sm_opts {
 	const char *store;	/* --store URL: agent, show --cluster */
 	const char *store_auth;	/* --store-auth-file FILE: the same */
 	const char *host;	/* --host NAME: agent */
+	const char *host_rows;	/* --host-rows N: agent */
+	const char *remote_ports; /* --remote-ports N: agent */
 };
 
 extern struct sm_opts sm_opts;
