@@ -113,12 +113,10 @@ check: deps
 	$(Q)$(MAKE) all
 	$(Q)$(TOP)/selftests/check.sh
 
-# entered through a link in the kselftest tree, as check does, so that the
-# runner finds selftests/host/settings
+# through the lab guests' ksft-run, as check does, so that the runner finds
+# selftests/host/settings
 unit: selftests
-	$(Q)ln -sfn $(TOP)/selftests/host $(KSFT_DIR)/host
-	$(Q)cd $(KSFT_DIR)/host && $(MAKE) OUTPUT=$(TOP)/selftests/host KSFT_DIR=$(KSFT_DIR) \
-		SHIFT_TOP=$(TOP) run_tests
+	$(Q)KSFT_DIR=$(KSFT_DIR) $(TOP)/selftests/lab/guest/ksft-run $(TOP)/selftests/host
 
 lab: all
 	$(Q)$(LAB) run one $(LAB_ONE_DIRS)

@@ -51,14 +51,11 @@ stage() {
 	fi
 }
 
-# The host tests, entered as the lab's guests enter theirs (ksft-run):
-# through a symlink in the kselftest tree, a logical cd keeping PWD on it,
-# so that runner.sh names them "selftests: host: ..." and finds their
-# "settings" file (its per-test timeout) relative to its own directory.
+# The host tests, run by the lab guests' ksft-run, which enters a directory
+# through a link in the kselftest tree: runner.sh then names them
+# "selftests: host: ..." and finds their "settings" (per-test timeout).
 host_tests() {
-	ln -sfn "$top/selftests/host" "$ksft_dir/host"
-	(cd "$ksft_dir/host" &&
-	 make -s OUTPUT="$top/selftests/host" KSFT_DIR="$ksft_dir" SHIFT_TOP="$top" run_tests) |
+	KSFT_DIR="$ksft_dir" "$top/selftests/lab/guest/ksft-run" "$top/selftests/host" |
 		tee "$log_dir/host.tap"
 	echo "host: $(tap_summary < "$log_dir/host.tap")"
 }
