@@ -16,6 +16,9 @@
  *                  count: a notification the peer had may go again, and
  *                  data may land after its notification
  *   SEED_ATOMIC    an atomic outstanding does not stop the replay
+ *   SEED_GAP_WALK  a move takes the sends its drain flushed for the last
+ *                  ones recorded, whatever a replay left on no QP (the
+ *                  model's fourth finding on failback, fixed)
  * and those the model carries out itself (model_opts(), shift.pml):
  *   SEED_STAY_SPEAKS        a side that answered and stayed speaks again
  *                           when it moves (the library's defect the model
@@ -122,24 +125,58 @@ uint64_t model_peer(int start, int wire, const unsigned char *ops, int head)
 #endif
 }
 
+/* The gap [@lo, @hi) a replay left (proto.h), as the library's places. */
+static struct shiftu_sq_gap gap_of(int start, int lo, int hi)
+{
+	return (struct shiftu_sq_gap){ .lo = starts[start] + lo, .hi = starts[start] + hi };
+}
+
+/*
+ * Where a move finds the @n sends a drain flushed, the first @head of
+ * @ops recorded and a replay's gap [@lo, @hi) left on no QP
+ * (shiftu_posted_from()); -1 if it cannot.
+ */
+int model_from(int start, const unsigned char *ops, int head, int n, int lo, int hi)
+{
+	struct shiftu_sq_gap g = gap_of(start, lo, hi);
+	struct model_ring b;
+	uint64_t from;
+
+	lay_out(&b, start, ops, head);
+#ifdef SEED_GAP_WALK
+	/* the defect: the flushed taken for the last ones recorded */
+	(void)g;
+	from = b.r.head - n;
+#else
+	if (!shiftu_posted_from(&b.r, &g, b.r.head, n, &from))
+		return -1;
+#endif
+	return (int)(from - starts[start]);
+}
+
 /*
  * A move's plan (move_locked(), then replay()): the sends [@from, @head)
- * of @ops outstanding, the peer's count @peer if @known; @back for a
- * failback (MOVE_BACK), which always waits for the count.  Returns the
- * shiftu_plan_next() outcome in bits 0-1, plan.atomic in bit 2,
- * plan.count_bad in bit 3, and from bit 8 on one bit per request k that
- * shiftu_plan_replays() posts again.
+ * of @ops outstanding but those the gap [@lo, @hi) holds, the peer's
+ * count @peer if @known; @back for a failback (MOVE_BACK), which always
+ * waits for the count.  Returns the shiftu_plan_next() outcome in bits
+ * 0-1, plan.atomic in bit 2, plan.count_bad in bit 3, from bit 8 on one
+ * bit per request k that shiftu_plan_replays() posts again, from bit 16
+ * one per request k shiftu_plan_done() says an earlier replay completed,
+ * and in bits 24-27 the end of the gap the replay leaves (it starts at
+ * @from).
  */
-int model_plan(int start, const unsigned char *ops, int from, int head, int known, uint64_t peer,
-	       int back)
+int model_plan(int start, const unsigned char *ops, int from, int head, int lo, int hi,
+	       int known, uint64_t peer, int back)
 {
+	struct shiftu_sq_gap g = gap_of(start, lo, hi);
 	struct shiftu_send_plan p;
 	struct model_ring b;
 	enum shiftu_sends_next next;
 	int k, out;
 
 	lay_out(&b, start, ops, head);
-	shiftu_plan_sends(&p, &b.r, starts[start] + from, sent2_of(start, ops, head), known, peer);
+	shiftu_plan_sends(&p, &b.r, starts[start] + from, &g, sent2_of(start, ops, head), known,
+			  peer);
 #ifdef SEED_ATOMIC
 	p.atomic = false;
 #endif
@@ -148,9 +185,12 @@ int model_plan(int start, const unsigned char *ops, int from, int head, int know
 	if (next == SHIFTU_SENDS_HOLD)
 		next = SHIFTU_SENDS_REPLAY;
 #endif
-	out = next | p.atomic << 2 | p.count_bad << 3;
+	out = next | p.atomic << 2 | p.count_bad << 3 |
+	      (int)(p.next.hi - starts[start]) << 24;
 	for (k = from; k < head; k++)
-		if (shiftu_plan_replays(&p, starts[start] + k, opcodes[ops[k]]))
+		if (shiftu_plan_done(&p, starts[start] + k, opcodes[ops[k]]))
+			out |= 1 << (16 + k);
+		else if (shiftu_plan_replays(&p, starts[start] + k, opcodes[ops[k]]))
 			out |= 1 << (8 + k);
 	return out;
 }
@@ -208,9 +248,6 @@ int model_opts(void)
 #endif
 #ifdef OPEN_SLOW_RECONNECT
 	       | O_SLOW_RECONNECT
-#endif
-#ifdef OPEN_GAP_READ
-	       | O_GAP_READ
 #endif
 	       ;
 }

@@ -100,14 +100,15 @@
  * default QP is left on its twin or on the way, no side waits for the
  * message of a failback it granted.
  *
- * Four findings (below, at their switches: OPEN_*) stand as assumptions
+ * Three findings (below, at their switches: OPEN_*) stand as assumptions
  * of the model until the library is fixed: messages arrive and are
  * handled within a store round trip (WATCHED); a failback request is
- * answered while its asker waits (CURRENT); the side that granted a
+ * answered while its asker waits (CURRENT); and the side that granted a
  * one-sided failback does not run out of retries before the asking side
- * reconnects (PEER_GONE); and a failback drains no twin with a READ
- * replayed before the cut still outstanding (GAP_DONE: the library's
- * defect).  make -C model SEED=OPEN_... lifts one.
+ * reconnects (PEER_GONE).  make -C model SEED=OPEN_... lifts one.  A
+ * fourth, a failback draining a twin while a READ a failover replayed
+ * before its cut is outstanding, is fixed (the replay's gap, glo and ghi;
+ * SEED=SEED_GAP_WALK puts the defect back).
  *
  * Not modelled: a failback cut short by a second failure (a rejoin: the
  * model asserts none happens), a failover after a two-sided failback (the
@@ -140,8 +141,10 @@ c_decl {
 	extern int model_wire(int start, int consumed);
 	extern unsigned long long model_peer(int start, int wire, const unsigned char *ops,
 					     int head);
-	extern int model_plan(int start, const unsigned char *ops, int from, int head,
-			      int known, unsigned long long peer, int back);
+	extern int model_plan(int start, const unsigned char *ops, int from, int head, int lo,
+			      int hi, int known, unsigned long long peer, int back);
+	extern int model_from(int start, const unsigned char *ops, int head, int n, int lo,
+			      int hi);
 	extern int model_hs_decide(int state, int on_twin, int on_default, int ack,
 				   int expected, int busy);
 	extern int model_opts(void);
@@ -185,8 +188,8 @@ bool backdue[2];		/* its probe was good: going back is due */
 bool expect[2];			/* vq->ctrl_default: a message on the default
 				 * QP is expected */
 bool cdr[2];			/* the control receive on the default QP */
-byte gapend[2];			/* side s's twin queue up to here holds a READ
-				 * replayed before requests completed good */
+byte glo[2], ghi[2];		/* vq->sq_gap: requests [glo, ghi) but READs
+				 * a replay completed good and posted nowhere */
 
 /* the default path, as the applications connected it (generation 1) */
 bool down;			/* it failed */
@@ -335,8 +338,21 @@ inline send_ctrl(ack)
 inline do_plan()
 {
 	c_code { now.plan = model_plan(now.start_i, &now.op[Ppeer->me * M_L], Ppeer->k,
-				       now.nxt[Ppeer->me], now.hs_got[Ppeer->me],
-				       now.hs_peer[Ppeer->me], Ppeer->bk); }
+				       now.nxt[Ppeer->me], now.glo[Ppeer->me], now.ghi[Ppeer->me],
+				       now.hs_got[Ppeer->me], now.hs_peer[Ppeer->me], Ppeer->bk); }
+}
+
+/*
+ * The first of the n_s sends a drain flushed, into k (move_locked():
+ * shiftu_posted_from()): the last n_s posted on that QP, which are not the
+ * last n_s recorded while a replay's READ before its cut is outstanding.
+ */
+inline flushed_from()
+{
+	c_code { Ppeer->k = model_from(now.start_i, &now.op[Ppeer->me * M_L],
+				       now.nxt[Ppeer->me], Ppeer->n_s, now.glo[Ppeer->me],
+				       now.ghi[Ppeer->me]); };
+	assert(k < M_L + 1)	/* found (-1 is 255 in a byte) */
 }
 
 /* go_dead(): the sends [k, nxt) complete flushed, the QP is given up */
@@ -344,7 +360,11 @@ inline go_dead()
 {
 	i = k;
 	do
-	:: i < nxt[me] -> comp_err(me, i); i++
+	:: i < nxt[me] && i >= glo[me] && i < ghi[me] && op[IDX(me, i)] != OP_READ ->
+		i++	/* a replay completed it (flush_held()) */
+	:: i < nxt[me] && !(i >= glo[me] && i < ghi[me] && op[IDX(me, i)] != OP_READ) ->
+		comp_err(me, i);
+		i++
 	:: else -> break
 	od;
 	i = 0;
@@ -377,6 +397,9 @@ inline replay()
 	assert((plan & 8) == 0);
 	i = k;
 	do
+	:: i < nxt[me] && (plan & (1 << (16 + i))) ->
+		/* completed by the replay before: on no QP, left alone */
+		i++
 	:: i < nxt[me] && (plan & (1 << (8 + i))) ->
 		/* an atomic that was on the default QP is never replayed (one
 		 * posted while held goes for the first time) */
@@ -385,25 +408,17 @@ inline replay()
 		:: on_twin[me] -> tq_put(me, i)
 		:: else -> tq_put(2 + me, i)
 		fi;
-		if
-		:: on_twin[me] && op[IDX(me, i)] == OP_READ -> rl = ttl[me]
-		:: else
-		fi;
 		i++
-	:: i < nxt[me] && !(plan & (1 << (8 + i))) ->
+	:: i < nxt[me] && !(plan & (257 << (8 + i))) ->
 		/* it executed at the peer: completes good, as the NIC would have */
 		comp_good(me, i);
-		/* a READ replayed before it: the twin's sends are not the
-		 * last ones recorded (GAP_DONE) */
-		if
-		:: rl > gapend[me] -> gapend[me] = rl
-		:: else
-		fi;
 		i++
 	:: else -> break
 	od;
 	i = 0;
-	rl = 0;
+	/* what it completed, and READs before them it posted: the gap */
+	glo[me] = k;
+	ghi[me] = (plan >> 24) & 15;
 	if
 	:: on_twin[me] -> state[me] = S_FALLBACK
 	:: else ->
@@ -420,14 +435,14 @@ inline replay()
  * to the twin, the control message unless one went, and the replay now
  * or once the peer's count comes.  A default QP reset for a failback
  * (generation 2) is drained like a twin: the outstanding are the last
- * n_s recorded (posted_end()).
+ * n_s posted (flushed_from()).
  */
 inline move()
 {
 	/* a failover after a two-sided failback (the twins renewed): not modelled */
 	assert(qup[me]);
 	if
-	:: qup[2 + me] -> q_drain(2 + me); k = nxt[me] - n_s
+	:: qup[2 + me] -> q_drain(2 + me); flushed_from()
 	:: else -> k = acked[me]
 	fi;
 	bk = 0;
@@ -462,10 +477,10 @@ inline move()
 }
 
 /*
- * move_locked(MOVE_BACK), failover.c lines 1047-1336: a two-sided failback,
- * the failover in reverse.  The twin is stopped and drained; the sends
- * outstanding are the last n_s recorded (start = posted_end() - n_s, the
- * library's count, lines 1165-1233); the receives go to the default QP,
+ * move_locked(MOVE_BACK), failover.c: a two-sided failback, the
+ * failover in reverse.  The twin is stopped and drained; the sends
+ * outstanding are the last n_s posted on it (flushed_from(), the
+ * library's count); the receives go to the default QP,
  * then the control message there, and the sends wait for the peer's count
  * (shiftu_plan_next(..., back)) unless it came already (the side that
  * follows).  The twin is renewed (not modelled: no failover follows).
@@ -473,7 +488,7 @@ inline move()
 inline move_back()
 {
 	q_drain(me);
-	k = nxt[me] - n_s;
+	flushed_from();
 	bk = 1;
 	do_plan();
 	if
@@ -517,6 +532,9 @@ inline release_held()
 	:: else -> break
 	od;
 	i = 0;
+	/* the twin completed all before the fence, a gap's READs too */
+	glo[me] = held[me];
+	ghi[me] = held[me];
 	state[me] = S_DEFAULT;
 	rx_twin[me] = 0;
 	on_twin[me] = 0;
@@ -688,21 +706,6 @@ inline hs_message()
 #define WATCHED(s)	((opts & O_SLOW_WATCHER) || (len(inbox[s]) == 0 && cwire[1 - (s)] == 0))
 
 /*
- * The drain of a twin counts its flushed sends (n_s), and move_locked()
- * takes the last n_s recorded for them (start = posted_end() - n_s,
- * failover.c lines 1165-1233).  A failover's replay() posts the READs
- * before the cut and completes good the requests between them and the
- * cut: a READ so replayed and not yet completed when a failback drains the
- * twin makes the flushed sends not the last recorded ones.  Then the
- * failback replays from the wrong place: a request the failover completed
- * good completes good again, and the READ never completes (the model's
- * fourth finding on failback, the library's defect).  Until it is fixed,
- * the model goes back only once the twin has completed such READs
- * (GAP_DONE); SEED=OPEN_GAP_READ shows the defect.
- */
-#define GAP_DONE(s)	((opts & O_GAP_READ) || tak[s] >= gapend[s])
-
-/*
  * A side that granted a one-sided failback posts on its default QP at
  * once; the asking side resets and connects its own a few store round
  * trips later.  The model lets the retries of those posts outlast that
@@ -727,7 +730,7 @@ inline hs_message()
 /* One side: its application's posts and its library's threads. */
 proctype peer(byte me)
 {
-	byte k, i, n_s, fl, rl;
+	byte k, i, n_s, fl;
 	int w;
 	bool a, d, bk;
 
@@ -819,7 +822,7 @@ end:
 	:: atomic {
 		/* shiftu_take_back(), shiftu_switch_back(): going back (a poll
 		 * of the application's, or a backer) */
-		backdue[me] && WATCHED(me) && GAP_DONE(me) && GAP_DONE(1 - me) ->
+		backdue[me] && WATCHED(me) ->
 		backdue[me] = 0;
 		if
 		:: state[me] == S_FALLBACK && on_twin[me] ->

@@ -68,7 +68,6 @@
 #define O_SLOW_WATCHER		4	/* OPEN_SLOW_WATCHER */
 #define O_LATE_LOOK		8	/* OPEN_LATE_LOOK */
 #define O_SLOW_RECONNECT	16	/* OPEN_SLOW_RECONNECT */
-#define O_GAP_READ		32	/* OPEN_GAP_READ */
 
 /* Where the two-sided counts and ring places start (glue.c's starts[]). */
 #define M_STARTS	4

@@ -690,7 +690,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 	int ret = 0;
 
 	*replayed = 0;
-	shiftu_plan_sends(&p, &vq->sq, from, vq->sent2, vq->hs_got, vq->hs_peer);
+	shiftu_plan_sends(&p, &vq->sq, from, &vq->sq_gap, vq->sent2, vq->hs_got, vq->hs_peer);
 	if (p.count_bad)
 		shiftu_warn("qp %u: the peer says it has received %" PRIu64 " messages, but we sent %" PRIu64 ": nothing replayed",
 			    vq->reg.app_qp->qp_num, vq->hs_peer, vq->sent2);
@@ -704,6 +704,9 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 	for (i = from; i < vq->sq.head && !ret; i++) {
 		const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, i);
 
+		/* completed by an earlier replay: on no QP */
+		if (shiftu_plan_done(&p, i, e->opcode))
+			continue;
 		swqe_wr(e, &w);
 		if (!shiftu_plan_replays(&p, i, e->opcode)) {
 			if (signaled(vq, &w)) {
@@ -727,11 +730,15 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		for (; stop < vq->sq.head; stop++) {
 			const struct shiftu_swqe *e = shiftu_swqe_at(&vq->sq, stop);
 
+			if (shiftu_plan_done(&p, stop, e->opcode))
+				continue;
 			if (stop >= i || shiftu_plan_replays(&p, stop, e->opcode))
 				swqe_flush(vq, e);
 		}
 		return ret;
 	}
+	/* the READs before the cut went again, the rest of it did not */
+	vq->sq_gap = p.next;
 	if (p.cut != from)
 		shiftu_info("qp %u: the peer had received %" PRIu64 " of the outstanding requests: not replayed",
 			    vq->reg.app_qp->qp_num, p.cut - from);
@@ -816,10 +823,15 @@ static void twins_leave(struct shiftu_vqp *vq)
  */
 static void flush_held(struct shiftu_vqp *vq, uint64_t from)
 {
+	const struct shiftu_swqe *e;
 	uint64_t i;
 
-	for (i = from; i < vq->sq.head; i++)
-		swqe_flush(vq, shiftu_swqe_at(&vq->sq, i));
+	for (i = from; i < vq->sq.head; i++) {
+		e = shiftu_swqe_at(&vq->sq, i);
+		/* completed by a replay already */
+		if (!shiftu_gap_holds(&vq->sq_gap, i, e->opcode))
+			swqe_flush(vq, e);
+	}
 }
 
 /*
@@ -1214,8 +1226,9 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	}
 	/* an SRQ's: the flushed were sends but for the receives its table names */
 	n_s = n - (int)(vq->app_srq ? n_srq : n_r);
+	/* the flushed sends are the last n_s posted (a replay's gap left out) */
 	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
-	    (uint64_t)n_s > end) {
+	    !shiftu_posted_from(&vq->sq, &vq->sq_gap, end, n_s, &start)) {
 		shiftu_warn("qp %u on %s: %d flushed, %" PRIu64 " receives outstanding: the count does not add up: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n, n_r);
 		goto dead;
@@ -1230,8 +1243,7 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			goto dead;
 		}
 	}
-	start = end - n_s;
-	shiftu_plan_sends(&plan, &vq->sq, start, vq->sent2, vq->hs_got, vq->hs_peer);
+	shiftu_plan_sends(&plan, &vq->sq, start, &vq->sq_gap, vq->sent2, vq->hs_got, vq->hs_peer);
 	atomic = plan.atomic;
 	if (atomic) {
 		shiftu_warn("qp %u on %s: %s with an atomic outstanding: not replayed, the application gets the errors",
@@ -1785,6 +1797,8 @@ static bool release_held(struct shiftu_vqp *vq)
 	vq->rx_moved = 0;
 	vq->on_twin = 0;
 	vq->hs_sent = vq->hs_got = 0;
+	/* the twin completed everything before the fence: a gap's READs too */
+	vq->sq_gap.lo = vq->sq_gap.hi = vq->held_start;
 	if (!vq->ctrl_rq && !shiftu_ctrl_recv(vq, true))
 		vq->ctrl_rq = 1;
 	__atomic_store_n(&vq->back_ns, shiftu_mono_ns(), __ATOMIC_RELAXED);

@@ -425,6 +425,7 @@ struct shiftu_vqp {
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint64_t hs_peer;		/* 31 bits on the wire, extended (serial.h) */
 	uint64_t replay_start;
+	struct shiftu_sq_gap sq_gap;	/* sends on no QP (fo_lock; proto.h) */
 	uint64_t hs_since_ns;		/* the move that waits began */
 	uint64_t hs_told_ns;		/* it had told the peer */
 

@@ -4,18 +4,40 @@
  */
 #include "proto.h"
 
+bool shiftu_posted_from(struct shiftu_ring *sq, const struct shiftu_sq_gap *gap, uint64_t end,
+			uint64_t n, uint64_t *from)
+{
+	bool bounded = gap->lo != gap->hi;
+	uint64_t i = end, steps = 0;
+
+	while (n) {
+		if (steps++ > sq->mask || (bounded && !shiftu_seq64_lt(gap->lo, i)))
+			return false;
+		i--;
+		if (!shiftu_gap_holds(gap, i, shiftu_swqe_at(sq, i)->opcode))
+			n--;
+	}
+	*from = i;
+	return true;
+}
+
 void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint64_t from,
-		       uint64_t sent2, bool peer_known, uint64_t peer)
+		       const struct shiftu_sq_gap *gap, uint64_t sent2, bool peer_known,
+		       uint64_t peer)
 {
 	uint64_t i;
 
 	p->cut = from;
+	p->gap = *gap;
 	p->atomic = p->two_sided = false;
 	p->peer_known = peer_known;
 	p->count_bad = peer_known && shiftu_seq64_lt(sent2, peer);
 	for (i = from; i != sq->head; i++) {
 		const struct shiftu_swqe *e = shiftu_swqe_at(sq, i);
 
+		/* completed already: its message counts in the cut below */
+		if (shiftu_gap_holds(gap, i, e->opcode))
+			continue;
 		p->atomic |= shiftu_op_atomic(e->opcode);
 		if (!shiftu_op_two_sided(e->opcode))
 			continue;
@@ -23,6 +45,10 @@ void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint6
 		if (peer_known && shiftu_seq64_le(e->seq2, peer))
 			p->cut = i + 1;
 	}
+	/* a replay from inside the gap leaves the rest of it on no QP too */
+	p->next.lo = from;
+	p->next.hi = gap->lo != gap->hi && shiftu_seq64_lt(p->cut, gap->hi) &&
+		     shiftu_seq64_lt(from, gap->hi) ? gap->hi : p->cut;
 }
 
 enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in)

@@ -45,9 +45,43 @@ static inline bool shiftu_op_atomic(uint32_t opcode)
 	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/*
+ * The sends of a QP's ring that are on no QP: entries [@lo, @hi) but for
+ * their READs.  A replay completes good, without posting them, the sends
+ * before its cut (they executed at the peer), and posts again the READs
+ * among them (their responses may be what was lost): while such a READ is
+ * outstanding, the sends posted on the QP the work went to are not the
+ * last ones recorded, but those with these taken out.  A drain flushes
+ * none of them, and no later move may post or complete them again.  Empty
+ * (@lo == @hi) until a replay leaves some; a later replay from inside it
+ * takes it over (shiftu_plan_sends()).
+ */
+struct shiftu_sq_gap {
+	uint64_t lo;
+	uint64_t hi;
+};
+
+static inline bool shiftu_gap_holds(const struct shiftu_sq_gap *g, uint64_t i, uint32_t opcode)
+{
+	return shiftu_seq64_le(g->lo, i) && shiftu_seq64_lt(i, g->hi) &&
+	       opcode != IBV_WR_RDMA_READ;
+}
+
+/*
+ * Where the last @n sends posted before entry @end of @sq begin: the
+ * first of them, in *@from.  Those in @gap are skipped.  Returns false
+ * when @n cannot be found: more than a ring of entries back (a record
+ * may have been overwritten), or below a gap, whose start nothing before
+ * was outstanding at.
+ */
+bool shiftu_posted_from(struct shiftu_ring *sq, const struct shiftu_sq_gap *gap, uint64_t end,
+			uint64_t n, uint64_t *from) SHIFTU_HIDDEN;
+
 /* The sends outstanding at a move, surveyed (shiftu_plan_sends()). */
 struct shiftu_send_plan {
 	uint64_t cut;		/* [from, cut) executed at the peer */
+	struct shiftu_sq_gap gap;	/* what was on no QP before the move */
+	struct shiftu_sq_gap next;	/* ... and after its replay */
 	bool atomic;		/* an atomic among them */
 	bool two_sided;		/* a message among them */
 	bool peer_known;	/* the cut is from the peer's count */
@@ -55,15 +89,17 @@ struct shiftu_send_plan {
 };
 
 /*
- * Survey the sends outstanding, entries [@from, @sq->head) of @sq, of a
- * QP that has sent @sent2 messages in all.  With @peer_known, @peer is the
- * peer's count of messages received (64 bits, extended from the wire's
- * 31: serial.h), and the cut follows the last message it covers; a count
- * beyond @sent2 is bad (the peer cannot have received more than we sent).
- * Without it the cut is @from: nothing is known to have executed.
+ * Survey the sends outstanding, entries [@from, @sq->head) of @sq but
+ * those @gap holds, of a QP that has sent @sent2 messages in all.  With
+ * @peer_known, @peer is the peer's count of messages received (64 bits,
+ * extended from the wire's 31: serial.h), and the cut follows the last
+ * message it covers; a count beyond @sent2 is bad (the peer cannot have
+ * received more than we sent).  Without it the cut is @from: nothing is
+ * known to have executed.
  */
 void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint64_t from,
-		       uint64_t sent2, bool peer_known, uint64_t peer) SHIFTU_HIDDEN;
+		       const struct shiftu_sq_gap *gap, uint64_t sent2, bool peer_known,
+		       uint64_t peer) SHIFTU_HIDDEN;
 
 /* What a move does with its outstanding sends. */
 enum shiftu_sends_next {
@@ -98,6 +134,15 @@ static inline bool shiftu_plan_replays(const struct shiftu_send_plan *p, uint64_
 				       uint32_t opcode)
 {
 	return !shiftu_seq64_lt(i, p->cut) || opcode == IBV_WR_RDMA_READ;
+}
+
+/*
+ * Whether entry @i of @p (opcode @opcode) was completed by an earlier
+ * replay and is on no QP: neither posted nor completed again.
+ */
+static inline bool shiftu_plan_done(const struct shiftu_send_plan *p, uint64_t i, uint32_t opcode)
+{
+	return shiftu_gap_holds(&p->gap, i, opcode);
 }
 
 /*

@@ -42,8 +42,10 @@ void shiftu_provq_mark(struct shiftu_vqp *vq);
 /*
  * Copy the last @n_s send and @n_r receive requests the application
  * posted to its QP before shiftu_provq_mark(), which a failover found
- * outstanding, from the provider's rings into @vq's own, as entries
- * head - n .. head - 1, with the two-sided counts the handshake needs.
+ * outstanding, from the provider's rings into @vq's own, as the last
+ * entries before head but those a replay left on no QP (@vq->sq_gap),
+ * with the two-sided counts the handshake needs.  The move found them
+ * there the same way (shiftu_posted_from()).
  * Returns 0, -ERANGE (more than the provider's ring holds) or -EPROTO
  * (one of those slots holds a request of the library's: the positions
  * are not what the counts say).
