@@ -26,6 +26,9 @@
  *   SEED_FAILBACK_NO_DRAIN  a one-sided failback releases the requests it
  *                           held without waiting for the twin to complete
  *                           everything up to the fence
+ *   SEED_KEEP_REQ           a side that grants the peer's two-sided
+ *                           failback leaves its own request in the store
+ *                           (the model's second finding on failback, fixed)
  * The open findings (OPEN_*, shift.pml) lift an assumption under which
  * the model holds, and show a defect of the library's.
  */
@@ -243,8 +246,8 @@ int model_opts(void)
 #ifdef OPEN_SLOW_WATCHER
 	       | O_SLOW_WATCHER
 #endif
-#ifdef OPEN_LATE_LOOK
-	       | O_LATE_LOOK
+#ifdef SEED_KEEP_REQ
+	       | O_KEEP_REQ
 #endif
 #ifdef OPEN_SLOW_RECONNECT
 	       | O_SLOW_RECONNECT

@@ -100,15 +100,15 @@
  * default QP is left on its twin or on the way, no side waits for the
  * message of a failback it granted.
  *
- * Three findings (below, at their switches: OPEN_*) stand as assumptions
- * of the model until the library is fixed: messages arrive and are
- * handled within a store round trip (WATCHED); a failback request is
- * answered while its asker waits (CURRENT); and the side that granted a
+ * Two findings (below, at their switches: OPEN_*) stand as assumptions of
+ * the model until the library is fixed: messages arrive and are handled
+ * within a store round trip (WATCHED); and the side that granted a
  * one-sided failback does not run out of retries before the asking side
- * reconnects (PEER_GONE).  make -C model SEED=OPEN_... lifts one.  A
- * fourth, a failback draining a twin while a READ a failover replayed
- * before its cut is outstanding, is fixed (the replay's gap, glo and ghi;
- * SEED=SEED_GAP_WALK puts the defect back).
+ * reconnects (PEER_GONE).  make -C model SEED=OPEN_... lifts one.  Two
+ * more are fixed, and a seed puts each back: a failback request left in
+ * the store by a side that granted the peer's (answer(); SEED_KEEP_REQ),
+ * and a failback draining a twin while a READ a failover replayed before
+ * its cut is outstanding (the replay's gap, glo and ghi; SEED_GAP_WALK).
  *
  * Not modelled: a failback cut short by a second failure (a rejoin: the
  * model asserts none happens), a failover after a two-sided failback (the
@@ -586,7 +586,9 @@ inline answer()
 		reconnect(me, a);
 		if
 		:: a ->
+			/* our own request is withdrawn, ahead of the answer */
 			fbst[me] = 0;
+			req[me] = req[me] && (opts & O_KEEP_REQ);
 			granted[me] = 1
 		:: else ->
 			stayed[me] = 0;
@@ -717,16 +719,6 @@ inline hs_message()
  */
 #define PEER_GONE(s)	(((opts & O_SLOW_RECONNECT) && !qup[3 - (s)]) || qgone[1 - (s)])
 
-/*
- * The peer's request is answered while the peer still waits for the
- * answer.  Without that (SEED=OPEN_LATE_LOOK), a request of a side that granted
- * the other's failback meanwhile (it no longer reads its answer) is still
- * in the store, unanswered, after both went back; a side that posted
- * nothing grants it one-sided and resets its default QP under the peer's
- * traffic (the model's second finding on failback).
- */
-#define CURRENT(s)	((opts & O_LATE_LOOK) || fbst[s])
-
 /* One side: its application's posts and its library's threads. */
 proctype peer(byte me)
 {
@@ -812,7 +804,7 @@ end:
 	   }
 	:: atomic {
 		/* failback_answer(): the peer's request, from the store */
-		req[1 - me] && CURRENT(1 - me) && WATCHED(me) -> answer()
+		req[1 - me] && WATCHED(me) -> answer()
 	   }
 	:: atomic {
 		/* failback_req(), failback_step(): our request's answer */

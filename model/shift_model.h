@@ -66,7 +66,7 @@
 #define O_STAY_SPEAKS		1	/* SEED_STAY_SPEAKS */
 #define O_NO_DRAIN		2	/* SEED_FAILBACK_NO_DRAIN */
 #define O_SLOW_WATCHER		4	/* OPEN_SLOW_WATCHER */
-#define O_LATE_LOOK		8	/* OPEN_LATE_LOOK */
+#define O_KEEP_REQ		8	/* SEED_KEEP_REQ */
 #define O_SLOW_RECONNECT	16	/* OPEN_SLOW_RECONNECT */
 
 /* Where the two-sided counts and ring places start (glue.c's starts[]). */

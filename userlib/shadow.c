@@ -1753,12 +1753,12 @@ static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
 	unsigned int seq, psn, tq, tp, tw, ctrl;
-	char key[96], val[96], g[33];
+	char key[96], val[96], g[33], wkey[96], wval[96];
 	enum shiftu_fb_reply reply;
+	bool mode, withdraw = false;
 	struct shiftu_fb_in in;
 	char word[16];
 	uint32_t ours;
-	bool mode;
 	int i;
 
 	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
@@ -1783,6 +1783,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		shiftu_rejoin_serve(vq);
 		return;
 	}
+	/* "withdrawn": the peer granted ours and dropped its own */
 	if (sscanf(word, "%u", &psn) != 1)
 		return;
 	gid_hex(vq->dgid, g);
@@ -1840,7 +1841,22 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
 			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));
 		if (mode) {
-			/* our own request, if any, is dropped: the peer leads */
+			/*
+			 * Our own request, if any, is dropped: the peer leads.
+			 * It is withdrawn from the store too, ahead of this
+			 * answer: left there, unanswered, the peer would take
+			 * it up once both are back, and, sending nothing
+			 * itself, grant it one-sided, resetting its default QP
+			 * under our traffic (the spin model's second finding
+			 * on failback).
+			 */
+			if (vq->fb_seq) {
+				withdraw = true;
+				snprintf(wkey, sizeof(wkey), "fbreq:%s:%u", g,
+					 vq->steps.rtr.dest_qp_num);
+				snprintf(wval, sizeof(wval), "%u withdrawn %u %u 0", ++vq->fb_seq,
+					 vq->peer.qpn, vq->peer.psn);
+			}
 			vq->fb_stage = 0;
 			vq->fb_wait_ns = shiftu_mono_ns() + 10000000000ULL;
 			/* the peer renews its twin as it goes back, ours waits
@@ -1861,6 +1877,14 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		}
 	}
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	/* before the answer in the batch: the peer reads the store after it */
+	if (withdraw) {
+		i = req_add(SHIFTU_KV_PUT, 0);
+		if (i < 0)
+			return;
+		snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", wkey);
+		snprintf(reqs[i].val, sizeof(reqs[i].val), "%s", wval);
+	}
 	/* in the pass's last batch, with the other QPs' answers: the peer
 	 * asks again if it is lost */
 	i = req_add(SHIFTU_KV_PUT, 0);
