@@ -1634,6 +1634,16 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			return;
 		if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
+		/*
+		 * Not before the peer's message of our failover is handled
+		 * (a slow watcher, a message the NIC retries on a lossy
+		 * path): taken after the failback, it would start a new
+		 * failover, taken for a rejoin (the spin model's first
+		 * finding on failback).  It comes: every failover's peer
+		 * moves or answers.
+		 */
+		if (!__atomic_load_n(&vq->hs_got, __ATOMIC_RELAXED))
+			return;
 
 		/* the request goes in the pass's last batch (late_batch()),
 		 * with every other QP's: a failed one backs this one off */
@@ -1830,6 +1840,8 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		.leader = fb_leader(vq),
 		.down = port_down(vq),
 		.peer_twin_recvs = tw & FB_TWIN_RECVS,
+		/* the peer failed over to ask this: its message is due */
+		.unheard = !vq->hs_got,
 	};
 	reply = shiftu_fb_answer(&in, &mode);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
