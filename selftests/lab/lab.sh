@@ -38,7 +38,8 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS, BENCH_STEPS (bench.sh's steps, default all) and
+# info), TORTURE_PULLS, SOAK_FAULTS and SOAK_CONNS (the soak scenario's),
+# BENCH_STEPS (bench.sh's steps, default all) and
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
 # FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's) are passed on to the
 # guest;
@@ -505,14 +506,14 @@ cmd_run()
 }
 
 # scenario_env: the "VAR=VALUE " words that carry the knobs set here
-# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS) into the guest,
+# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS, SOAK_*, ...) into the guest,
 # shell-quoted.
 scenario_env()
 {
 	local v
 
 	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED; do
+		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }
