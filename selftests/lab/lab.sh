@@ -54,7 +54,8 @@
 # Documentation/lab.rst), LAB_ACCEL (kvm|tcg, default: probe), LAB_KVER
 # (the kernel to boot; default KVER, which the top Makefile exports with
 # the kernel it built the module for, else scripts/kver.sh's), LAB_MEM
-# (default 1024 MiB), LAB_RUN (run directory for link/console/monitor,
+# (default 1024 MiB), LAB_SMP (each guest's CPUs, default 1: a race that
+# needs two to show, for one), LAB_RUN (run directory for link/console/monitor,
 # default the latest). Everything from a run is kept in
 # build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 
@@ -68,6 +69,7 @@ KSFT_DIR=$KSFT_OUT/tools/testing/selftests
 LAB_TIMEOUT_GIVEN=${LAB_TIMEOUT:-}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3300}
 LAB_MEM=${LAB_MEM:-1024}
+LAB_SMP=${LAB_SMP:-1}
 LAB_NAPI_TX=${LAB_NAPI_TX:-0}
 case $LAB_NAPI_TX in
 0|1) ;;
@@ -234,7 +236,7 @@ qemu_args()
 	local -a args
 
 	args=(qemu-system-x86_64 -name "lab-host$id" -accel "$ACCEL"
-		-m "$LAB_MEM" -smp 1 -nodefaults -nographic -no-reboot
+		-m "$LAB_MEM" -smp "$LAB_SMP" -nodefaults -nographic -no-reboot
 		-kernel "/boot/vmlinuz-$KVER" -initrd "$INITRAMFS"
 		-append "console=ttyS0 panic=-1 quiet mitigations=off virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
