@@ -54,8 +54,7 @@
 # Documentation/lab.rst), LAB_ACCEL (kvm|tcg, default: probe), LAB_KVER
 # (the kernel to boot; default KVER, which the top Makefile exports with
 # the kernel it built the module for, else scripts/kver.sh's), LAB_MEM
-# (default 1024 MiB), LAB_SMP (each guest's CPUs, default 1: a race that
-# needs two to show, for one), LAB_RUN (run directory for link/console/monitor,
+# (default 1024 MiB), LAB_SMP (each guest's CPUs, default 1), LAB_RUN (run directory for link/console/monitor,
 # default the latest). Everything from a run is kept in
 # build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 

@@ -14,9 +14,11 @@
 #   then:    every B+r still reported by an application, every A+r not;
 #            ftreuse exits: every B+r withdrawn
 #
-# A race, run ROUNDS times: on a module that withdraws by port alone it
-# fails only in the rounds whose report wins the window, which the lab's
-# one CPU gives some of, not all.
+# A race, run ROUNDS times, which the new socket's report never won in the
+# lab (one CPU or two, LAB_SMP): the released socket's notifier takes the
+# table's lock first.  So it guards what the module does with a reused
+# port's reports (kept while the new socket lives, withdrawn when it
+# goes), and a module that withdraws by port alone passes it too.
 set -e
 . "$(dirname "$0")/lib.sh"
 
