@@ -42,7 +42,9 @@
 # BENCH_STEPS (bench.sh's steps, default all) and
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
 # FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's) are passed on to the
-# guest;
+# guest, and so are LIBSHIFTU and LIBSHIFTU_TEST (the libraries the
+# libshiftu tests preload, default this tree's: a test run against another
+# build's, say main's, to show that it fails there);
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order, which may be of a DIR's TEST_PROGS_NAMED (tests that run only
 # when named).
@@ -507,14 +509,14 @@ cmd_run()
 }
 
 # scenario_env: the "VAR=VALUE " words that carry the knobs set here
-# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS, SOAK_*, ...) into the guest,
-# shell-quoted.
+# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS, SOAK_*, LIBSHIFTU, ...)
+# into the guest, shell-quoted.
 scenario_env()
 {
 	local v
 
 	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS; do
+		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS LIBSHIFTU LIBSHIFTU_TEST; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }
