@@ -2273,14 +2273,16 @@ static void late_batch(unsigned int from)
 
 /*
  * The look ahead: the backup keys of the peer's memory that a QP's
- * requests name, fetched before a failure needs them.  A replay looks
- * each one up on first use otherwise (shiftu_backup_rkey()), one round
- * trip each, on the thread that moves the QP: a peer with 64 QPs heard
- * 64 failovers one after the other, and with the store on a loaded host
- * its answers came after the 10 s a side waits for them.  Each protected
- * QP's send ring is read every 100 ms for its first 2 s (SCOUT_FIRST
- * looks: an application names its peer's memory as soon as it runs), then
- * once a second (SCOUT_NS), while its poster may be writing it (a torn
+ * requests name, fetched before a failure needs them: a replay never asks
+ * the store (shiftu_backup_rkey()), and a key not found here fails it.
+ * (Looked up by the replay, one round trip each on the thread that moves
+ * the QP, a peer with 64 QPs heard 64 failovers one after the other, and
+ * with the store on a loaded host its answers came after the 10 s a side
+ * waits for them.)  Each protected QP's send ring is read every 100 ms
+ * until 2 s after its first post (SCOUT_FIRST looks: an application names
+ * its peer's memory as soon as it runs, which may be long after its QPs
+ * are connected), then once a second (SCOUT_NS), while its poster may be
+ * writing it (a torn
  * key costs a lookup that finds nothing), and the keys not known yet are
  * asked for in the pass's batch.  A key the store does not have is asked
  * again after SCOUT_MISS_NS.
@@ -2348,7 +2350,11 @@ static void scout_req(struct shiftu_vqp *vq, const struct pass_qp *pq, uint64_t 
 	    vq->state == SHIFTU_SEND_DEAD)
 		return;
 	if (now >= vq->scout_ns) {
-		vq->scout_ns = now + (vq->scouts++ < SCOUT_FIRST ? SCOUT_NS / 10 : SCOUT_NS);
+		vq->scout_ns = now + (vq->scouts < SCOUT_FIRST ? SCOUT_NS / 10 : SCOUT_NS);
+		/* the quick looks count from the first post (an empty ring
+		 * costs nothing to read) */
+		if (__atomic_load_n(&vq->sq.head, __ATOMIC_RELAXED))
+			vq->scouts++;
 		n = scout_keys(vq, keys);
 	} else {
 		n = 0;
