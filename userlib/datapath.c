@@ -741,9 +741,11 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 		wc = shiftu_window.wc;
 		if (wc_looked(&wc[0]))
 			return poll_took(n, 0);
-		for (i = 1; unlikely(i < n); i++)
-			if (wc_looked(&wc[i]))
-				return poll_took(n, i);
+		/* the rest with the loop's test at its foot */
+		if (unlikely(n > 1))
+			for (i = 1; i < n; i++)
+				if (wc_looked(&wc[i]))
+					return poll_took(n, i);
 	}
 	shiftu_poll_close();
 	return n;
