@@ -737,6 +737,8 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 	shiftu_window.wc = wc;
 	n = s->poll_cq(cq, num, wc);
 	if (n > 0) {
+		/* statistics (the exit line): one add, its thread's word */
+		shiftu_window.wcs += (uint32_t)n;
 		/* most polls that take any take one: it is looked at first */
 		wc = shiftu_window.wc;
 		if (wc_looked(&wc[0]))

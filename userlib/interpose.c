@@ -1111,11 +1111,11 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 	}
 	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
-		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
+		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " poll_wcs=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
 		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64 " poster_changes=%" PRIu64,
 		    contexts, qps, ps, pr,
-		    shiftu_window_polls(), ws, wc,
+		    shiftu_window_polls(), shiftu_window_wcs(), ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),

@@ -54,6 +54,11 @@ struct shiftu_window {
 	uint64_t pseq;
 	uint64_t poll_reentries;
 	/*
+	 * Completions its polls took on their common path (statistics):
+	 * modulo 2^32, so that counting them is one add to memory.
+	 */
+	uint32_t wcs;
+	/*
 	 * The data verbs' anchors (datapath.c), in this block so that the
 	 * one offset the window needs reaches them too.  Written by the
 	 * thread only.  Until its window is registered they point at objects
@@ -91,6 +96,12 @@ void shiftu_window_register(void);
  * word, so that no polling thread writes a line another one writes).
  */
 uint64_t shiftu_window_polls(void);
+
+/*
+ * The completions those calls took on their common path (struct
+ * shiftu_window's @wcs, each thread's modulo 2^32).
+ */
+uint64_t shiftu_window_wcs(void);
 
 /* The calling thread's window is registered (a data verb's first call
  * registers it, out of line, and calls again). */
