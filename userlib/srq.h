@@ -190,9 +190,10 @@ void shiftu_srq_out(struct ibv_wc *wc, int n);
  * the new side, and if no QP is left on the old side, what its SRQ still
  * holds moves too, and it is emptied.  Returns 0, or -errno with a line
  * saying why (the QP is then left unprotected).  The first QP to leave
- * for the twin side makes the SRQ's posts slow, and waits out the posts
- * on their common path (no lock of the library's).  Context: fo_lock and
- * the CQs' locks held.
+ * for the twin side makes the SRQ's posts slow, and waits out the claims
+ * on their common path (no lock of the library's); the default SRQ is
+ * emptied once its producer index counts their posts.  Context: fo_lock
+ * and the CQs' locks held.
  */
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 		    const uint64_t *ids, unsigned int n);

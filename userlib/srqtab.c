@@ -70,7 +70,7 @@ uint64_t shiftu_srqtab_outstanding(const struct shiftu_srqtab *t, enum shiftu_si
 
 	if (side == SHIFTU_SIDE_DEFAULT && t->shut)
 		room += SHIFTU_SRQTAB_SHUT;
-	/* a credit the common path took and gives back may show a moment */
+	/* never above @cap: each credit given back was taken before */
 	return room < t->cap[side] ? (uint64_t)(t->cap[side] - room) : 0;
 }
 
