@@ -581,6 +581,13 @@ poll_rate()
 	get "cg.$1.poll" | awk 'NF == 6 && $6 != "" && $2 > $1 { printf "%.4f", ($6 - $5) / ($2 - $1) }'
 }
 
+# poll_slope MODE: its poll_cq figure a call, unrounded (the report's is
+# to a tenth), or nothing
+poll_slope()
+{
+	get "cg.$1.poll" | awk 'NF >= 4 && $2 > $1 { printf "%.4f", ($4 - $3) / ($2 - $1) }'
+}
+
 # poll_fit: a poll_cq call's fixed cost F and a completion's b, from the
 # lat run (most calls take nothing) and the recv run (most take one or
 # more), whose completions take the same path (a good send, or a receive
@@ -590,7 +597,7 @@ poll_rate()
 poll_fit()
 {
 	local al ar rl rr
-	al=$(get cg.lat.shiftu_poll_cq) ar=$(get cg.recv.shiftu_poll_cq)
+	al=$(poll_slope lat) ar=$(poll_slope recv)
 	rl=$(poll_rate lat) rr=$(poll_rate recv)
 	if [ -z "$al" ] || [ -z "$ar" ] || [ -z "$rl" ] || [ -z "$rr" ]; then
 		put cg.poll.why "the lat or recv run has no poll_cq slope or no completion count"
@@ -599,7 +606,9 @@ poll_fit()
 	else
 		put cg.poll.b "$(awk -v al="$al" -v ar="$ar" -v rl="$rl" -v rr="$rr" 'BEGIN { printf "%.1f", (ar - al) / (rr - rl) }')"
 		put cg.poll.F "$(awk -v al="$al" -v ar="$ar" -v rl="$rl" -v rr="$rr" 'BEGIN { printf "%.1f", al - rl * (ar - al) / (rr - rl) }')"
-		put cg.poll.detail "lat: $al a call, $rl completions a call; recv: $ar a call, $rr completions a call; F + b * rate for both"
+		# unrounded, for the other modes' completions
+		put cg.poll.Fx "$(awk -v al="$al" -v ar="$ar" -v rl="$rl" -v rr="$rr" 'BEGIN { printf "%.4f", al - rl * (ar - al) / (rr - rl) }')"
+		put cg.poll.detail "lat: $al a call, $rl completions a call; recv: $ar a call, $rr completions a call; F + b * completions a call for both"
 	fi
 }
 
@@ -624,10 +633,10 @@ poll_lines()
 	line "completions per poll_cq call ($mode API)" "$r" wc/call - info \
 	     "the exit lines' poll_wcs, -n $CG_N/$((2 * CG_N)) [calls, calls, added, added, completions, completions: $(get "cg.$mode.poll")]" "$why"
 	[ "$mode" = lat ] || [ "$mode" = recv ] || [ -z "$r" ] && return 0
-	F=$(get cg.poll.F) v=$(get "cg.$mode.shiftu_poll_cq")
+	F=$(get cg.poll.Fx) v=$(poll_slope "$mode")
 	if [ -z "$F" ]; then
 		why="no fixed cost of a call (see the lat and recv lines)"
-	elif awk -v r="$r" 'BEGIN { exit !(r < 0.05) }'; then
+	elif awk -v r="$r" 'BEGIN { exit !(r < 0.01) }'; then
 		why="its calls took $r completions each: too few to tell a completion's cost from a call's"
 	else
 		v=$(awk -v a="$v" -v F="$F" -v r="$r" 'BEGIN { printf "%.1f", (a - F) / r }')
