@@ -77,30 +77,26 @@ static void window_gone(void *arg)
 	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 }
 
-uint64_t shiftu_window_polls(void)
+void shiftu_window_stats(uint64_t *polls, uint64_t *wcs)
 {
 	struct shiftu_window *w;
-	uint64_t n;
 
 	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
-	n = polls_gone;
-	for (w = windows; w; w = w->next)
-		n += window_polls(w);
+	*polls = polls_gone;
+	*wcs = wcs_gone;
+	for (w = windows; w; w = w->next) {
+		*polls += window_polls(w);
+		*wcs += __atomic_load_n(&w->wcs, __ATOMIC_RELAXED);
+	}
 	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
-	return n;
 }
 
-uint64_t shiftu_window_wcs(void)
+uint64_t shiftu_window_polls(void)
 {
-	struct shiftu_window *w;
-	uint64_t n;
+	uint64_t polls, wcs;
 
-	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
-	n = wcs_gone;
-	for (w = windows; w; w = w->next)
-		n += __atomic_load_n(&w->wcs, __ATOMIC_RELAXED);
-	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
-	return n;
+	shiftu_window_stats(&polls, &wcs);
+	return polls;
 }
 
 /*

@@ -92,16 +92,15 @@ void shiftu_window_register(void);
 
 /*
  * The poll_cq calls of every thread that registered a window, the exited
- * ones' included (statistics: each thread counts its own, in its own
- * word, so that no polling thread writes a line another one writes).
+ * ones' included, in *@polls, and the completions they took on their
+ * common path in *@wcs (statistics: each thread counts its own, in its own
+ * words, so that no polling thread writes a line another one writes; the
+ * completions modulo 2^32 a thread).
  */
-uint64_t shiftu_window_polls(void);
+void shiftu_window_stats(uint64_t *polls, uint64_t *wcs);
 
-/*
- * The completions those calls took on their common path (struct
- * shiftu_window's @wcs, each thread's modulo 2^32).
- */
-uint64_t shiftu_window_wcs(void);
+/* The poll_cq calls alone. */
+uint64_t shiftu_window_polls(void);
 
 /* The calling thread's window is registered (a data verb's first call
  * registers it, out of line, and calls again). */
