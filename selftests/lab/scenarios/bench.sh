@@ -588,38 +588,62 @@ poll_slope()
 	get "cg.$1.poll" | awk 'NF >= 4 && $2 > $1 { printf "%.4f", ($4 - $3) / ($2 - $1) }'
 }
 
-# poll_fit: a poll_cq call's fixed cost F and a completion's b, from the
-# lat run (most calls take nothing) and the recv run (most take one or
-# more), whose completions take the same path (a good send, or a receive
-# of a QP whose CQs are two: one test of status and opcode): their per
-# call figures are F + b * rate, two equations; puts cg.poll.F and
-# cg.poll.b, or cg.poll.why
+# The modes whose poll_cq completions all take the common path's one test
+# of status and opcode (good sends, and receives of QPs whose CQs are two):
+# their calls cost F + b * (completions a call) with the same F and b.
+POLL_FIT_MODES="old lat ex recv wr"
+
+# poll_fit: a poll_cq call's fixed cost F and a completion's b, fitted (least
+# squares) to the POLL_FIT_MODES runs' per call figures against their
+# completions a call (the lat run's calls mostly take nothing, the others'
+# more or less, by the run's timing: the spread is what tells F from b);
+# puts cg.poll.F, cg.poll.Fx (unrounded) and cg.poll.b, or cg.poll.why
 poll_fit()
 {
-	local al ar rl rr
-	al=$(poll_slope lat) ar=$(poll_slope recv)
-	rl=$(poll_rate lat) rr=$(poll_rate recv)
-	if [ -z "$al" ] || [ -z "$ar" ] || [ -z "$rl" ] || [ -z "$rr" ]; then
-		put cg.poll.why "the lat or recv run has no poll_cq slope or no completion count"
-	elif awk -v a="$rl" -v b="$rr" 'BEGIN { exit !(b - a < 0.2) }'; then
-		put cg.poll.why "the lat and recv runs took about as many completions a call ($rl, $rr): they cannot tell a call's cost from a completion's"
+	local m pts='' fit
+	for m in $POLL_FIT_MODES; do
+		[ -n "$(poll_slope "$m")" ] && [ -n "$(poll_rate "$m")" ] &&
+			pts="$pts $m $(poll_rate "$m") $(poll_slope "$m")"
+	done
+	# F b worst-residual spread detail, or nothing
+	fit=$(echo "$pts" | awk '{
+		for (i = 1; i + 2 <= NF; i += 3) { m[++n] = $i; r[n] = $(i + 1); a[n] = $(i + 2) }
+		if (n < 2) exit
+		lo = hi = r[1]
+		for (i = 1; i <= n; i++) {
+			sr += r[i]; sa += a[i]; srr += r[i] * r[i]; sra += r[i] * a[i]
+			if (r[i] < lo) lo = r[i]
+			if (r[i] > hi) hi = r[i]
+		}
+		if (hi - lo < 0.1) { printf "- - - %.4f", hi - lo; exit }
+		b = (n * sra - sr * sa) / (n * srr - sr * sr); F = (sa - b * sr) / n
+		for (i = 1; i <= n; i++) {
+			e = a[i] - F - b * r[i]; if (e < 0) e = -e
+			if (e > w) w = e
+			d = d sprintf("%s%s: %.4f a call, %.4f completions a call", i > 1 ? "; " : "", m[i], a[i], r[i])
+		}
+		printf "%.4f %.4f %.2f %.4f %s", F, b, w, hi - lo, d }')
+	if [ -z "$fit" ]; then
+		put cg.poll.why "fewer than two of the runs $POLL_FIT_MODES have a poll_cq slope and a completion count"
+	elif [ "${fit%% *}" = - ]; then
+		put cg.poll.why "the runs $POLL_FIT_MODES took about as many completions a call (spread ${fit##* }): they cannot tell a call's cost from a completion's"
 	else
-		put cg.poll.b "$(awk -v al="$al" -v ar="$ar" -v rl="$rl" -v rr="$rr" 'BEGIN { printf "%.1f", (ar - al) / (rr - rl) }')"
-		put cg.poll.F "$(awk -v al="$al" -v ar="$ar" -v rl="$rl" -v rr="$rr" 'BEGIN { printf "%.1f", al - rl * (ar - al) / (rr - rl) }')"
-		# unrounded, for the other modes' completions
-		put cg.poll.Fx "$(awk -v al="$al" -v ar="$ar" -v rl="$rl" -v rr="$rr" 'BEGIN { printf "%.4f", al - rl * (ar - al) / (rr - rl) }')"
-		put cg.poll.detail "lat: $al a call, $rl completions a call; recv: $ar a call, $rr completions a call; F + b * completions a call for both"
+		read -r F b w sp detail <<< "$fit"
+		put cg.poll.Fx "$F"
+		put cg.poll.F "$(awk -v v="$F" 'BEGIN { printf "%.1f", v }')"
+		put cg.poll.b "$(awk -v v="$b" 'BEGIN { printf "%.1f", v }')"
+		put cg.poll.detail "least squares of F + b * completions a call over $detail; worst residual $w instructions a call"
 	fi
 }
 
 # poll_split: the two lines of poll_fit()'s figures
 poll_split()
 {
-	line "instructions per poll_cq call, fixed (lat and recv)" "$(get cg.poll.F)" instr/call "<= 25" \
+	line "instructions per poll_cq call, fixed ($POLL_FIT_MODES)" "$(get cg.poll.F)" instr/call "<= 25" \
 	     "$(judge "$(get cg.poll.F)" '<=' 25 cg.poll "not measured")" \
-	     "the lat and recv lines above [$(get cg.poll.detail)]"
-	line "instructions per poll_cq completion (lat and recv)" "$(get cg.poll.b)" instr/wc - info \
-	     "the lat and recv lines above [$(get cg.poll.detail)]" "$(why cg.poll 'not measured')"
+	     "the lines above [$(get cg.poll.detail)]"
+	line "instructions per poll_cq completion ($POLL_FIT_MODES)" "$(get cg.poll.b)" instr/wc - info \
+	     "the lines above [$(get cg.poll.detail)]" "$(why cg.poll 'not measured')"
 }
 
 # poll_lines MODE: after MODE's poll_cq line, the completions its calls
@@ -632,10 +656,11 @@ poll_lines()
 	[ -n "$r" ] || why="no completion count (poll_wcs) in the library's exit lines"
 	line "completions per poll_cq call ($mode API)" "$r" wc/call - info \
 	     "the exit lines' poll_wcs, -n $CG_N/$((2 * CG_N)) [calls, calls, added, added, completions, completions: $(get "cg.$mode.poll")]" "$why"
-	[ "$mode" = lat ] || [ "$mode" = recv ] || [ -z "$r" ] && return 0
+	case " $POLL_FIT_MODES " in *" $mode "*) return 0 ;; esac
+	[ -n "$r" ] || return 0
 	F=$(get cg.poll.Fx) v=$(poll_slope "$mode")
 	if [ -z "$F" ]; then
-		why="no fixed cost of a call (see the lat and recv lines)"
+		why="no fixed cost of a call (see the fixed cost line)"
 	elif awk -v r="$r" 'BEGIN { exit !(r < 0.01) }'; then
 		why="its calls took $r completions each: too few to tell a completion's cost from a call's"
 	else
@@ -643,7 +668,7 @@ poll_lines()
 	fi
 	[ -z "$why" ] || v=
 	line "instructions per poll_cq completion ($mode API)" "$v" instr/wc - info \
-	     "(its per call figure - F) / its completions a call, F from the lat and recv runs" "$why"
+	     "(its per call figure - F) / its completions a call, F fitted to the runs $POLL_FIT_MODES" "$why"
 }
 
 report()
@@ -670,7 +695,7 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, lat: ib_write_lat -s 2, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted; srq: ib_send_lat --use-srq; a poll_cq call takes from none to several completions: the completions a call took are the library's count (poll_wcs in its exit line), and a call's fixed cost and a completion's come apart between the lat and recv runs; an extended CQ's start_poll and next_poll take one each)"
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, lat: ib_write_lat -s 2, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted; srq: ib_send_lat --use-srq; a poll_cq call takes from none to several completions: the completions a call took are the library's count (poll_wcs in its exit line), and a call's fixed cost and a completion's come apart between the runs whose completions take the one test of status and opcode, their completions a call spread by the runs' timing; an extended CQ's start_poll and next_poll take one each)"
 	poll_fit
 	for mode in old lat ex recv wr cqex srq; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
