@@ -556,9 +556,8 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 
 /*
  * ibv_post_srq_recv(), past the common path: the thread's SRQ is not
- * @srq's record (its first post, or to another SRQ), its posts are slow,
- * @wr is a chain or not of one scatter entry, or the cursor's entry was
- * still posted.  Entered with the window closed.
+ * @srq's record (its first post, or to another SRQ), or @wr is a chain or
+ * not of one scatter entry.  Entered with the window closed.
  */
 static shiftu_cold int post_srq_other(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 				      struct ibv_recv_wr **bad_wr)
@@ -591,43 +590,53 @@ static shiftu_cold int post_srq_other(struct ibv_srq *srq, struct ibv_recv_wr *w
 }
 
 /*
+ * The common path found no credit (it is shut for a move, or the default
+ * SRQ may be full) or, with @skip, the cursor's entry still posted: the
+ * credit goes back and the claim is counted, inside the window that a
+ * move waits out, then the post takes srq_lock.
+ */
+static shiftu_cold int post_srq_slow(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr,
+				     bool skip)
+{
+	struct shiftu_srq *r = shiftu_window.srq;
+
+	if (skip)
+		shiftu_srqtab_skip(&r->tab, 1);
+	shiftu_srqtab_uncredit(&r->tab);
+	shiftu_window_close();
+	return shiftu_srq_post(r, wr, bad_wr);
+}
+
+/*
  * ibv_post_srq_recv(): through the SRQ's table (srq.h).  The common path:
  * one receive of one scatter entry to the thread's SRQ while all its QPs
- * are on the default side: an entry claimed and the provider's post of
- * the library's request, no lock.  The slow flag is read inside the
- * window, which a move that sets it waits out.
+ * are on the default side: inside the window, a credit of the default
+ * SRQ's room and an entry claimed, no lock; the entry keeps the
+ * application's id and scatter entry (a move posts it again from there)
+ * and its own request, under the library's id, goes to the provider's
+ * post as a tail call, after the window: the credit means the provider
+ * cannot refuse it, so nothing is left to do after it.  A move that shuts
+ * the path waits out the windows, then the producer index (srq.c).
  */
 int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr)
 {
 	struct shiftu_srq *r = shiftu_window.srq;
-	struct shiftu_srq_frame f;
-	struct ibv_recv_wr *bad;
-	uint32_t i;
-	int ret;
+	struct shiftu_srqent *e;
 
 	if (unlikely(r->app != srq) || unlikely(wr->next) || unlikely(wr->num_sge != 1))
 		return post_srq_other(srq, wr, bad_wr);
+	/* before the credit: a move that shuts the path waits for us */
 	shiftu_window_open();
-	if (unlikely(__atomic_load_n(&r->slow, __ATOMIC_RELAXED)) ||
-	    unlikely(!shiftu_srqtab_claim(&r->tab, wr, 1, SHIFTU_SIDE_DEFAULT, &i))) {
-		/* a move is under way, or the cursor's entry is still posted */
-		shiftu_window_close();
-		return shiftu_srq_post(r, wr, bad_wr);
-	}
-	/* the application's scatter list (the entry keeps a copy for a move),
-	 * under the library's id */
-	f.w.wr_id = r->tab.id_base | i;
-	f.w.next = NULL;
-	f.w.sg_list = wr->sg_list;
-	f.w.num_sge = 1;
-	f.wr = wr;
-	f.bad_wr = bad_wr;
-	ret = r->post(r->app, &f.w, &bad);
-	if (unlikely(ret))
-		shiftu_srq_post_failed(shiftu_window.srq, &f);
+	if (unlikely(!shiftu_srqtab_credit(&r->tab)))
+		return post_srq_slow(wr, bad_wr, false);
+	if (unlikely(!shiftu_srqtab_claim_fast(&r->tab, &e)))
+		return post_srq_slow(wr, bad_wr, true);
+	e->wr_id = wr->wr_id;
+	e->sge[0] = wr->sg_list[0];
 	shiftu_window_close();
-	return ret;
+	/* @srq is @r's: loaded again, the compiler keeps fewer registers */
+	return r->post(r->app, &e->wr, bad_wr);
 }
 
 _Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&
@@ -728,13 +737,17 @@ static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *
 	shiftu_window.wc = wc;
 	n = s->poll_cq(cq, num, wc);
 	if (n > 0) {
+		/* statistics (the exit line): one add, its thread's word */
+		shiftu_window.wcs += (uint32_t)n;
 		/* most polls that take any take one: it is looked at first */
 		wc = shiftu_window.wc;
 		if (wc_looked(&wc[0]))
 			return poll_took(n, 0);
-		for (i = 1; unlikely(i < n); i++)
-			if (wc_looked(&wc[i]))
-				return poll_took(n, i);
+		/* the rest with the loop's test at its foot */
+		if (unlikely(n > 1))
+			for (i = 1; i < n; i++)
+				if (wc_looked(&wc[i]))
+					return poll_took(n, i);
 	}
 	shiftu_poll_close();
 	return n;

@@ -1077,13 +1077,14 @@ SHIFTU_FORK_HOOK(vqp, .rank = SHIFTU_RANK_VQP, .name = "vqp_lock", .lock = &vqp_
  * One line of what went through the library, for the operator and the
  * tests, at info level; only when the application opened a device.
  * post_send and post_recv count work requests (the data path counts them,
- * not its calls), the others calls.  Each thread counts its polls in its
- * own window word (quiesce.h): one count every polling thread wrote would
- * be a shared line on the data path.
+ * not its calls), poll_wcs the completions poll_cq took on its common path,
+ * the others calls.  Each thread counts its polls and their completions in
+ * its own window words (quiesce.h): one count every polling thread wrote
+ * would be a shared line on the data path.
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)
 {
-	uint64_t contexts, qps, ps, pr, ws, wc, pc;
+	uint64_t contexts, qps, ps, pr, ws, wc, pc, polls, wcs;
 	struct shiftu_ctx *s;
 	struct vqp_node *n;
 
@@ -1110,12 +1111,13 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 		pc += __atomic_load_n(&n->vq.poster_changes, __ATOMIC_RELAXED);
 	}
 	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
+	shiftu_window_stats(&polls, &wcs);
 	shiftu_info("exit: contexts=%" PRIu64 " qps=%" PRIu64 " post_send=%" PRIu64
-		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " wr_start=%" PRIu64
+		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " poll_wcs=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
 		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64 " poster_changes=%" PRIu64,
 		    contexts, qps, ps, pr,
-		    shiftu_window_polls(), ws, wc,
+		    polls, wcs, ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),

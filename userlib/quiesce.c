@@ -27,6 +27,7 @@
 static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_window *windows;	/* windows_lock */
 static uint64_t polls_gone;		/* windows_lock: exited threads' polls */
+static uint64_t wcs_gone;		/* ... and the completions they took */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static bool key_ok, barrier_ok;
@@ -70,22 +71,32 @@ static void window_gone(void *arg)
 	if (stuck_w == w)
 		stuck_w = NULL;
 	polls_gone += window_polls(w);
+	wcs_gone += __atomic_load_n(&w->wcs, __ATOMIC_RELAXED);
 	shiftu_poster_tag_put(w->tag);
 	w->tag = 0;
 	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
 }
 
-uint64_t shiftu_window_polls(void)
+void shiftu_window_stats(uint64_t *polls, uint64_t *wcs)
 {
 	struct shiftu_window *w;
-	uint64_t n;
 
 	shiftu_lock(&windows_lock, SHIFTU_LOCK_WINDOWS);
-	n = polls_gone;
-	for (w = windows; w; w = w->next)
-		n += window_polls(w);
+	*polls = polls_gone;
+	*wcs = wcs_gone;
+	for (w = windows; w; w = w->next) {
+		*polls += window_polls(w);
+		*wcs += __atomic_load_n(&w->wcs, __ATOMIC_RELAXED);
+	}
 	shiftu_unlock(&windows_lock, SHIFTU_LOCK_WINDOWS);
-	return n;
+}
+
+uint64_t shiftu_window_polls(void)
+{
+	uint64_t polls, wcs;
+
+	shiftu_window_stats(&polls, &wcs);
+	return polls;
 }
 
 /*
@@ -108,8 +119,10 @@ static void shiftu_windows_fork_child(void)
 	stuck_w = NULL;
 	/* the polls are the parent's (statistics); the thread is in no poll */
 	polls_gone = 0;
+	wcs_gone = 0;
 	w->pseq = 0;
 	w->poll_reentries = 0;
+	w->wcs = 0;
 	barrier_ok = !membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 }
 

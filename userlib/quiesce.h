@@ -54,6 +54,11 @@ struct shiftu_window {
 	uint64_t pseq;
 	uint64_t poll_reentries;
 	/*
+	 * Completions its polls took on their common path (statistics):
+	 * modulo 2^32, so that counting them is one add to memory.
+	 */
+	uint32_t wcs;
+	/*
 	 * The data verbs' anchors (datapath.c), in this block so that the
 	 * one offset the window needs reaches them too.  Written by the
 	 * thread only.  Until its window is registered they point at objects
@@ -87,9 +92,14 @@ void shiftu_window_register(void);
 
 /*
  * The poll_cq calls of every thread that registered a window, the exited
- * ones' included (statistics: each thread counts its own, in its own
- * word, so that no polling thread writes a line another one writes).
+ * ones' included, in *@polls, and the completions they took on their
+ * common path in *@wcs (statistics: each thread counts its own, in its own
+ * words, so that no polling thread writes a line another one writes; the
+ * completions modulo 2^32 a thread).
  */
+void shiftu_window_stats(uint64_t *polls, uint64_t *wcs);
+
+/* The poll_cq calls alone. */
 uint64_t shiftu_window_polls(void);
 
 /* The calling thread's window is registered (a data verb's first call

@@ -19,9 +19,12 @@
  *   consumer index.  No post may reach that side meanwhile: a post on the
  *   common path (datapath.c) goes to the default SRQ with no lock, and
  *   only while no QP is on the twin side; the first QP to leave for the
- *   twin side closes that path (@slow) and waits out the posts on it
- *   before any side can be emptied.  Every other post is made under
- *   srq_lock, which the emptying holds too.
+ *   twin side shuts that path (@slow, the table's credits) and waits out
+ *   the claims on it, made inside their threads' post windows.  Their
+ *   provider's posts come after the windows (a tail call): the default
+ *   SRQ is emptied only once its producer index has counted every one
+ *   (wait_default()).  Every other post is made under srq_lock, which the
+ *   emptying holds too.
  *
  * Which side a QP is on is @vq->srq_side: where its receives come from,
  * the default SRQ until its first failover has moved it.
@@ -41,6 +44,7 @@
 #include "quiesce.h"
 #include "shadow.h"
 #include "srq.h"
+#include "util.h"
 #include "wrid.h"
 
 #define MAX_SGE		16
@@ -49,7 +53,7 @@
 
 /* The records, newest first: pushed with release, never freed. */
 static struct shiftu_srq *srq_list;
-struct shiftu_srq shiftu_srq_none = { .slow = 1 };
+struct shiftu_srq shiftu_srq_none = { .slow = true };
 /*
  * Guards the records' QP lists, sides and twins, and the posts to a
  * tabled SRQ off its common path; takes mr_lock (a receive's keys on the
@@ -93,17 +97,19 @@ static int table_no(void)
 }
 
 /*
- * Whether posts to @r may take the common path: its table is there, no QP
- * is on the twin side (so every receive goes to the default SRQ), and a
- * move can wait out the posts that passed this (quiesce.h's barrier).
- * srq_lock.
+ * Whether posts to @r may take the common path: its table and ring are
+ * there, no QP is on the twin side (so every receive goes to the default
+ * SRQ), its request of one entry fits, and a move can wait out the claims
+ * that passed this (quiesce.h's barrier).  Opening it gives the table's
+ * credits back; shutting it here needs no wait: only a move (to the twin
+ * side) ever empties the default SRQ, and it waits.  srq_lock.
  */
 static void gate(struct shiftu_srq *r)
 {
-	uint32_t slow = !r->tabled || r->tab.members[SHIFTU_SIDE_TWIN] ||
-			!shiftu_quiesce_barrier();
-
-	__atomic_store_n(&r->slow, slow, __ATOMIC_SEQ_CST);
+	r->slow = !r->tabled || !r->ring || r->tab.members[SHIFTU_SIDE_TWIN] ||
+		  !r->attr.max_sge || !shiftu_quiesce_barrier();
+	if (r->tab.ents)
+		shiftu_srqtab_shut(&r->tab, r->slow);
 }
 
 void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
@@ -131,7 +137,7 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 		r->next = srq_list;
 		fresh = true;
 	}
-	r->slow = 1;
+	r->slow = true;
 	r->post = s->post_srq_recv;
 	r->sctx = s;
 	r->id = srq->handle;
@@ -152,6 +158,7 @@ void shiftu_srq_attach(struct shiftu_ctx *s, struct ibv_srq *srq,
 	}
 	if (!why) {
 		r->tabled = true;
+		r->def_prod = __atomic_load_n(&ring->producer_index, __ATOMIC_ACQUIRE);
 		__atomic_store_n(&shiftu_srq_by_table[no], r, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&shiftu_srq_tables, 1, __ATOMIC_RELAXED);
 	}
@@ -179,6 +186,8 @@ void shiftu_srq_resize(struct ibv_srq *srq)
 		return;
 	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	r->ring = NULL;
+	/* its credits count the old ring's room */
+	gate(r);
 	if (r->n_qps && (v = malloc(r->n_qps * sizeof(*v)))) {
 		n = r->n_qps;
 		memcpy(v, r->qps, n * sizeof(*v));
@@ -246,10 +255,15 @@ static int side_post(struct shiftu_srq *r, enum shiftu_side side, struct ibv_rec
 	struct ibv_recv_wr *bad;
 	struct ibv_sge sge[MAX_SGE];
 	struct shiftu_vqp *any;
-	int i;
+	int i, ret;
 
-	if (side == SHIFTU_SIDE_DEFAULT)
-		return r->sctx->post_srq_recv(r->app, w, &bad);
+	if (side == SHIFTU_SIDE_DEFAULT) {
+		ret = r->sctx->post_srq_recv(r->app, w, &bad);
+		/* counted where the common path's posts are not (wait_default()) */
+		if (!ret)
+			r->def_prod++;
+		return ret;
+	}
 	if (!r->bak || !r->n_qps || w->num_sge > MAX_SGE)
 		return EINVAL;
 	/* the backup device's keys for the same memory */
@@ -326,14 +340,6 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 	return ret;
 }
 
-void shiftu_srq_post_failed(struct shiftu_srq *r, struct shiftu_srq_frame *f)
-{
-	uint64_t app;
-
-	shiftu_srqtab_take(&r->tab, f->w.wr_id, &app);
-	*f->bad_wr = f->wr;
-}
-
 static void settle(struct shiftu_srq *r);
 
 const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
@@ -379,6 +385,34 @@ const char *shiftu_srq_qp_attach(struct shiftu_vqp *vq, struct ibv_srq *srq)
 }
 
 /*
+ * The default SRQ @q is about to be emptied: wait until its producer index
+ * counts every receive the common path posted there.  Their claims are
+ * all made (the path is shut and its windows were waited out, which the
+ * twin side's QPs show), but a provider's post may still be on its way,
+ * after its thread's window (a tail call).  Returns 0, or -EBUSY when one
+ * is still missing after SRQ_QUIESCE_NS (its thread stopped in between:
+ * the SRQ cannot be emptied under it).  srq_lock.
+ */
+static int wait_default(struct shiftu_srq *r, const struct rxe_queue_buf *q)
+{
+	uint32_t want = (r->def_prod + (uint32_t)shiftu_srqtab_fast_posts(&r->tab)) &
+			q->index_mask;
+	uint64_t t0 = 0, t;
+
+	if (!r->slow)
+		return -EBUSY;
+	while (__atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE) != want) {
+		t = shiftu_mono_ns();
+		if (!t0)
+			t0 = t;
+		if (t - t0 > SRQ_QUIESCE_NS)
+			return -EBUSY;
+		shiftu_wait_step(t - t0);
+	}
+	return 0;
+}
+
+/*
  * No QP is left on @from: its SRQ is inert, and what it holds goes to
  * @to's, in its order.  The SRQ is then empty.  Returns how many moved,
  * or -errno.  srq_lock.
@@ -391,10 +425,17 @@ static int empty_side(struct shiftu_srq *r, enum shiftu_side from, enum shiftu_s
 
 	if (!q)
 		return -EPROTO;
+	if (from == SHIFTU_SIDE_DEFAULT && wait_default(r, q)) {
+		shiftu_warn("srq %u on %s: a post to its default SRQ did not arrive: it is not emptied",
+			    r->id, r->sctx->dev_name);
+		return -EBUSY;
+	}
 	prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
 	cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
 	/* nothing takes from it now: back to where the NIC stopped */
 	__atomic_store_n(&q->producer_index, cons, __ATOMIC_RELEASE);
+	if (from == SHIFTU_SIDE_DEFAULT)
+		r->def_prod += cons - prod;
 	for (i = cons; i != prod; i = (i + 1) & q->index_mask) {
 		uint64_t id = slot(q, i)->wr_id;
 
@@ -527,12 +568,14 @@ int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	/*
 	 * The first QP for the twin side: posts must pick their side from now
-	 * on, under the lock.  A post that read the gate open before it
-	 * closed is still in its window: it goes to the default SRQ, which
-	 * must not be emptied under it.
+	 * on, under the lock.  A post that got a credit before the path shut
+	 * is still in its window, claiming: it goes to the default SRQ, which
+	 * must not be emptied under it (nor before its provider's post, which
+	 * follows the window: wait_default()).
 	 */
-	if (to == SHIFTU_SIDE_TWIN && !__atomic_load_n(&r->slow, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&r->slow, 1, __ATOMIC_SEQ_CST);
+	if (to == SHIFTU_SIDE_TWIN && !r->slow) {
+		r->slow = true;
+		shiftu_srqtab_shut(&r->tab, true);
 		if (!shiftu_quiesce_srq(r, SRQ_QUIESCE_NS)) {
 			ret = -EBUSY;
 			shiftu_warn("qp %u on %s: a thread stayed inside its post to srq %u",

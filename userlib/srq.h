@@ -52,24 +52,36 @@ struct ibv_wc;
 struct shiftu_srq {
 	/* what a post's common path reads */
 	struct ibv_srq *app;		/* NULL: free */
-	/*
-	 * Nonzero: posts take srq_lock (shiftu_srq_post()).  Zero while every
-	 * QP on the SRQ is on the default side, its table is there and
-	 * quiesce.h has its barrier: a post then claims an entry and posts
-	 * on the default SRQ with no lock, inside its thread's post window,
-	 * which a move that sets this waits out (shiftu_quiesce_srq()).
-	 * Written under srq_lock.
-	 */
-	uint32_t slow;
 	int (*post)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);	/* the provider's */
-	/* its receives: every one posted goes through it once @tabled */
+	/*
+	 * Its receives: every one posted goes through it once @tabled.  Its
+	 * default side's credits open the common path (srqtab.h): a post
+	 * then claims an entry and posts it on the default SRQ with no lock,
+	 * the claim inside its thread's post window, which a move that shuts
+	 * the path waits out (shiftu_quiesce_srq()); the provider's post
+	 * comes after the window, and a move that empties the default SRQ
+	 * first waits for its producer index to count it (@def_prod).
+	 */
 	struct shiftu_srqtab tab;
 	struct shiftu_srq *next;
 	struct shiftu_ctx *sctx;
 	uint32_t id;			/* its handle, for the log */
 	struct ibv_srq_attr attr;	/* as granted */
 	/* the rest under srq_lock */
+	/*
+	 * Posts take srq_lock (shiftu_srq_post()): the common path is shut.
+	 * Clear while every QP on the SRQ is on the default side, its table
+	 * and ring are there, a receive of one entry fits, and quiesce.h has
+	 * its barrier.
+	 */
+	bool slow;
+	/*
+	 * The default SRQ's producer index less the common path's posts
+	 * (shiftu_srqtab_fast_posts()): the library's own posts there and its
+	 * emptying move it.
+	 */
+	uint32_t def_prod;
 	/* Soft-RoCE's ring of @app (provq.c), NULL if not found or resized */
 	struct rxe_queue_buf *ring;
 	/* the twin on the backup context (made by the shadow thread) */
@@ -109,29 +121,15 @@ void shiftu_srq_resize(struct ibv_srq *srq);
 void shiftu_srq_detach(struct ibv_srq *srq);
 
 /*
- * ibv_post_srq_recv() to a recorded SRQ, under srq_lock (its posts are
- * slow, @r->slow, or the common path found no entry): each receive
- * entered in its table and posted on the side the table picks; one the
- * table cannot take fails as the provider would (ENOMEM full, EINVAL too
- * many entries).  An SRQ without a table: the provider's post.  Returns 0
- * or an errno, with *@bad_wr the first not posted.  Context: the caller's
- * post window closed.
+ * ibv_post_srq_recv() to a recorded SRQ, under srq_lock (its common path
+ * is shut, @r->slow, or found the cursor's entry posted, or @wr is not one
+ * receive of one entry): each receive entered in its table and posted on
+ * the side the table picks; one the table cannot take fails as the
+ * provider would (ENOMEM full, EINVAL too many entries).  An SRQ without
+ * a table: the provider's post.  Returns 0 or an errno, with *@bad_wr the
+ * first not posted.  Context: the caller's post window closed.
  */
 int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
-
-/*
- * A post on the common path (datapath.c): the library's request, and what
- * its failure needs, in one frame whose address the provider gets, so
- * that nothing of the caller's is kept in registers across its call.
- */
-struct shiftu_srq_frame {
-	struct ibv_recv_wr w;
-	struct ibv_recv_wr *wr;		/* the application's */
-	struct ibv_recv_wr **bad_wr;
-};
-
-/* The provider refused @f's request: its entry is free again.  Cold. */
-void shiftu_srq_post_failed(struct shiftu_srq *r, struct shiftu_srq_frame *f);
 
 /*
  * QP @vq, created on SRQ @srq, joins it on the default side.  Returns NULL
@@ -192,9 +190,10 @@ void shiftu_srq_out(struct ibv_wc *wc, int n);
  * the new side, and if no QP is left on the old side, what its SRQ still
  * holds moves too, and it is emptied.  Returns 0, or -errno with a line
  * saying why (the QP is then left unprotected).  The first QP to leave
- * for the twin side makes the SRQ's posts slow, and waits out the posts
- * on their common path (no lock of the library's).  Context: fo_lock and
- * the CQs' locks held.
+ * for the twin side makes the SRQ's posts slow, and waits out the claims
+ * on their common path (no lock of the library's); the default SRQ is
+ * emptied once its producer index counts their posts.  Context: fo_lock
+ * and the CQs' locks held.
  */
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,
 		    const uint64_t *ids, unsigned int n);

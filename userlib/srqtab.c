@@ -11,7 +11,8 @@
 
 int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t no, uint32_t size, uint32_t max_sge)
 {
-	uint32_t n = 1;
+	size_t stride = 1;
+	uint32_t n = 1, i;
 
 	memset(t, 0, sizeof(*t));
 	if (!size || size > SHIFTU_SRQTAB_MAX / 2 || max_sge > UINT16_MAX ||
@@ -20,14 +21,30 @@ int shiftu_srqtab_init(struct shiftu_srqtab *t, uint32_t no, uint32_t size, uint
 	/* twice the SRQ, so that the cursor's entry has long been taken */
 	while (n < 2 * size)
 		n <<= 1;
-	t->stride = (uint32_t)(sizeof(struct shiftu_srqent) + (size_t)max_sge * sizeof(struct ibv_sge));
-	t->ents = calloc(n, t->stride);
+	/* a power of two, so that the common path masks the cursor for the
+	 * entry's offset; room for the one entry its request names */
+	while (stride < sizeof(struct shiftu_srqent) +
+			(size_t)(max_sge ? max_sge : 1) * sizeof(struct ibv_sge))
+		stride <<= 1;
+	t->stride = (uint32_t)stride;
+	t->ents = calloc(n, stride);
 	if (!t->ents)
 		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct shiftu_srqent *e = shiftu_srqtab_ent(t, i);
+
+		e->wr.wr_id = SHIFTU_SRQ_ID(no, i);
+		e->wr.sg_list = e->sge;
+		e->wr.num_sge = 1;
+	}
 	t->no = no;
 	t->id_base = SHIFTU_SRQ_ID(no, 0);
 	t->mask = n - 1;
+	t->bytes_mask = (uint32_t)(n * stride - 1);
 	t->max_sge = max_sge;
+	t->cap[SHIFTU_SIDE_DEFAULT] = (int32_t)size;
+	t->room[SHIFTU_SIDE_DEFAULT] = (int32_t)size - SHIFTU_SRQTAB_SHUT;
+	t->shut = true;
 	return 0;
 }
 
@@ -37,12 +54,24 @@ void shiftu_srqtab_fini(struct shiftu_srqtab *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void shiftu_srqtab_shut(struct shiftu_srqtab *t, bool shut)
+{
+	if (shut == t->shut)
+		return;
+	t->shut = shut;
+	/* seq_cst: before the caller's wait for the posts that got a credit */
+	__atomic_fetch_add(&t->room[SHIFTU_SIDE_DEFAULT],
+			   shut ? -SHIFTU_SRQTAB_SHUT : SHIFTU_SRQTAB_SHUT, __ATOMIC_SEQ_CST);
+}
+
 uint64_t shiftu_srqtab_outstanding(const struct shiftu_srqtab *t, enum shiftu_side side)
 {
-	/* out first: an entry counted out was counted in before */
-	uint64_t out = __atomic_load_n(&t->out[side], __ATOMIC_ACQUIRE);
+	int64_t room = __atomic_load_n(&t->room[side], __ATOMIC_ACQUIRE);
 
-	return __atomic_load_n(&t->in[side], __ATOMIC_RELAXED) - out;
+	if (side == SHIFTU_SIDE_DEFAULT && t->shut)
+		room += SHIFTU_SRQTAB_SHUT;
+	/* never above @cap: each credit given back was taken before */
+	return room < t->cap[side] ? (uint64_t)(t->cap[side] - room) : 0;
 }
 
 enum shiftu_side shiftu_srqtab_route(const struct shiftu_srqtab *t)
@@ -77,17 +106,20 @@ int shiftu_srqtab_put(struct shiftu_srqtab *t, const struct ibv_recv_wr *wr,
 		      enum shiftu_side side, uint64_t *id)
 {
 	uint32_t tries, i;
+	int ret = -ENOMEM;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > t->max_sge)
 		return -EINVAL;
 	/* at most the SRQ's receives are posted: half the entries are free */
-	for (tries = 0; tries <= t->mask; tries++) {
+	for (tries = 0; tries <= t->mask && ret; tries++) {
 		if (shiftu_srqtab_claim(t, wr, wr->num_sge, side, &i)) {
 			*id = t->id_base | i;
-			return 0;
+			ret = 0;
 		}
 	}
-	return -ENOMEM;
+	/* none posts from the common path: the caller posts, and counts it */
+	shiftu_srqtab_skip(t, tries);
+	return ret;
 }
 
 const struct shiftu_srqent *shiftu_srqtab_find(const struct shiftu_srqtab *t, uint64_t id)
@@ -110,8 +142,8 @@ int shiftu_srqtab_move(struct shiftu_srqtab *t, uint64_t id, enum shiftu_side si
 
 	if (!e)
 		return -ENOENT;
-	__atomic_fetch_add(&t->in[side], 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&t->out[shiftu_srqent_side(e)], 1, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&t->room[side], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&t->room[shiftu_srqent_side(e)], 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->hdr, SHIFTU_SRQENT_HDR(side, shiftu_srqent_num_sge(e)),
 			 __ATOMIC_RELAXED);
 	return 0;

@@ -9,8 +9,11 @@
  * posted again untouched, driven by a seeded random walk: every
  * application receive is delivered exactly once, none is ever on both
  * sides, a side without QPs holds nothing once it has been left, and the
- * table's counts match the FIFOs at every step.  Last, threads entering
- * receives and taking them back at once, as posts and completions do.
+ * table's counts match the FIFOs at every step.  The common path's
+ * credits: never more receives on the default side than its SRQ holds,
+ * none while shut, and every claim it made counted as a post.  Last,
+ * threads entering receives (both ways) and taking them back at once, as
+ * posts and completions do.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -144,6 +147,86 @@ TEST(routing)
 		EXPECT_FALSE(shiftu_srqtab_leave(&t, SHIFTU_SIDE_DEFAULT));
 	EXPECT_TRUE(shiftu_srqtab_leave(&t, SHIFTU_SIDE_DEFAULT));
 	EXPECT_EQ(SHIFTU_SIDE_TWIN, shiftu_srqtab_route(&t));
+	shiftu_srqtab_fini(&t);
+}
+
+/*
+ * The common path (datapath.c) claims an entry only with a credit of the
+ * default side: with as many receives outstanding there as its SRQ holds,
+ * or while shut, it gets none, so the provider's post it makes with no
+ * way back cannot find the SRQ full.  Its entry is the header's bit alone
+ * and names its own request; every claim it makes and does not skip is
+ * one post on the default SRQ (shiftu_srqtab_fast_posts()).
+ */
+static struct shiftu_srqent *fast1(struct shiftu_srqtab *t, uint64_t app, uint64_t *id)
+{
+	struct shiftu_srqent *e;
+
+	if (!shiftu_srqtab_credit(t)) {
+		shiftu_srqtab_uncredit(t);
+		return NULL;
+	}
+	if (!shiftu_srqtab_claim_fast(t, &e)) {
+		shiftu_srqtab_skip(t, 1);
+		shiftu_srqtab_uncredit(t);
+		return NULL;
+	}
+	e->wr_id = app;
+	e->sge[0] = (struct ibv_sge){ .addr = 0x1000 + app, .length = 64, .lkey = 7 };
+	*id = e->wr.wr_id;
+	return e;
+}
+
+TEST(common_path_credits)
+{
+	struct shiftu_srqtab t;
+	struct ibv_recv_wr wr;
+	struct ibv_sge sg[1];
+	uint64_t id[4], app, slow;
+	struct shiftu_srqent *e;
+	int i;
+
+	ASSERT_EQ(0, shiftu_srqtab_init(&t, 5, 4, 1));
+	/* made shut */
+	EXPECT_EQ(NULL, fast1(&t, 1, &id[0]));
+	EXPECT_EQ(0, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
+	shiftu_srqtab_shut(&t, false);
+	for (i = 0; i < 3; i++) {
+		e = fast1(&t, 10 + i, &id[i]);
+		ASSERT_NE(NULL, e);
+		EXPECT_EQ(1, e->hdr);
+		EXPECT_EQ(&e->wr, (struct ibv_recv_wr *)e);
+		EXPECT_EQ(NULL, e->wr.next);
+		EXPECT_EQ(&e->sge[0], e->wr.sg_list);
+		EXPECT_EQ(1, e->wr.num_sge);
+		EXPECT_EQ(SHIFTU_WRID_SRQ, shiftu_wrid_kind(id[i]));
+		EXPECT_EQ(SHIFTU_SIDE_DEFAULT, shiftu_srqent_side(e));
+		EXPECT_EQ(1, shiftu_srqent_num_sge(e));
+	}
+	/* one posted otherwise fills the SRQ: no credit left */
+	ASSERT_EQ(0, put1(&t, 20, SHIFTU_SIDE_DEFAULT, &slow));
+	EXPECT_EQ(4, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
+	EXPECT_EQ(NULL, fast1(&t, 21, &id[3]));
+	EXPECT_EQ(4, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
+	/* one moved off makes room, one completed too */
+	ASSERT_EQ(0, shiftu_srqtab_move(&t, slow, SHIFTU_SIDE_TWIN));
+	EXPECT_EQ(1, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_TWIN));
+	ASSERT_EQ(0, shiftu_srqtab_take(&t, id[1], &app));
+	EXPECT_EQ(11, app);
+	EXPECT_EQ(2, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
+	/* shut: the counts stay, the credits go */
+	shiftu_srqtab_shut(&t, true);
+	EXPECT_EQ(2, shiftu_srqtab_outstanding(&t, SHIFTU_SIDE_DEFAULT));
+	EXPECT_EQ(NULL, fast1(&t, 22, &id[3]));
+	shiftu_srqtab_shut(&t, false);
+	ASSERT_NE(NULL, fast1(&t, 23, &id[3]));
+	/* the posts it made: four claims, none skipped, put's not counted */
+	EXPECT_EQ(4, shiftu_srqtab_fast_posts(&t));
+	/* its entries post again as any other */
+	ASSERT_EQ(0, shiftu_srqtab_wr(&t, id[3], &wr, sg));
+	EXPECT_EQ(id[3], wr.wr_id);
+	EXPECT_EQ(1, wr.num_sge);
+	EXPECT_EQ(0x1000 + 23, sg[0].addr);
 	shiftu_srqtab_fini(&t);
 }
 
@@ -354,8 +437,10 @@ TEST(model)
  * from the pile, most often another thread's (its poller), all on one
  * table of few entries, so that the cursor comes round every few claims
  * and claims meet entries still posted.  Every id must give back the
- * application's id it was entered with, once.  (With the compare-and-swap
- * of a claim made a load and a store, this fails.)
+ * application's id it was entered with, once; half of them are entered as
+ * the common path enters them (a credit, then a test-and-set), and each of
+ * those is counted as its post.  (With the compare-and-swap of a claim
+ * made a load and a store, this fails.)
  */
 #define THREADS		4
 #define PER_THREAD	100000
@@ -366,6 +451,7 @@ struct race {
 	pthread_mutex_t lock;		/* the pile's, not the table's */
 	uint64_t id[PILE], app[PILE];
 	unsigned int n, errors, full;
+	uint64_t fast;			/* the common path's claims */
 };
 
 struct racer {
@@ -408,7 +494,16 @@ static void *racer(void *arg)
 		pthread_mutex_lock(&r->lock);
 		room = r->n < PILE - THREADS;
 		pthread_mutex_unlock(&r->lock);
-		if (room) {
+		if (room && (i & 1)) {
+			/* the common path: no credit is no room, not an error */
+			if (fast1(&r->t, app, &id)) {
+				__atomic_fetch_add(&r->fast, 1, __ATOMIC_RELAXED);
+				pthread_mutex_lock(&r->lock);
+				r->id[r->n] = id;
+				r->app[r->n++] = app;
+				pthread_mutex_unlock(&r->lock);
+			}
+		} else if (room) {
 			if (put1(&r->t, app, SHIFTU_SIDE_DEFAULT, &id)) {
 				__atomic_fetch_add(&r->full, 1, __ATOMIC_RELAXED);
 			} else {
@@ -434,6 +529,7 @@ TEST(threads)
 	ASSERT_NE(NULL, r);
 	/* at most 8 posted (the pile), of 16 entries */
 	ASSERT_EQ(0, shiftu_srqtab_init(&r->t, 1, PILE, 1));
+	shiftu_srqtab_shut(&r->t, false);
 	pthread_mutex_init(&r->lock, NULL);
 	for (i = 0; i < THREADS; i++) {
 		who[i] = (struct racer){ .r = r, .no = i };
@@ -448,9 +544,15 @@ TEST(threads)
 	EXPECT_EQ(0, shiftu_srqtab_outstanding(&r->t, SHIFTU_SIDE_DEFAULT));
 	for (i = 0; i <= r->t.mask; i++)
 		EXPECT_EQ(0, shiftu_srqtab_ent(&r->t, i)->hdr);
-	EXPECT_GT(r->t.in[0], THREADS * PER_THREAD / 2);
-	TH_LOG("%u threads, %llu receives entered and taken back, %u wrong ids",
-	       THREADS, (unsigned long long)r->t.in[0], r->errors);
+	EXPECT_GT(r->t.cursor / r->t.stride, THREADS * PER_THREAD / 2);
+	EXPECT_GT(r->fast, THREADS * PER_THREAD / 8);
+	/* every claim of the common path's is counted as its post */
+	EXPECT_EQ(r->fast, shiftu_srqtab_fast_posts(&r->t));
+	/* every credit back */
+	EXPECT_EQ(r->t.cap[SHIFTU_SIDE_DEFAULT], r->t.room[SHIFTU_SIDE_DEFAULT]);
+	TH_LOG("%u threads, %llu claims tried, %llu by the common path, %u wrong ids",
+	       THREADS, (unsigned long long)(r->t.cursor / r->t.stride),
+	       (unsigned long long)r->fast, r->errors);
 	shiftu_srqtab_fini(&r->t);
 	free(r);
 }

@@ -236,6 +236,15 @@ cg_mode()
 		put "cg.$mode.$f" "$v"
 		put "cg.$mode.$f.detail" "-n $n1/$n2: $rest"
 	done < "$OUT/cg.$mode.slope"
+	# poll_cq's calls and what they cost, and the completions they took
+	# (the library's count of what the calls returned on their common
+	# path, in its exit line): a call's fixed cost and a completion's
+	# apart (report())
+	awk '$1 == "shiftu_poll_cq" { split($3, c, "[=/]"); split($4, a, "[=/]")
+				     print c[2], c[3], a[2], a[3] }' "$OUT/cg.$mode.slope" |
+		while read -r c1 c2 a1 a2; do
+			put "cg.$mode.poll" "$c1 $c2 $a1 $a2 $(lu_stat "$OUT/cg.$mode.$n1.cli.shiftu" poll_wcs) $(lu_stat "$OUT/cg.$mode.$n2.cli.shiftu" poll_wcs)"
+		done
 	put "cg.$mode.exit" "$(lu_exit_lines "$OUT/cg.$mode.$n2.cli.shiftu" | sed 's/^[^:]*: info: exit: //')"
 	put "cg.$mode.cmd" "$(cat "$OUT/cg.$mode.$n2.cmd"); the same with -n $n1; awk -v obj=libshiftu -f bench/cg-cost.awk on each, slope"
 }
@@ -244,6 +253,11 @@ step_cg()
 {
 	command -v valgrind > /dev/null || skip "valgrind is not installed (apt-get install -y valgrind on the host)"
 	cg_mode old ib_write_bw --use_old_post_send
+	# a client that polls for its one send's completion after each: most
+	# of its polls take nothing (a call's fixed cost, with recv below)
+	CG_ARGS=(-s 2 -n @N@ -F)
+	cg_mode lat ib_write_lat
+	CG_ARGS=(-s 4096 -n @N@ -F)
 	cg_mode ex ib_write_bw
 	# both ways: the client posts receives and polls their completions
 	cg_mode recv ib_send_bw -b --use_old_post_send
@@ -560,6 +574,103 @@ why() { local w; w=$(get "$1.why"); echo "${w:-$2}"; }
 # rounds KEY: the values KEY.1 .. KEY.ROUNDS that were measured
 rounds() { local r; for r in $(seq "$ROUNDS"); do get "$1.$r"; done; }
 
+# poll_rate MODE: the completions a poll_cq call took in MODE's runs
+# (slope: completions / calls, the library's counts), or nothing
+poll_rate()
+{
+	get "cg.$1.poll" | awk 'NF == 6 && $6 != "" && $2 > $1 { printf "%.4f", ($6 - $5) / ($2 - $1) }'
+}
+
+# poll_slope MODE: its poll_cq figure a call, unrounded (the report's is
+# to a tenth), or nothing
+poll_slope()
+{
+	get "cg.$1.poll" | awk 'NF >= 4 && $2 > $1 { printf "%.4f", ($4 - $3) / ($2 - $1) }'
+}
+
+# The modes whose poll_cq completions all take the common path's one test
+# of status and opcode (good sends, and receives of QPs whose CQs are two):
+# their calls cost F + b * (completions a call) with the same F and b.
+POLL_FIT_MODES="old lat ex recv wr"
+
+# poll_fit: a poll_cq call's fixed cost F and a completion's b, fitted (least
+# squares) to the POLL_FIT_MODES runs' per call figures against their
+# completions a call (the lat run's calls mostly take nothing, the others'
+# more or less, by the run's timing: the spread is what tells F from b);
+# puts cg.poll.F, cg.poll.Fx (unrounded) and cg.poll.b, or cg.poll.why
+poll_fit()
+{
+	local m pts='' fit
+	for m in $POLL_FIT_MODES; do
+		[ -n "$(poll_slope "$m")" ] && [ -n "$(poll_rate "$m")" ] &&
+			pts="$pts $m $(poll_rate "$m") $(poll_slope "$m")"
+	done
+	# F b worst-residual spread detail, or nothing
+	fit=$(echo "$pts" | awk '{
+		for (i = 1; i + 2 <= NF; i += 3) { m[++n] = $i; r[n] = $(i + 1); a[n] = $(i + 2) }
+		if (n < 2) exit
+		lo = hi = r[1]
+		for (i = 1; i <= n; i++) {
+			sr += r[i]; sa += a[i]; srr += r[i] * r[i]; sra += r[i] * a[i]
+			if (r[i] < lo) lo = r[i]
+			if (r[i] > hi) hi = r[i]
+		}
+		if (hi - lo < 0.1) { printf "- - - %.4f", hi - lo; exit }
+		b = (n * sra - sr * sa) / (n * srr - sr * sr); F = (sa - b * sr) / n
+		for (i = 1; i <= n; i++) {
+			e = a[i] - F - b * r[i]; if (e < 0) e = -e
+			if (e > w) w = e
+			d = d sprintf("%s%s: %.4f a call, %.4f completions a call", i > 1 ? "; " : "", m[i], a[i], r[i])
+		}
+		printf "%.4f %.4f %.2f %.4f %s", F, b, w, hi - lo, d }')
+	if [ -z "$fit" ]; then
+		put cg.poll.why "fewer than two of the runs $POLL_FIT_MODES have a poll_cq slope and a completion count"
+	elif [ "${fit%% *}" = - ]; then
+		put cg.poll.why "the runs $POLL_FIT_MODES took about as many completions a call (spread ${fit##* }): they cannot tell a call's cost from a completion's"
+	else
+		read -r F b w sp detail <<< "$fit"
+		put cg.poll.Fx "$F"
+		put cg.poll.F "$(awk -v v="$F" 'BEGIN { printf "%.1f", v }')"
+		put cg.poll.b "$(awk -v v="$b" 'BEGIN { printf "%.1f", v }')"
+		put cg.poll.detail "least squares of F + b * completions a call over $detail; worst residual $w instructions a call"
+	fi
+}
+
+# poll_split: the two lines of poll_fit()'s figures
+poll_split()
+{
+	line "instructions per poll_cq call, fixed ($POLL_FIT_MODES)" "$(get cg.poll.F)" instr/call "<= 25" \
+	     "$(judge "$(get cg.poll.F)" '<=' 25 cg.poll "not measured")" \
+	     "the lines above [$(get cg.poll.detail)]"
+	line "instructions per poll_cq completion ($POLL_FIT_MODES)" "$(get cg.poll.b)" instr/wc - info \
+	     "the lines above [$(get cg.poll.detail)]" "$(why cg.poll 'not measured')"
+}
+
+# poll_lines MODE: after MODE's poll_cq line, the completions its calls
+# took and what a completion cost there beyond a call's fixed cost F
+# (poll_split(); not measured where the calls took too few to tell)
+poll_lines()
+{
+	local mode=$1 r v F why=''
+	r=$(poll_rate "$mode")
+	[ -n "$r" ] || why="no completion count (poll_wcs) in the library's exit lines"
+	line "completions per poll_cq call ($mode API)" "$r" wc/call - info \
+	     "the exit lines' poll_wcs, -n $CG_N/$((2 * CG_N)) [calls, calls, added, added, completions, completions: $(get "cg.$mode.poll")]" "$why"
+	case " $POLL_FIT_MODES " in *" $mode "*) return 0 ;; esac
+	[ -n "$r" ] || return 0
+	F=$(get cg.poll.Fx) v=$(poll_slope "$mode")
+	if [ -z "$F" ]; then
+		why="no fixed cost of a call (see the fixed cost line)"
+	elif awk -v r="$r" 'BEGIN { exit !(r < 0.01) }'; then
+		why="its calls took $r completions each: too few to tell a completion's cost from a call's"
+	else
+		v=$(awk -v a="$v" -v F="$F" -v r="$r" 'BEGIN { printf "%.1f", (a - F) / r }')
+	fi
+	[ -z "$why" ] || v=
+	line "instructions per poll_cq completion ($mode API)" "$v" instr/wc - info \
+	     "(its per call figure - F) / its completions a call, F fitted to the runs $POLL_FIT_MODES" "$why"
+}
+
 report()
 {
 	local pre med0 med1 v f mode s0 s1 slope0 slope1 add cmd h e
@@ -584,8 +695,9 @@ report()
 	line "bandwidth ratio preloaded/plain" "$v" "" ">= 0.99" "$(judge "$v" '>=' 0.99 bw 'no result')" "the two above"
 
 	echo
-	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted; srq: ib_send_lat --use-srq)"
-	for mode in old ex recv wr cqex srq; do
+	echo "# c. instructions the library adds per data verb (callgrind, client preloaded, server plain, -s 4096, -n $CG_N and $((2 * CG_N)): (self + library helpers), slope per call; old: ib_write_bw --use_old_post_send, lat: ib_write_lat -s 2, ex: ib_write_bw, recv: ib_send_bw -b --use_old_post_send, wr: shiftgen -m write -c 1 --wr-api, whose batches are direct: the provider's builders, framed by the library's wr_start and wr_complete; wr_* lines appear only if the library's builders ran; cqex: shiftgen -m write -c 1 --cq-ex=poll --signal-all, direct sessions: the provider's start_poll, next_poll and end_poll under the library's not counted; srq: ib_send_lat --use-srq; a poll_cq call takes from none to several completions: the completions a call took are the library's count (poll_wcs in its exit line), and a call's fixed cost and a completion's come apart between the runs whose completions take the one test of status and opcode, their completions a call spread by the runs' timing; an extended CQ's start_poll and next_poll take one each)"
+	poll_fit
+	for mode in old lat ex recv wr cqex srq; do
 		for f in shiftu_post_send shiftu_post_recv shiftu_wr_start wr_rdma_write \
 			 wr_rdma_write_imm wr_send wr_set_sge_list wr_set_inline_data \
 			 shiftu_wr_complete shiftu_poll_cq cqx_start_poll cqx_next_poll cqx_end_poll \
@@ -602,8 +714,10 @@ report()
 			line "instructions per ${f#shiftu_} ($mode API)" "$v" instr/call "<= 25" \
 			     "$(judge "$v" '<=' 25 "cg.$mode.$f" "$(why cg "not called in the $mode run")")" \
 			     "$(get "cg.$mode.cmd") [$(get "cg.$mode.$f.detail")]"
+			[ "$f" = shiftu_poll_cq ] && [ -n "$v" ] && poll_lines "$mode"
 		done
 	done
+	poll_split
 	v=$(get cg.wr.own)
 	line "instructions the library adds per batch (wr API: 4 verbs)" "$v" instr/batch "<= 100" \
 	     "$(judge "$v" '<=' 100 cg.wr.own "$(why cg 'not measured')")" \
