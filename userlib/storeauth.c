@@ -189,16 +189,14 @@ static int parse_file(char *buf, struct shift_auth *a, char *why, size_t whylen)
 	return 0;
 }
 
-int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
-			 size_t whylen)
+int shift_private_file_read(const char *path, char *buf, size_t size,
+			    char *why, size_t whylen)
 {
-	char buf[SHIFT_AUTH_FILE_MAX + 1];
 	size_t off = 0;
 	struct stat st;
 	int fd, err;
 	ssize_t n;
 
-	shift_auth_clear(a);
 	/* a symbolic link is followed (a mounted secret is one): what is
 	 * checked is the file read, through its descriptor */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -228,8 +226,8 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 			 (unsigned int)(st.st_mode & 07777));
 		goto close_fd;
 	}
-	while (off < sizeof(buf) - 1) {
-		n = read(fd, buf + off, sizeof(buf) - 1 - off);
+	while (off < size - 1) {
+		n = read(fd, buf + off, size - 1 - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -241,9 +239,9 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 			break;
 		off += n;
 	}
-	if (off == sizeof(buf) - 1) {
+	if (off == size - 1) {
 		err = -EFBIG;
-		snprintf(why, whylen, "longer than %d bytes", SHIFT_AUTH_FILE_MAX);
+		snprintf(why, whylen, "longer than %zu bytes", size - 2);
 		goto wipe;
 	}
 	buf[off] = '\0';
@@ -252,11 +250,27 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 		snprintf(why, whylen, "a NUL byte in it");
 		goto wipe;
 	}
-	err = parse_file(buf, a, why, whylen);
+	close(fd);
+	return 0;
 wipe:
-	explicit_bzero(buf, sizeof(buf));
+	explicit_bzero(buf, size);
 close_fd:
 	close(fd);
+	return err;
+}
+
+int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
+			 size_t whylen)
+{
+	char buf[SHIFT_AUTH_FILE_MAX + 2];
+	int err;
+
+	shift_auth_clear(a);
+	err = shift_private_file_read(path, buf, sizeof(buf), why, whylen);
+	if (err)
+		return err;
+	err = parse_file(buf, a, why, whylen);
+	explicit_bzero(buf, sizeof(buf));
 	return err;
 }
 

@@ -71,6 +71,18 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 			 size_t whylen);
 
 /*
+ * Read the whole of the file @path, a secret, into @buf (@size bytes: at
+ * most @size - 2 bytes of content, NUL-terminated) after checking it as
+ * above: a regular file (a symbolic link to one is followed), owned by the
+ * effective user, no group or other permission.  0; -EPERM with the mode
+ * or owner in @why; -EFBIG; -EINVAL (a NUL byte); open()'s or read()'s
+ * -errno.  On failure @buf holds nothing of the file.  Shared with the
+ * records' key file (recsign.h).
+ */
+int shift_private_file_read(const char *path, char *buf, size_t size,
+			    char *why, size_t whylen);
+
+/*
  * @url into @out (@len bytes) with its password, if any, replaced by
  * SHIFT_AUTH_REDACTED: what log lines and messages show.  Works on a
  * malformed URL too (best effort: anything between the first ':' after
