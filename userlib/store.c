@@ -999,6 +999,13 @@ kv_dropped(struct shiftu_kv *kv, const char *key, const char *source, const char
 		shiftu_dbg("store %s: dropped %s from %s: %s", kv->desc, key, source, why);
 }
 
+/* Is the REDIS store @cfg on this host (a loopback address or name)? */
+static bool store_local(const struct shiftu_store *cfg)
+{
+	return !strncmp(cfg->host, "127.", 4) || !strcmp(cfg->host, "::1") ||
+	       !strcmp(cfg->host, "localhost");
+}
+
 /* The key file of @cfg into @kv: -EACCES (said as for a refused store) when it cannot be used. */
 static int kv_key_read(struct shiftu_kv *kv, const struct shiftu_store *cfg)
 {
@@ -1006,10 +1013,13 @@ static int kv_key_read(struct shiftu_kv *kv, const struct shiftu_store *cfg)
 	int err;
 
 	if (!cfg->key_file[0]) {
-		/* one host's store is the user's own (a 0700 directory, a
-		 * socket); a network store is shared by hosts that anything
-		 * with a password can write for */
-		if (kv->kind == SHIFTU_STORE_REDIS &&
+		/*
+		 * One host's store is the user's own (a 0700 directory, a
+		 * socket, a loopback port); one on another host is shared by
+		 * hosts that anything with a password can write for.  A
+		 * tunnel's loopback end is not told apart: the agents say it.
+		 */
+		if (cfg->kind == SHIFTU_STORE_REDIS && !store_local(cfg) &&
 		    !__atomic_exchange_n(&unsigned_warned, true, __ATOMIC_RELAXED))
 			shiftu_warn("store %s: UNAUTHENTICATED records: no SHIFTU_STORE_KEY_FILE, so any client that can write shiftu:v1:* can point this job's twins at its own QPs and memory (Documentation/trust.rst)",
 				    kv->desc);

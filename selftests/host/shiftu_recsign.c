@@ -482,4 +482,31 @@ TEST_F(store, no_key)
 	shiftu_kv_close(kv);
 }
 
+/*
+ * Without a key, a store on another host says once that its records are
+ * unauthenticated; one on this host (a loopback address) says nothing.
+ */
+TEST_F(store, unauthenticated_once)
+{
+	struct shiftu_store cfg;
+	struct shiftu_kv *kv = NULL;
+	char buf[4096], *p;
+	int i;
+
+	ASSERT_EQ(0, shiftu_parse_store("redis://127.0.0.1:1", &cfg));
+	EXPECT_NE(0, shiftu_kv_open(&cfg, &kv));
+	file_read(self->tmp, "log", buf, sizeof(buf));
+	EXPECT_EQ(NULL, strstr(buf, "UNAUTHENTICATED"));
+	/* TEST-NET-1: nothing answers there, at once or after 1 s */
+	ASSERT_EQ(0, shiftu_parse_store("redis://192.0.2.1:1", &cfg));
+	for (i = 0; i < 2; i++)
+		EXPECT_NE(0, shiftu_kv_open(&cfg, &kv));
+	EXPECT_EQ(NULL, kv);
+	file_read(self->tmp, "log", buf, sizeof(buf));
+	p = strstr(buf, "store redis://192.0.2.1:1: UNAUTHENTICATED records: no SHIFTU_STORE_KEY_FILE");
+	ASSERT_NE(NULL, p);
+	p = strstr(buf, "UNAUTHENTICATED");
+	EXPECT_EQ(NULL, strstr(p + 1, "UNAUTHENTICATED"));
+}
+
 TEST_HARNESS_MAIN
