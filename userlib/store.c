@@ -941,7 +941,9 @@ static char sender[SHIFT_SIGN_SENDER_MAX];	/* written once */
 /* the sources a drop was logged for: once each, a bounded table */
 #define DROP_SOURCES		32
 static struct {
-	pthread_mutex_t lock;		/* a leaf: no other lock is taken under it */
+	/* a leaf, only tried: a child forked while another thread held it
+	 * must not wait for it (fork.c does not take it) */
+	pthread_mutex_t lock;
 	unsigned int n;
 	bool full_logged;
 	char src[DROP_SOURCES][SHIFT_SIGN_SENDER_MAX + 48];
@@ -978,7 +980,10 @@ kv_dropped(struct shiftu_kv *kv, const char *key, const char *source, const char
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	pthread_mutex_lock(&drops.lock);
+	if (pthread_mutex_trylock(&drops.lock)) {
+		say = false;	/* another thread is saying one: counted all the same */
+		goto log;
+	}
 	for (i = 0; i < drops.n; i++)
 		if (!strcmp(drops.src[i], source))
 			say = false;
@@ -992,6 +997,7 @@ kv_dropped(struct shiftu_kv *kv, const char *key, const char *source, const char
 		say = false;
 	}
 	pthread_mutex_unlock(&drops.lock);
+log:
 	if (say)
 		shiftu_warn("store %s: dropped %s from %s: %s (said once per source; shiftu_stats() counts them)",
 			    kv->desc, key, source, why);
