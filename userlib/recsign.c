@@ -59,42 +59,11 @@ static void crypto_load(void)
 	}
 }
 
-static int hexval(char c)
+/* The key line @found, hex, into @k. */
+static int parse_key(const char *found, struct shift_sign_key *k, char *why, size_t whylen)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The key line of @buf, hex, into @k. */
-static int parse_key(char *buf, struct shift_sign_key *k, char *why, size_t whylen)
-{
-	char *line, *next, *found = NULL;
 	size_t n, i;
 
-	for (line = buf; line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		n = strlen(line);
-		if (n && line[n - 1] == '\r')
-			line[--n] = '\0';
-		if (!n || line[0] == '#')
-			continue;
-		if (found) {
-			snprintf(why, whylen, "a second key line (one line of hex only)");
-			return -EINVAL;
-		}
-		found = line;
-	}
-	if (!found) {
-		snprintf(why, whylen, "no key line");
-		return -EINVAL;
-	}
 	n = strlen(found);
 	if (n & 1 || n < 2 * SHIFT_SIGN_KEY_MIN || n > 2 * SHIFT_SIGN_KEY_MAX) {
 		snprintf(why, whylen,
@@ -103,7 +72,7 @@ static int parse_key(char *buf, struct shift_sign_key *k, char *why, size_t whyl
 		return -EINVAL;
 	}
 	for (i = 0; i < n / 2; i++) {
-		int hi = hexval(found[2 * i]), lo = hexval(found[2 * i + 1]);
+		int hi = shift_hexval(found[2 * i]), lo = shift_hexval(found[2 * i + 1]);
 
 		if (hi < 0 || lo < 0) {
 			snprintf(why, whylen, "the key line is not hex");
@@ -120,14 +89,16 @@ static int parse_key(char *buf, struct shift_sign_key *k, char *why, size_t whyl
 int shift_sign_key_read(const char *path, struct shift_sign_key *k, char *why,
 			size_t whylen)
 {
-	char buf[KEY_FILE_MAX + 2];
+	char buf[KEY_FILE_MAX + 2], *line;
+	unsigned int at;
 	int err;
 
 	shift_sign_key_clear(k);
-	err = shift_private_file_read(path, buf, sizeof(buf), why, whylen);
+	err = shift_private_file_line(path, buf, sizeof(buf), "key", "key", &line, &at, why,
+				      whylen);
 	if (err)
 		return err;
-	err = parse_key(buf, k, why, whylen);
+	err = parse_key(line, k, why, whylen);
 	explicit_bzero(buf, sizeof(buf));
 	if (err)
 		return err;
@@ -284,7 +255,7 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
 		snprintf(sender, senderlen, "%s", who);
 	q++;
 	for (n = 0; n < 16; n++) {
-		int d = hexval(q[n]);
+		int d = shift_hexval(q[n]);
 
 		if (d < 0)
 			return -EBADMSG;
@@ -296,7 +267,7 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
 	if (strlen(m) != 2 * SHIFT_SIGN_MAC_LEN)
 		return -EBADMSG;
 	for (i = 0; i < SHIFT_SIGN_MAC_LEN; i++) {
-		int hi = hexval(m[2 * i]), lo = hexval(m[2 * i + 1]);
+		int hi = shift_hexval(m[2 * i]), lo = shift_hexval(m[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EBADMSG;

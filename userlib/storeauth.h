@@ -83,6 +83,20 @@ int shift_private_file_read(const char *path, char *buf, size_t size,
 			    char *why, size_t whylen);
 
 /*
+ * The same, and then its one line that is neither empty nor a '#' comment
+ * (a trailing "\r" dropped) in *@line, within @buf, and its number in
+ * *@lineno.  -EINVAL when there is none or a second one, @why naming
+ * the line (@noun: "credentials") and what it holds (@what:
+ * "USER:PASSWORD").  On failure @buf holds nothing of the file.
+ */
+int shift_private_file_line(const char *path, char *buf, size_t size, const char *noun,
+			    const char *what, char **line, unsigned int *lineno, char *why,
+			    size_t whylen);
+
+/* The value of the hex digit @c, -1 if it is none. */
+int shift_hexval(char c);
+
+/*
  * @url into @out (@len bytes) with its password, if any, replaced by
  * SHIFT_AUTH_REDACTED: what log lines and messages show.  Works on a
  * malformed URL too (best effort: anything between the first ':' after
