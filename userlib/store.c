@@ -1090,7 +1090,6 @@ static int kv_unseal(struct shiftu_kv *kv, const char *key, char *buf, char *val
 
 /* ---- the raw calls: what the store holds, signed or not ---- */
 
-
 int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
 {
 	struct shiftu_kv *kv;

@@ -824,7 +824,7 @@ static void publish_removed(struct agent *a, const struct lport *lp, uint64_t no
 
 static void on_message(const char *msg, size_t len, void *arg)
 {
-	char copy[SM_HOST_LEN + SM_REC_PORT_LEN + SM_REC_LEN], *port, *text;
+	char copy[SM_HOST_LEN + SM_REC_PORT_LEN + SM_REC_LEN], *port, *text = NULL;
 	struct agent *a = arg;
 	struct sm_rec rec;
 
