@@ -23,6 +23,11 @@
 #                     five rounds each, alone (the two-host lab, about 10
 #                     minutes; check runs them too): ib_write_bw -q 16,
 #                     shiftgen -P 64, eight ib_write_bw pairs started together
+#   make soak         libshiftu through 1000 faults (rail-0 pulls, silent
+#                     drops, 50-500 ms flaps, rail-1 pulls) under checked
+#                     NCCL-like traffic in two processes of 8 QPs on each
+#                     host (the two-host lab, about an hour):
+#                     SOAK_FAULTS=N, SOAK_CONNS=N
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout
@@ -69,7 +74,7 @@ LAB_KMOD_DIRS := selftests/shift_ft
 export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS KERNELS
 
 .PHONY: all module tools lib selftests kselftest ynl check deps unit lab dkms-test torture \
-	fuzz demo bench many install dkms-install style clean version
+	fuzz soak demo bench many install dkms-install style clean version
 
 all: module tools lib selftests
 
@@ -139,6 +144,10 @@ torture: all
 
 fuzz: all
 	$(Q)$(LAB) scenario fuzz one
+
+# 1000 faults take about an hour of the lab's VM time: a timeout of its own
+soak: all
+	$(Q)LAB_TIMEOUT=$${LAB_TIMEOUT:-10800} $(LAB) scenario soak two
 
 many: all
 	$(Q)LAB_TESTS="many_qps.sh many_gen.sh many_procs.sh" $(LAB) run two selftests/libshiftu_2host

@@ -7,6 +7,7 @@
 #define _SFT_COMPAT_H
 
 #include <linux/mm.h>
+#include <net/genetlink.h>
 #include "compat_gen.h"
 
 struct ib_device;
@@ -40,6 +41,20 @@ struct ib_device;
 #else
 #define SFT_GENL_RESV_START_OP(n)
 #endif
+
+/*
+ * A dump's request attributes, parsed by the core against the op's
+ * policy: in the dump's genl_info since v6.2 (genl_info_dump()), in the
+ * dump info itself before.
+ */
+static inline struct nlattr **sft_dump_attrs(struct netlink_callback *cb)
+{
+#ifdef SFT_HAVE_GENL_INFO_DUMP
+	return genl_info_dump(cb)->attrs;
+#else
+	return genl_dumpit_info(cb)->attrs;
+#endif
+}
 
 /* vm_flags became read-only behind accessors in v6.3. */
 static inline void sft_vma_clear_flags(struct vm_area_struct *vma,

@@ -371,12 +371,14 @@ err_free:
 }
 
 /*
- * Dumps walk slots from cb->args[0] under the table lock.  cb->seq carries
+ * Dumps walk slots from cb->args[0] under the table lock, and send the
+ * rows that match every attribute of the request (uapi).  cb->seq carries
  * the generation, so a dump that spans a change is flagged NLM_F_DUMP_INTR.
  */
 static int dump_rows(struct sk_buff *skb, struct netlink_callback *cb, u8 cmd,
-		     sft_fill_t fill, bool (*used)(u32), u32 max)
+		     sft_fill_t fill, bool (*match)(struct nlattr **, u32), u32 max)
 {
+	struct nlattr **a = sft_dump_attrs(cb);
 	u32 idx = cb->args[0];
 
 	sft_table_lock();
@@ -384,7 +386,7 @@ static int dump_rows(struct sk_buff *skb, struct netlink_callback *cb, u8 cmd,
 	for (; idx < max; idx++) {
 		void *hdr;
 
-		if (!used(idx))
+		if (!match(a, idx))
 			continue;
 		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
 				  cb->nlh->nlmsg_seq, &sft_family, NLM_F_MULTI,
@@ -403,14 +405,26 @@ static int dump_rows(struct sk_buff *skb, struct netlink_callback *cb, u8 cmd,
 	return skb->len;
 }
 
-static bool port_used(u32 slot)
+/* Port row @slot, if it exists and matches the port a dump names, if any. */
+static bool port_match(struct nlattr **a, u32 slot)
 {
-	return sft_port_row(slot);
+	const struct shift_ft_page_port *p = sft_port_row(slot);
+
+	return p &&
+	       (!a[SHIFT_FT_A_PORT_INDEX] || nla_get_u32(a[SHIFT_FT_A_PORT_INDEX]) == slot) &&
+	       (!a[SHIFT_FT_A_DEV_NAME] || !strcmp(nla_data(a[SHIFT_FT_A_DEV_NAME]), p->dev_name)) &&
+	       (!a[SHIFT_FT_A_PORT_NUM] || nla_get_u32(a[SHIFT_FT_A_PORT_NUM]) == p->port_num);
 }
 
-static bool path_used(u32 idx)
+/* Path row @idx, likewise: its port, and the remote GID a dump names. */
+static bool path_match(struct nlattr **a, u32 idx)
 {
-	return sft_path_row(idx);
+	const struct shift_ft_page_path *r = sft_path_row(idx);
+
+	return r &&
+	       (!a[SHIFT_FT_A_REMOTE_GID] ||
+		!memcmp(nla_data(a[SHIFT_FT_A_REMOTE_GID]), r->remote_gid, SHIFT_FT_GID_LEN)) &&
+	       port_match(a, r->port_index);
 }
 
 /* A doit GET of the row a port names: the port itself, or its pair. */
@@ -434,7 +448,7 @@ static int sft_nl_port_get_dumpit(struct sk_buff *skb,
 				  struct netlink_callback *cb)
 {
 	return dump_rows(skb, cb, SHIFT_FT_CMD_PORT_NEW, fill_port_idx,
-			 port_used, sft_table_port_max());
+			 port_match, sft_table_port_max());
 }
 
 static int sft_nl_pair_get_doit(struct sk_buff *skb, struct genl_info *info)
@@ -446,7 +460,7 @@ static int sft_nl_pair_get_dumpit(struct sk_buff *skb,
 				  struct netlink_callback *cb)
 {
 	return dump_rows(skb, cb, SHIFT_FT_CMD_PAIR_NEW, fill_pair,
-			 port_used, sft_table_port_max());
+			 port_match, sft_table_port_max());
 }
 
 static int sft_nl_pair_set_doit(struct sk_buff *skb, struct genl_info *info)
@@ -506,7 +520,7 @@ static int sft_nl_path_get_dumpit(struct sk_buff *skb,
 				  struct netlink_callback *cb)
 {
 	return dump_rows(skb, cb, SHIFT_FT_CMD_PATH_NEW, fill_path_idx,
-			 path_used, sft_table_path_max());
+			 path_match, sft_table_path_max());
 }
 
 static int sft_nl_path_report_doit(struct sk_buff *skb, struct genl_info *info)
@@ -529,8 +543,8 @@ static int sft_nl_path_report_doit(struct sk_buff *skb, struct genl_info *info)
 	      sft_path_report(slot, nla_data(a[SHIFT_FT_A_REMOTE_GID]),
 			      nla_get_u8(a[SHIFT_FT_A_REPORT_STATE]),
 			      nla_get_u8(a[SHIFT_FT_A_REPORT_SOURCE]),
-			      task_tgid_nr(current), info->snd_portid, flags,
-			      info->extack);
+			      task_tgid_nr(current), info->snd_portid,
+			      NETLINK_CB(skb).sk, flags, info->extack);
 	sft_table_unlock();
 	return err;
 }

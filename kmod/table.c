@@ -21,6 +21,7 @@
 #include <linux/topology.h>
 #include <linux/vmalloc.h>
 #include <linux/xarray.h>
+#include <net/sock.h>
 
 #include "table.h"
 #include "netlink.h"
@@ -71,15 +72,28 @@ static struct {
 	 */
 	u32 *report_portid;
 	/*
-	 * Netlink port -> xa_mk_value(rows whose report_portid it is), an
-	 * entry only while that count is not zero.  Written under tbl.lock
-	 * (owner_hold(), owner_put()); read without it by
-	 * sft_path_reporter_gone(), so that closing one of the many sockets
-	 * that own no row costs one RCU lookup, not the table lock and a
-	 * scan of the path table.
+	 * Netlink port -> struct sft_owner, an entry only while it owns a
+	 * row.  Written under tbl.lock (owner_hold(), owner_put()); looked up
+	 * without it by sft_path_reporter_gone(), so that closing one of the
+	 * many sockets that own no row costs one RCU lookup, not the table
+	 * lock and a scan of the path table.
 	 */
 	struct xarray owners;
 } tbl;
+
+/*
+ * The socket a netlink port's WITHDRAW reports came on, held while it owns
+ * rows.  A port names a socket only until it is released: netlink frees
+ * the port (netlink_remove()) before it tells the release
+ * (NETLINK_URELEASE), and another socket, of the same process most often,
+ * may bind it in between and report.  The release is told only the port,
+ * so the socket tells whose it is: the one released is already orphaned
+ * (SOCK_DEAD) when it is told.
+ */
+struct sft_owner {
+	struct sock *sk;
+	unsigned long rows;
+};
 
 static bool row_valid(u32 flags)
 {
@@ -299,31 +313,53 @@ static void paths_follow_port(u32 slot)
 	}
 }
 
+static void reporter_withdraw(u32 portid, unsigned long n);
+
 /*
  * Context: tbl.lock held, before the write section that gives a row to
- * @portid (it may allocate, and fail with -ENOMEM).  Counts one more row
- * owned by @portid; path_report_owner() hands it to the row.
+ * @portid, whose request came on socket @sk (it may allocate, and fail
+ * with -ENOMEM).  Counts one more row owned by @portid; path_report_owner()
+ * hands it to the row.  Rows the port's earlier socket still owns go
+ * first: that socket is being released (the port was free to bind), and
+ * its release, told later, finds this one alive and leaves it.
  */
-static int owner_hold(u32 portid)
+static int owner_hold(u32 portid, struct sock *sk)
 {
-	unsigned long n = xa_to_value(xa_load(&tbl.owners, portid));
+	struct sft_owner *o = xa_load(&tbl.owners, portid);
+	int err;
 
 	lockdep_assert_held(&tbl.lock);
-	return xa_err(xa_store(&tbl.owners, portid, xa_mk_value(n + 1),
-			       GFP_KERNEL));
+	if (o && o->sk != sk) {
+		reporter_withdraw(portid, o->rows);
+		o = NULL;
+	}
+	if (!o) {
+		o = kzalloc(sizeof(*o), GFP_KERNEL);
+		if (!o)
+			return -ENOMEM;
+		err = xa_err(xa_store(&tbl.owners, portid, o, GFP_KERNEL));
+		if (err) {
+			kfree(o);
+			return err;
+		}
+		sock_hold(sk);
+		o->sk = sk;
+	}
+	o->rows++;
+	return 0;
 }
 
 /* Context: tbl.lock held.  Cannot fail: the entry exists or goes. */
 static void owner_put(u32 portid)
 {
-	unsigned long n = xa_to_value(xa_load(&tbl.owners, portid));
+	struct sft_owner *o = xa_load(&tbl.owners, portid);
 
 	lockdep_assert_held(&tbl.lock);
-	if (n > 1)
-		/* replaces the value in its slot: allocates nothing */
-		xa_store(&tbl.owners, portid, xa_mk_value(n - 1), GFP_KERNEL);
-	else
-		xa_erase(&tbl.owners, portid);
+	if (--o->rows)
+		return;
+	xa_erase(&tbl.owners, portid);
+	sock_put(o->sk);
+	kfree(o);
 }
 
 /*
@@ -649,7 +685,8 @@ static int path_slot_for(int idx, bool withdraw, bool *recycle,
 
 /* Context: process (netlink), tbl.lock held by the caller. */
 int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
-		    u32 portid, u32 flags, struct netlink_ext_ack *extack)
+		    u32 portid, struct sock *sk, u32 flags,
+		    struct netlink_ext_ack *extack)
 {
 	u32 owner = flags & SHIFT_FT_REPORT_F_WITHDRAW ? portid : 0;
 	struct shift_ft_page_path *r;
@@ -668,7 +705,7 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 			return idx;
 	}
 	if (owner) {
-		err = owner_hold(owner);
+		err = owner_hold(owner, sk);
 		if (err)
 			return err;
 	}
@@ -698,26 +735,12 @@ int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
 }
 
 /*
- * Context: process (the release of any netlink socket, whoever owns it),
- * may sleep.  The SHIFT_FT_REPORT_F_WITHDRAW reports that came on netlink
- * port @portid are withdrawn.
- *
- * Most sockets never made such a report: the owner count tells so without
- * tbl.lock.  No count for @portid can appear while this runs: it is set
- * only by a request on that socket, and the socket is being released.
+ * Context: inside tbl.lock, outside a write section.  The @n rows netlink
+ * port @portid owns lose their reports, and the port its entry.
  */
-void sft_path_reporter_gone(u32 portid)
+static void reporter_withdraw(u32 portid, unsigned long n)
 {
-	unsigned long n;
 	u32 i;
-
-	if (!xa_load(&tbl.owners, portid))
-		return;
-
-	mutex_lock(&tbl.lock);
-	n = xa_to_value(xa_load(&tbl.owners, portid));
-	if (!n)
-		goto out_unlock;
 
 	change_begin(SHIFT_FT_EV_REPORTER_GONE);
 	for (i = 0; n && i < tbl.path_max; i++) {
@@ -730,12 +753,35 @@ void sft_path_reporter_gone(u32 portid)
 		r->report_source = SHIFT_FT_SRC_NONE;
 		r->report_pid = 0;
 		r->report_ns = ktime_get_ns();
+		/* the last one frees the entry */
 		path_report_owner(i, 0);
 		set_bit(i, tbl.path_dirty);
 		path_set_state(i, path_effective(r));
 	}
 	change_end();
-out_unlock:
+}
+
+/*
+ * Context: process (the release of any netlink socket, whoever owns it),
+ * may sleep.  The SHIFT_FT_REPORT_F_WITHDRAW reports that came on netlink
+ * port @portid are withdrawn, unless the port now names another socket,
+ * alive (struct sft_owner): its earlier one's reports went already.
+ *
+ * Most sockets never made such a report: the lookup tells so without
+ * tbl.lock.  One that did has its entry until it is withdrawn here or by
+ * owner_hold().
+ */
+void sft_path_reporter_gone(u32 portid)
+{
+	struct sft_owner *o;
+
+	if (!xa_load(&tbl.owners, portid))
+		return;
+
+	mutex_lock(&tbl.lock);
+	o = xa_load(&tbl.owners, portid);
+	if (o && sock_flag(o->sk, SOCK_DEAD))
+		reporter_withdraw(portid, o->rows);
 	mutex_unlock(&tbl.lock);
 }
 

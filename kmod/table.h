@@ -13,6 +13,8 @@
 #include <linux/netlink.h>
 #include <shift_ft.h>
 
+struct sock;
+
 /*
  * What the ib client learnt about a port, handed to the table in one piece.
  * dev_name is read by sft_port_add() only: later names come through
@@ -67,7 +69,8 @@ int sft_pair_set(const char *dev, u32 port, const char *bdev, u32 bport,
 int sft_pair_clear(const char *dev, u32 port, struct netlink_ext_ack *extack);
 /* Paths name a row the caller resolved: called with the lock held. */
 int sft_path_report(u32 slot, const u8 *gid, u8 state, u8 source, u32 pid,
-		    u32 portid, u32 flags, struct netlink_ext_ack *extack);
+		    u32 portid, struct sock *sk, u32 flags,
+		    struct netlink_ext_ack *extack);
 /* A netlink socket went: withdraw the F_WITHDRAW reports it made. */
 void sft_path_reporter_gone(u32 portid);
 int sft_path_delete(u32 slot, const u8 *gid, u8 source,

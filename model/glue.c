@@ -26,9 +26,9 @@
  *   SEED_FAILBACK_NO_DRAIN  a one-sided failback releases the requests it
  *                           held without waiting for the twin to complete
  *                           everything up to the fence
- *   SEED_KEEP_REQ           a side that grants the peer's two-sided
- *                           failback leaves its own request in the store
- *                           (the model's second finding on failback, fixed)
+ *   SEED_ASK_UNHEARD        a side asks for, or grants, a failback before
+ *                           the peer's failover message is handled (the
+ *                           model's first finding on failback, fixed)
  * The open findings (OPEN_*, shift.pml) lift an assumption under which
  * the model holds, and show a defect of the library's.
  */
@@ -221,15 +221,20 @@ int model_hs_decide(int state, int on_twin, int on_default, int ack, int expecte
  * model's ports are up once the path is back: never "down".
  */
 int model_fb_answer(int state, int on_twin, int posted, int going, int asking, int leader,
-		    int peer_twin_recvs)
+		    int peer_twin_recvs, int unheard)
 {
 	struct shiftu_fb_in in = {
 		.state = state, .on_twin = on_twin, .posted = posted, .going = going,
 		.asking = asking, .leader = leader, .peer_twin_recvs = peer_twin_recvs,
+		.unheard = unheard,
 	};
 	bool two;
-	int r = shiftu_fb_answer(&in, &two);
+	int r;
 
+#ifdef SEED_ASK_UNHEARD
+	in.unheard = false;
+#endif
+	r = shiftu_fb_answer(&in, &two);
 	return r | two << 2;
 }
 
@@ -243,11 +248,8 @@ int model_opts(void)
 #ifdef SEED_FAILBACK_NO_DRAIN
 	       | O_NO_DRAIN
 #endif
-#ifdef OPEN_SLOW_WATCHER
-	       | O_SLOW_WATCHER
-#endif
-#ifdef SEED_KEEP_REQ
-	       | O_KEEP_REQ
+#ifdef SEED_ASK_UNHEARD
+	       | O_ASK_UNHEARD
 #endif
 #ifdef OPEN_SLOW_RECONNECT
 	       | O_SLOW_RECONNECT

@@ -100,15 +100,21 @@
  * default QP is left on its twin or on the way, no side waits for the
  * message of a failback it granted.
  *
- * Two findings (below, at their switches: OPEN_*) stand as assumptions of
- * the model until the library is fixed: messages arrive and are handled
- * within a store round trip (WATCHED); and the side that granted a
- * one-sided failback does not run out of retries before the asking side
- * reconnects (PEER_GONE).  make -C model SEED=OPEN_... lifts one.  Two
- * more are fixed, and a seed puts each back: a failback request left in
- * the store by a side that granted the peer's (answer(); SEED_KEEP_REQ),
- * and a failback draining a twin while a READ a failover replayed before
- * its cut is outstanding (the replay's gap, glo and ghi; SEED_GAP_WALK).
+ * One finding (below, at its switch: OPEN_SLOW_RECONNECT) stands as an
+ * assumption of the model until the library is fixed: the side that
+ * granted a one-sided failback does not run out of retries before the
+ * asking side reconnects (PEER_GONE).  make -C model SEED=OPEN_... lifts
+ * it.  Three more are fixed.  A failback asked for or granted before the
+ * peer's failover message was handled (a slow watcher, a message retried
+ * on a lossy path) took that message, after the failback, for a new
+ * failover; SEED_ASK_UNHEARD puts it back.  A failback request left in
+ * the store by a side that granted the peer's was taken up, once both
+ * were back, by a peer that posted nothing, which reset its default QP
+ * under the traffic: the same rule keeps that answer busy (the peer's
+ * next failover message is unheard then), and the side that grants also
+ * withdraws its own request (answer()).  And a failback draining a twin
+ * while a READ a failover replayed before its cut is outstanding (the
+ * replay's gap, glo and ghi; SEED_GAP_WALK).
  *
  * Not modelled: a failback cut short by a second failure (a rejoin: the
  * model asserts none happens), a failover after a two-sided failback (the
@@ -149,7 +155,7 @@ c_decl {
 				   int expected, int busy);
 	extern int model_opts(void);
 	extern int model_fb_answer(int state, int on_twin, int posted, int going, int asking,
-				   int leader, int peer_twin_recvs);
+				   int leader, int peer_twin_recvs, int unheard);
 }
 
 /* the peer's count as shiftu_hs_message() read it, 64 bits (vq->hs_peer) */
@@ -576,7 +582,7 @@ inline answer()
 					    (now.state[Ppeer->me] == S_HANDSHAKE &&
 					     !now.on_twin[Ppeer->me]),
 					    now.fbst[Ppeer->me], Ppeer->me == 0,
-					    now.twrx[1 - Ppeer->me]); };
+					    now.twrx[1 - Ppeer->me], !now.hs_got[Ppeer->me]); };
 	a = (plan & 4) != 0;
 	if
 	:: (plan & 3) != F_GRANT -> fbrep[1 - me] = 1
@@ -588,7 +594,7 @@ inline answer()
 		:: a ->
 			/* our own request is withdrawn, ahead of the answer */
 			fbst[me] = 0;
-			req[me] = req[me] && (opts & O_KEEP_REQ);
+			req[me] = 0;
 			granted[me] = 1
 		:: else ->
 			stayed[me] = 0;
@@ -689,25 +695,6 @@ inline hs_message()
 }
 
 /*
- * The peer's control messages have arrived, and the watcher has handled
- * them, before the failback's steps that take the store's round trips
- * (the answer to a request, the move back): a message takes microseconds
- * on the wire, and the watcher wakes on its completion.  Without that
- * (SEED=OPEN_SLOW_WATCHER: a starved watcher, a message retried on a lossy
- * backup path), a failover's message decides after the failback (the
- * model's first finding on failback):
- *   - handed over by the drain of the move back (moved_deliver()), it
- *     reaches shiftu_hs_decide() in Handshake off the twin, which takes
- *     it for a rejoin;
- *   - reaching a side that granted a one-sided failback meanwhile, it
- *     makes it follow over (it has posted since), and the asking side's
- *     failback goes to a QP drained; its next failover's message then
- *     finds no control receive on the twin (the answer to the first one
- *     took it).
- */
-#define WATCHED(s)	((opts & O_SLOW_WATCHER) || (len(inbox[s]) == 0 && cwire[1 - (s)] == 0))
-
-/*
  * A side that granted a one-sided failback posts on its default QP at
  * once; the asking side resets and connects its own a few store round
  * trips later.  The model lets the retries of those posts outlast that
@@ -794,9 +781,12 @@ end:
 		k = 0
 	   }
 	:: atomic {
-		/* failback_step(): the primary is good again: ask the peer */
+		/* failback_step(): the primary is good again: ask the peer,
+		 * not before its failover message is handled (taken after
+		 * the failback, it would start a new failover: the model's
+		 * first finding on failback, fixed; SEED_ASK_UNHEARD) */
 		up && state[me] == S_FALLBACK && on_twin[me] && !fbst[me] && !granted[me] &&
-		!backdue[me] && tries[me] < M_TRIES ->
+		!backdue[me] && tries[me] < M_TRIES && (hs_got[me] || (opts & O_ASK_UNHEARD)) ->
 		req[me] = 1;
 		fbst[me] = 1;
 		fbrep[me] = 0;
@@ -804,7 +794,7 @@ end:
 	   }
 	:: atomic {
 		/* failback_answer(): the peer's request, from the store */
-		req[1 - me] && WATCHED(me) -> answer()
+		req[1 - me] -> answer()
 	   }
 	:: atomic {
 		/* failback_req(), failback_step(): our request's answer */
@@ -814,7 +804,7 @@ end:
 	:: atomic {
 		/* shiftu_take_back(), shiftu_switch_back(): going back (a poll
 		 * of the application's, or a backer) */
-		backdue[me] && WATCHED(me) ->
+		backdue[me] ->
 		backdue[me] = 0;
 		if
 		:: state[me] == S_FALLBACK && on_twin[me] ->

@@ -65,9 +65,8 @@
  */
 #define O_STAY_SPEAKS		1	/* SEED_STAY_SPEAKS */
 #define O_NO_DRAIN		2	/* SEED_FAILBACK_NO_DRAIN */
-#define O_SLOW_WATCHER		4	/* OPEN_SLOW_WATCHER */
-#define O_KEEP_REQ		8	/* SEED_KEEP_REQ */
-#define O_SLOW_RECONNECT	16	/* OPEN_SLOW_RECONNECT */
+#define O_SLOW_RECONNECT	4	/* OPEN_SLOW_RECONNECT */
+#define O_ASK_UNHEARD		8	/* SEED_ASK_UNHEARD */
 
 /* Where the two-sided counts and ring places start (glue.c's starts[]). */
 #define M_STARTS	4

@@ -123,8 +123,14 @@
  *	SHIFT_FT_A_PORT_NUM		u32, 1..255
  * (the backup port of PAIR_SET likewise with the SHIFT_FT_A_BACKUP_* twins).
  *
- * SHIFT_FT_CMD_PORT_GET		doit: one port; dumpit: all ports
- *	request:  [port]
+ * A dump's request filters: it takes the attributes of its command's doit
+ * request, each optional, and returns the rows that match every one given
+ * (none given: every row).  SHIFT_FT_A_DEV_NAME alone thus dumps one
+ * device's ports, pairs or paths; SHIFT_FT_A_REMOTE_GID alone the paths to
+ * one remote GID.  A filter that matches nothing gives an empty dump.
+ *
+ * SHIFT_FT_CMD_PORT_GET		doit: one port; dumpit: ports
+ *	request:  [port] (dumpit: filters)
  *	reply:    SHIFT_FT_CMD_PORT_NEW, a "port message":
  *	  SHIFT_FT_A_GENERATION		u64
  *	  SHIFT_FT_A_PORT_INDEX		u32
@@ -155,8 +161,8 @@
  *	  SHIFT_FT_A_PAIR_STATE		u8	enum shift_ft_pair_state
  *	  SHIFT_FT_A_PAIR_FLAGS		u32	SHIFT_FT_PAIR_F_*
  *
- * SHIFT_FT_CMD_PAIR_GET		doit: one pair; dumpit: all pairs
- *	request:  [port]
+ * SHIFT_FT_CMD_PAIR_GET		doit: one pair; dumpit: pairs
+ *	request:  [port] (dumpit: filters)
  *	reply:    SHIFT_FT_CMD_PAIR_NEW, a "pair message":
  *	  SHIFT_FT_A_GENERATION, SHIFT_FT_A_PORT_INDEX, SHIFT_FT_A_DEV_NAME,
  *	  SHIFT_FT_A_PORT_NUM, SHIFT_FT_A_STATE,
@@ -178,8 +184,8 @@
  *	request:  SHIFT_FT_A_DEV_NAME, SHIFT_FT_A_PORT_NUM
  *	  -ENOENT when no override exists.
  *
- * SHIFT_FT_CMD_PATH_GET		doit: one path; dumpit: all paths
- *	request:  [port] SHIFT_FT_A_REMOTE_GID (doit only)
+ * SHIFT_FT_CMD_PATH_GET		doit: one path; dumpit: paths
+ *	request:  [port] SHIFT_FT_A_REMOTE_GID (dumpit: filters)
  *	reply:    SHIFT_FT_CMD_PATH_NEW, a "path message":
  *	  SHIFT_FT_A_GENERATION		u64
  *	  SHIFT_FT_A_PATH_INDEX		u32	slot in the page's path array

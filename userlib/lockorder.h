@@ -14,7 +14,8 @@
  *			ibv_wr_complete, and by a thread that is to become
  *			the send queue's poster (posters.h); not in fork's
  *			table: a child never posts to its parent's QPs
- *   shadow_lock		a shadow pass and the PD and QP records (shadow.c)
+ *   shadow_lock		a shadow pass, but never its store I/O, and the PD
+ *			and QP records (shadow.c)
  *     vq->lock		a QP's connection steps; one QP's at a time
  *       vq->fo_lock		a QP's moves; one QP's at a time
  *         cq_lock		the CQ records' list, and their room for a
@@ -24,7 +25,7 @@
  *			SRQ off its common path (srq.c); takes only mr_lock,
  *			for a receive's keys on the backup device, and
  *			windows_lock, waiting out the posts on that path
- *           leaves: mr_lock, kv_fast_lock, backer_lock (shadow.c), nl_lock (report.c),
+ *           leaves: mr_lock, forget_lock, backer_lock (shadow.c), nl_lock (report.c),
  *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
  *           reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
@@ -35,8 +36,10 @@
  * A move waits, under fo_lock, for the windows of the posting and polling
  * threads (quiesce.h), and a thread taking a queue of a QP (posters.h)
  * for the post windows on that QP; a thread inside its window takes only
- * locks below fo_lock.  The shadow thread holds shadow_lock for a whole pass and takes
- * a QP's lock, then its fo_lock, under it: no path takes shadow_lock under
+ * locks below fo_lock.  The shadow thread holds shadow_lock for a pass, but
+ * drops it while it waits for the store (no lock of this list is held
+ * across store I/O, and no application thread does any), and takes a
+ * QP's lock, then its fo_lock, under it: no path takes shadow_lock under
  * either (shiftu_shadow_poke() is lock-free for that).
  */
 #ifndef _SHIFTU_LOCKORDER_H
@@ -52,7 +55,7 @@ enum shiftu_lock_rank {
 				 * cq_lock, every CQ's lock (shadow.c) */
 	SHIFTU_RANK_SRQ,	/* srq_lock (srq.c) */
 	SHIFTU_RANK_MR,		/* the leaves, as above */
-	SHIFTU_RANK_KV_FAST,
+	SHIFTU_RANK_FORGET,
 	SHIFTU_RANK_BACKER,
 	SHIFTU_RANK_NL,
 	SHIFTU_RANK_VQP,
@@ -86,7 +89,7 @@ enum shiftu_lock_class {
 	SHIFTU_LOCK_SRQ,	/* srq_lock */
 	SHIFTU_LOCK_LEAF,	/* the leaves, in no order among themselves: */
 	SHIFTU_LOCK_MR = SHIFTU_LOCK_LEAF,
-	SHIFTU_LOCK_KV_FAST,
+	SHIFTU_LOCK_FORGET,
 	SHIFTU_LOCK_BACKER,
 	SHIFTU_LOCK_NL,
 	SHIFTU_LOCK_VQP,

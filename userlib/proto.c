@@ -84,6 +84,12 @@ enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_s
 		       (in->asking && in->leader);
 	else
 		busy = in->posted;
+	/*
+	 * The peer's failover message, still on its way or not yet handled,
+	 * would be taken after the failback for a new failover (a rejoin, or
+	 * a move over of a side that has posted since): not before it came.
+	 */
+	busy |= in->unheard;
 	leads = mode && ((in->asking && in->leader) || in->going);
 	*two_sided = mode;
 	if (in->down)

@@ -204,13 +204,16 @@ struct shiftu_fb_in {
 	bool leader;		/* of the two, we ask (the lower GID and QPN) */
 	bool down;		/* our own port is down */
 	bool peer_twin_recvs;	/* the peer's receives are on its twin */
+	bool unheard;		/* the peer's message of the failover this
+				 * failback ends has not been handled yet */
 };
 
 enum shiftu_fb_reply {
 	SHIFTU_FB_GRANT,	/* reset the QP for it (if that fails: busy) */
 	SHIFTU_FB_BUSY,		/* ask again soon: one-sided, a reset would
 				 * drop what we posted; two-sided, we are not
-				 * simply on our twin */
+				 * simply on our twin; either, the failover's
+				 * exchange is not over on our side */
 	SHIFTU_FB_LEADS,	/* we go back ourselves: the peer follows by
 				 * the handshake */
 	SHIFTU_FB_DOWN,		/* our own port is down: a probe would fail */

@@ -6,11 +6,16 @@
  * shadow_lock) and wakes the shadow thread.  The thread makes passes over
  * the records, doing every step whose inputs are there, until nothing is
  * pending; then it sleeps until woken, or for 100 ms while something
- * waits on a peer.  It holds shadow_lock for a whole pass: the
- * application's records wait at most one pass, which asks the store once
- * for every record at a time (pass_batch()), and once more for what the
- * answers made it say (late_batch(): failback requests and answers); a
- * store call times out after a second, and is tried once more.
+ * waits on a peer.  It holds shadow_lock for a pass's steps, which are
+ * local verbs, but not while it waits for the store: a pass asks the
+ * store once for every record at a time (pass_batch()), and once more for
+ * what the answers made it say (late_batch(): failback requests and
+ * answers), each time with no lock held (batch_send()), so that a store
+ * that does not answer holds up no verb of the application's.  What the
+ * application destroys meanwhile the pass skips after (pass_vqs[]).  No
+ * application thread talks to the store: a key to delete is queued for
+ * the thread (kv_forget()), and a replay finds the peer's keys in what
+ * the thread looked up ahead (shiftu_backup_rkey()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,14 +75,64 @@ static struct shiftu_mr *mrs;
 static struct shiftu_cq *cqs;
 static struct shiftu_vqp **vqps;
 static unsigned int n_vqps, cap_vqps;
+/*
+ * The QPs of the pass under way, vqps[] as it began: the pass drops
+ * shadow_lock while it waits for the store, and a QP destroyed meanwhile
+ * is set NULL here (shiftu_shadow_qp_gone()), so that the pass skips it
+ * after.  Under shadow_lock; n_pass is 0 between passes.
+ */
+static struct shiftu_vqp **pass_vqs;
+static unsigned int n_pass, cap_pass;
 
-/* The store: the shadow thread's handle, and one for posting threads. */
+/*
+ * The store is the shadow thread's alone, and it talks to it holding no
+ * lock (batch_send()).  A store that does not answer is remembered
+ * (kv_down()): no connect and no command before kv_retry_ns, a wait that
+ * doubles with each failure from KV_BACKOFF_MIN_MS to KV_BACKOFF_MAX_MS, so
+ * that a pass costs nothing while the store is down, and the question "may
+ * the store be asked" (kv_up()) never waits.  Without it, every pass
+ * connected again (1 s against a store that drops the packets), and every
+ * verb of the application waited for a pass.
+ */
+#define KV_BACKOFF_MIN_MS	250
+#define KV_BACKOFF_MAX_MS	4000
+
 static struct shiftu_kv *kv;
-static bool kv_failed;			/* logged; retried every pass */
-static struct shiftu_kv *kv_fast;
-static pthread_mutex_t kv_fast_lock = PTHREAD_MUTEX_INITIALIZER;
-SHIFTU_FORK_HOOK(kv_fast, .rank = SHIFTU_RANK_KV_FAST, .name = "kv_fast_lock",
-		 .lock = &kv_fast_lock);
+static bool kv_failed;			/* logged */
+static uint64_t kv_retry_ns;		/* no store I/O before (kv_down()) */
+static uint32_t kv_backoff_ms;
+/* the store's I/O is under way with shadow_lock dropped (fork: the
+ * handle may be half way through a call) */
+static bool kv_busy;
+/* the last store I/O succeeded: the exit flush waits for the thread only
+ * then (shiftu_shadow_exit(); relaxed, a hint) */
+static bool kv_answering;
+
+/*
+ * Keys to forget: the application destroyed what they name, and a later
+ * process reusing the QPN or key must find no stale record.  The
+ * application's thread queues them (kv_forget()); the shadow thread
+ * deletes them at the head of its next batch (forget_take()), before any
+ * record that pass publishes, so that a QPN or rkey used again gets its
+ * new record after the old one's delete.  At most FORGET_MAX wait: past
+ * that, a key stays in the store, as a process that dies leaves its keys
+ * (a peer tells such a record from a live one by its PSN, qp_peer()).
+ */
+#define FORGET_MAX	4096
+#define FORGET_EXIT_MS	2000
+
+struct forget {
+	struct forget *next;
+	char key[SHIFTU_KV_KEY_MAX + 1];
+};
+
+static pthread_mutex_t forget_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(forget, .rank = SHIFTU_RANK_FORGET, .name = "forget_lock",
+		 .lock = &forget_lock);
+static struct forget *forget_head, **forget_tail = &forget_head;
+static unsigned int n_forget;		/* queued; forget_lock */
+static unsigned int forget_sending;	/* taken by a pass, unanswered; forget_lock */
+static bool forget_full_said;		/* atomic */
 
 static void gid_hex(const uint8_t *gid, char *buf)
 {
@@ -102,19 +157,43 @@ static int gid_parse(const char *s, uint8_t *gid)
 	return 0;
 }
 
+/* Queue @key to be forgotten (above); false when the queue is full. */
+static bool forget_add(const char *key)
+{
+	struct forget *f = malloc(sizeof(*f));
+	bool added = false;
+
+	if (!f)
+		return false;
+	snprintf(f->key, sizeof(f->key), "%s", key);
+	f->next = NULL;
+	shiftu_lock(&forget_lock, SHIFTU_LOCK_FORGET);
+	if (n_forget < FORGET_MAX) {
+		*forget_tail = f;
+		forget_tail = &f->next;
+		n_forget++;
+		added = true;
+	}
+	shiftu_unlock(&forget_lock, SHIFTU_LOCK_FORGET);
+	if (!added)
+		free(f);
+	return added;
+}
+
 /*
- * Forget a published key (the application destroyed what it names), so
- * that a later process reusing the QPN or key finds no stale record.
- * Context: an application thread; uses the posting threads' handle.
+ * Forget a key that may have been published: queued for the shadow
+ * thread, which it wakes.  Context: any thread, any lock of the library's
+ * but forget_lock held; never waits for the store.
  */
 static void kv_forget(const char *key)
 {
-	shiftu_lock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
-	if (!kv_fast)
-		shiftu_kv_open(&shiftu_config()->store, &kv_fast);
-	if (kv_fast)
-		shiftu_kv_del(kv_fast, key);
-	shiftu_unlock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
+	if (!forget_add(key)) {
+		if (!__atomic_exchange_n(&forget_full_said, true, __ATOMIC_RELAXED))
+			shiftu_info("store: %u keys wait to be deleted already: %s stays in the store, as later ones may",
+				    FORGET_MAX, key);
+		return;
+	}
+	shiftu_shadow_poke();
 }
 
 /* ---- recording (the application's threads) ------------------------------- */
@@ -277,11 +356,15 @@ void shiftu_shadow_dmabuf_mr(struct ibv_mr *mr, uint64_t offset, size_t length,
 		close(rec.dmabuf_fd);
 }
 
-/* @m's twin and its store key go.  Context: mr_lock held; the key to
- * forget (after the lock is dropped) is written to @key. */
+/*
+ * @m's twin and its store key go.  Context: mr_lock held; the key to
+ * forget (after the lock is dropped) is written to @key: with a twin, a
+ * publish of it may be in a pass's batch, answered or not yet, so the key
+ * is forgotten whether or not the pass has marked it published.
+ */
 static void mr_twin_drop(struct shiftu_mr *m, char *key, size_t size)
 {
-	if (m->published)
+	if (m->bak && m->pd)
 		snprintf(key, size, "mr:%016" PRIx64 ":%u", m->pd->sctx->node_guid,
 			 m->app->rkey);
 	if (m->bak)
@@ -567,21 +650,31 @@ void shiftu_shadow_qp_modified(struct shiftu_vqp *vq, const struct ibv_qp_attr *
 
 void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
 {
+	static const uint8_t zero[16];
 	struct shiftu_rkey_map *r, *next;
 	char key[96], g[33];
 	unsigned int i;
 
-	if (vq->published == 1) {
-		gid_hex(vq->sgid, g);
-		snprintf(key, sizeof(key), "qp:%s:%u", g, vq->reg.app_qp->qp_num);
-		kv_forget(key);
-	}
 	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	for (i = 0; i < n_vqps; i++)
 		if (vqps[i] == vq) {
 			vqps[i] = vqps[--n_vqps];
 			break;
 		}
+	/* a pass waiting for the store has it too: it skips it after */
+	for (i = 0; i < n_pass; i++)
+		if (pass_vqs[i] == vq)
+			pass_vqs[i] = NULL;
+	/*
+	 * Its record was asked for once its GID was known (qp_publish_req(),
+	 * under shadow_lock): published, or perhaps in a batch under way, so
+	 * it is forgotten either way.
+	 */
+	if (memcmp(vq->sgid, zero, sizeof(zero))) {
+		gid_hex(vq->sgid, g);
+		snprintf(key, sizeof(key), "qp:%s:%u", g, vq->reg.app_qp->qp_num);
+		kv_forget(key);
+	}
 	if (vq->bak_qp)
 		shiftu_real.destroy_qp(vq->bak_qp);
 	vq->bak_qp = NULL;
@@ -671,11 +764,27 @@ static void shiftu_shadow_fork_child(void)
 	pds = NULL;
 	mrs = NULL;
 	cqs = NULL;
-	shiftu_kv_close(kv);
+	/* a handle the parent's thread was using as it forked may be half
+	 * way through a call: left as it is */
+	if (!kv_busy)
+		shiftu_kv_close(kv);
 	kv = NULL;
 	kv_failed = false;
-	shiftu_kv_close(kv_fast);
-	kv_fast = NULL;
+	kv_busy = false;
+	kv_answering = false;
+	kv_retry_ns = 0;
+	kv_backoff_ms = 0;
+	/* the parent's keys, which the parent forgets */
+	while (forget_head) {
+		struct forget *f = forget_head;
+
+		forget_head = f->next;
+		free(f);
+	}
+	forget_tail = &forget_head;
+	n_forget = 0;
+	forget_sending = 0;
+	n_pass = 0;
 	shadow_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	shadow_started = false;
 	shadow_gen = 0;
@@ -791,43 +900,25 @@ int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
 {
 	struct shiftu_rkey_map *r;
-	char key[64], val[64];
-	unsigned long v;
-	char *end;
-	int ret;
 
-	/* the look ahead's (scout_apply()) among them; its misses are asked
-	 * again */
+	/*
+	 * What the look ahead found (scout_apply()), and nothing else: this
+	 * runs in a move or a post on the twin, on an application's thread
+	 * and under fo_lock, where a store that does not answer would hold
+	 * the application for seconds.  A key the store did not have, or one
+	 * the QP's requests named only after the last look, has none.
+	 */
 	for (r = vq->rkeys; r; r = r->next)
-		if (r->rkey == rkey && !r->miss_ns) {
+		if (r->rkey == rkey) {
+			if (r->miss_ns)
+				break;
 			*out = r->bak_rkey;
 			return 0;
 		}
-	snprintf(key, sizeof(key), "mr:%016" PRIx64 ":%u", vq->peer.node_guid, rkey);
-	shiftu_lock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
-	if (!kv_fast)
-		shiftu_kv_open(&shiftu_config()->store, &kv_fast);
-	ret = kv_fast ? shiftu_kv_get(kv_fast, key, val, sizeof(val)) : -ENOTCONN;
-	shiftu_unlock(&kv_fast_lock, SHIFTU_LOCK_KV_FAST);
-	if (ret) {
-		shiftu_warn("qp %u: no backup for the peer's rkey %#x (%s): %s",
-			    vq->reg.app_qp->qp_num, rkey, key, strerror(-ret));
-		return ret;
-	}
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (errno || *end || v > UINT32_MAX)
-		return -EPROTO;
-	r = malloc(sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->rkey = rkey;
-	r->bak_rkey = v;
-	r->miss_ns = 0;
-	r->next = vq->rkeys;
-	vq->rkeys = r;
-	*out = v;
-	return 0;
+	shiftu_warn("qp %u: no backup for the peer's rkey %#x (mr:%016" PRIx64 ":%u): %s",
+		    vq->reg.app_qp->qp_num, rkey, vq->peer.node_guid, rkey,
+		    r ? "the store had none when looked up ahead" : "not looked up ahead yet");
+	return -ENOENT;
 }
 
 /* ---- the shadow thread ------------------------------------------------ */
@@ -872,13 +963,48 @@ static bool ctx_backup(struct shiftu_ctx *s)
 	return true;
 }
 
-static bool kv_ready(void)
+/* The store may be asked now: open, and not backed off.  Never waits. */
+static bool kv_up(void)
 {
+	return kv && shiftu_mono_ns() >= kv_retry_ns;
+}
+
+/* Store I/O failed with @err: none again for a while (above). */
+static void kv_down(int err)
+{
+	kv_backoff_ms = kv_backoff_ms ? 2 * kv_backoff_ms : KV_BACKOFF_MIN_MS;
+	if (kv_backoff_ms > KV_BACKOFF_MAX_MS)
+		kv_backoff_ms = KV_BACKOFF_MAX_MS;
+	kv_retry_ns = shiftu_mono_ns() + kv_backoff_ms * 1000000ULL;
+	__atomic_store_n(&kv_answering, false, __ATOMIC_RELAXED);
+	shiftu_dbg("store: %s: asked again in %u ms", strerror(-err), kv_backoff_ms);
+}
+
+/* It answered: asked again at every pass. */
+static void kv_good(void)
+{
+	kv_backoff_ms = 0;
+	kv_retry_ns = 0;
+	__atomic_store_n(&kv_answering, true, __ATOMIC_RELAXED);
+}
+
+/*
+ * Connect to the store if there is no handle yet and the last try is far
+ * enough behind.  Context: the shadow thread, shadow_lock held, dropped
+ * meanwhile (a connect waits up to SHIFTU_KV_TIMEOUT_MS).
+ */
+static void kv_open_step(void)
+{
+	struct shiftu_kv *k = NULL;
 	int ret;
 
-	if (kv)
-		return true;
-	ret = shiftu_kv_open(&shiftu_config()->store, &kv);
+	if (kv || shiftu_mono_ns() < kv_retry_ns)
+		return;
+	kv_busy = true;
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
+	ret = shiftu_kv_open(&shiftu_config()->store, &k);
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
+	kv_busy = false;
 	if (ret && !kv_failed) {
 		/* a refusal of our credentials: the store said why, once */
 		if (ret == -EACCES)
@@ -890,11 +1016,16 @@ static bool kv_ready(void)
 				    shiftu_config()->store.url : "(none)", strerror(-ret));
 		kv_failed = true;
 	}
-	if (!ret && kv_failed) {
+	if (ret) {
+		kv_down(ret);
+		return;
+	}
+	kv = k;
+	if (kv_failed) {
 		shiftu_info("store %s: connected", shiftu_kv_describe(kv));
 		kv_failed = false;
 	}
-	return !ret;
+	kv_good();
 }
 
 /*
@@ -1028,9 +1159,18 @@ static bool qp_create(struct shiftu_vqp *vq)
  * a pass that asked for each QP in turn took a round trip per QP, per step,
  * per pass (seconds, for tens of QPs on a guest's one CPU, before their
  * twins were ready).  The requests are made under the records' locks,
- * sent with none of them but shadow_lock held, and their answers applied
- * under them again.
+ * sent with none held (batch_send()), and their answers applied under
+ * them again, to the records still there.
  */
+enum pass_why {
+	PASS_OTHER,
+	PASS_SCOUT,	/* a look ahead's (scout_req()): @rkey the peer's key */
+	PASS_FBREQ,	/* a failback request's (failback_step()): backed off
+			 * if it failed */
+	PASS_REJOIN,	/* a request to join our twin (rejoin_ask()) */
+	PASS_FORGET,	/* a key to forget (forget_take()) */
+};
+
 struct pass_req {
 	struct shiftu_kv_req kv;
 	char key[96];
@@ -1038,11 +1178,10 @@ struct pass_req {
 	/* an MR's: its record, checked to be the same one afterwards */
 	struct shiftu_mr *mr;
 	struct ibv_mr *mr_app, *mr_bak;
-	/* a look ahead's (scout_req()): the QP, the peer's key */
-	struct shiftu_vqp *scout;
+	enum pass_why why;
+	int qi;			/* the QP's place in pass_vqs[], -1 for none */
 	uint32_t rkey;
-	/* a failback request's (failback_step()): backed off if it failed */
-	struct shiftu_vqp *fb;
+	uint32_t seq;		/* PASS_REJOIN: its fb_seq */
 };
 
 /* A QP's requests in the pass: indices into the batch, -1 for none. */
@@ -1071,6 +1210,7 @@ static int req_add(enum shiftu_kv_op op, size_t len)
 	}
 	r = &reqs[n_reqs];
 	memset(r, 0, sizeof(*r));
+	r->qi = -1;
 	/* the key and value pointers are set when the batch goes
 	 * (pass_batch()): a later request may move the array */
 	r->kv.op = op;
@@ -1082,6 +1222,18 @@ static int req_add(enum shiftu_kv_op op, size_t len)
 static int req_ret(int i)
 {
 	return i < 0 ? -EAGAIN : reqs[i].kv.ret;
+}
+
+/* The QP that made request @i for @why, NULL if none or gone since. */
+static struct shiftu_vqp *req_vq(unsigned int i, enum pass_why why)
+{
+	return reqs[i].why == why && reqs[i].qi >= 0 ? pass_vqs[reqs[i].qi] : NULL;
+}
+
+/* @pq's place in pass_vqs[] (its pass_qp is at the same one in pqs[]). */
+static int pass_index(const struct pass_qp *pq)
+{
+	return (int)(pq - pqs);
 }
 
 /* Where the peer writes to @vq on @side, if @vq is on an SRQ (box.c); else 0. */
@@ -1613,7 +1765,7 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		return;
 	}
 	/* its probe was good: going back, not asking again */
-	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_ready() || shiftu_back_pending(vq))
+	if (shiftu_mono_ns() < vq->fb_wait_ns || !kv_up() || shiftu_back_pending(vq))
 		return;
 	/*
 	 * The pass read Fallback before the flags above: a going back that
@@ -1634,6 +1786,16 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			return;
 		if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 			return;
+		/*
+		 * Not before the peer's message of our failover is handled
+		 * (a slow watcher, a message the NIC retries on a lossy
+		 * path): taken after the failback, it would start a new
+		 * failover, taken for a rejoin (the spin model's first
+		 * finding on failback).  It comes: every failover's peer
+		 * moves or answers.
+		 */
+		if (!__atomic_load_n(&vq->hs_got, __ATOMIC_RELAXED))
+			return;
 
 		/* the request goes in the pass's last batch (late_batch()),
 		 * with every other QP's: a failed one backs this one off */
@@ -1652,7 +1814,8 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			 vq->fb_psn, vq->peer.qpn, vq->peer.psn,
 			 (vq->twin_recvs ? FB_TWIN_RECVS : 0) |
 			 (vq->fb_by_send ? FB_PROBE_SEND : 0));
-		reqs[i].fb = vq;
+		reqs[i].why = PASS_FBREQ;
+		reqs[i].qi = pass_index(pq);
 		vq->fb_stage = 1;
 		vq->fb_asked_ns = shiftu_mono_ns();
 		/* the wait for the answer starts again once the store has
@@ -1696,22 +1859,42 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 
 /*
  * Our failback was cut short (shiftu_rejoin()): ask the peer, through the
- * store, to join our renewed twin.  Its message on the twin answers.
+ * store, to join our renewed twin, in the pass's last batch
+ * (late_batch(), which says it was asked).  Its message on the twin
+ * answers.  Context: vq->lock held.
  */
-static void rejoin_ask(struct shiftu_vqp *vq)
+static void rejoin_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	char key[96], val[96], g[33];
+	char g[33];
+	int i;
 
-	if (!kv_ready())
+	if (!kv_up())
+		return;
+	i = req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
 		return;
 	gid_hex(vq->dgid, g);
-	snprintf(key, sizeof(key), "fbreq:%s:%u", g, vq->steps.rtr.dest_qp_num);
-	snprintf(val, sizeof(val), "%u rejoin %u %u 1", ++vq->fb_seq, vq->peer.qpn,
-		 vq->peer.psn);
-	if (shiftu_kv_put(kv, key, val)) {
-		vq->fb_seq--;
-		return;		/* the next pass tries again */
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
+		 vq->steps.rtr.dest_qp_num);
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u rejoin %u %u 1", ++vq->fb_seq,
+		 vq->peer.qpn, vq->peer.psn);
+	reqs[i].why = PASS_REJOIN;
+	reqs[i].qi = pass_index(pq);
+	reqs[i].seq = vq->fb_seq;
+}
+
+/* Its answer.  Context: vq->lock held. */
+static void rejoin_asked(struct shiftu_vqp *vq, const struct pass_req *r)
+{
+	if (r->kv.ret) {
+		/* the next pass asks again, with the same number unless
+		 * another request took one since */
+		if (vq->fb_seq == r->seq)
+			vq->fb_seq--;
+		return;
 	}
+	if (!vq->rejoin_ask)
+		return;		/* the peer joined meanwhile (failover.c) */
 	vq->rejoin_ask = 0;
 	shiftu_info("qp %u on %s: asked the peer to join its renewed twin",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
@@ -1761,7 +1944,7 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	uint32_t ours;
 	int i;
 
-	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_ready())
+	if (req_ret(pq->fbreq) || vq->published != 1 || !kv_up())
 		return;
 	/*
 	 * A request no newer than the last one answered is not answered
@@ -1830,6 +2013,8 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		.leader = fb_leader(vq),
 		.down = port_down(vq),
 		.peer_twin_recvs = tw & FB_TWIN_RECVS,
+		/* the peer failed over to ask this: its message is due */
+		.unheard = !vq->hs_got,
 	};
 	reply = shiftu_fb_answer(&in, &mode);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
@@ -1916,39 +2101,115 @@ static void failback_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 }
 
 /*
- * The pass's store requests, in one batch; the MRs' answers applied (the
- * QPs' are, record by record, in shadow_pass()).  Context: shadow_lock,
- * no other lock: the application's verbs that wait for mr_lock or a QP's
- * lock do not wait for the store.
+ * The pass's store requests @from on, in one batch.  Returns 0, or the
+ * -errno of a batch that did not go (every request's answer then).
+ * Context: the shadow thread, shadow_lock held, and dropped while the
+ * store is asked: neither an application's verb that records something
+ * nor one that waits for a QP's lock or mr_lock waits for the store.  The
+ * records may change meanwhile: the caller applies the answers to those
+ * still there (pass_vqs[]).  A store backed off (kv_up()) is not asked.
  */
-static void batch_send(unsigned int from)
+static void forget_done(unsigned int from, int err);
+
+static int batch_send(unsigned int from)
 {
 	unsigned int i, n = n_reqs - from;
 	struct shiftu_kv_req *kr;
 	uint64_t t0;
+	int err;
 
 	if (!n)
-		return;
-	kr = kv_ready() ? malloc(n * sizeof(*kr)) : NULL;
+		return 0;
+	err = kv_up() ? 0 : -ENOTCONN;
+	kr = err ? NULL : malloc(n * sizeof(*kr));
 	if (!kr) {
+		err = err ? err : -ENOMEM;
 		for (i = from; i < n_reqs; i++)
-			reqs[i].kv.ret = kv_ready() ? -ENOMEM : -ENOTCONN;
-		return;
+			reqs[i].kv.ret = err;
+		forget_done(from, err);
+		return err;
 	}
+	/* reqs[] stays where it is: only this thread adds to it */
 	for (i = 0; i < n; i++) {
 		kr[i] = reqs[from + i].kv;
 		kr[i].key = reqs[from + i].key;
 		kr[i].val = reqs[from + i].val;
 	}
+	kv_busy = true;
+	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
 	t0 = shiftu_mono_ns();
-	shiftu_kv_batch(kv, kr, n);
+	err = shiftu_kv_batch(kv, kr, n);
 	t0 = shiftu_mono_ns() - t0;
+	shiftu_lock(&shadow_lock, SHIFTU_LOCK_SHADOW);
+	kv_busy = false;
+	if (err)
+		kv_down(err);
+	else
+		kv_good();
 	store_ns -= store_ns / 8;
 	if (t0 > store_ns)
 		store_ns = t0;
 	for (i = 0; i < n; i++)
 		reqs[from + i].kv.ret = kr[i].ret;
 	free(kr);
+	forget_done(from, err);
+	return err;
+}
+
+/*
+ * The keys queued to be forgotten, as the pass's first requests (a DEL
+ * each), if the store may be asked.  Context: the shadow thread,
+ * shadow_lock held.
+ */
+static void forget_take(void)
+{
+	struct forget *f;
+	int i;
+
+	if (!kv_up())
+		return;
+	shiftu_lock(&forget_lock, SHIFTU_LOCK_FORGET);
+	while ((f = forget_head)) {
+		i = req_add(SHIFTU_KV_DEL, 0);
+		if (i < 0)
+			break;
+		snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", f->key);
+		reqs[i].why = PASS_FORGET;
+		forget_head = f->next;
+		if (!forget_head)
+			forget_tail = &forget_head;
+		n_forget--;
+		forget_sending++;
+		free(f);
+	}
+	shiftu_unlock(&forget_lock, SHIFTU_LOCK_FORGET);
+}
+
+/*
+ * The DELs of the batch from @from on are answered, or the batch did not
+ * go (@err): then they wait for the next one.  A key the store refused to
+ * delete (a user without +del) is not asked again.
+ */
+static void forget_done(unsigned int from, int err)
+{
+	unsigned int i, n = 0;
+
+	for (i = from; i < n_reqs; i++) {
+		if (reqs[i].why != PASS_FORGET)
+			continue;
+		n++;
+		if (err && !forget_add(reqs[i].key))
+			shiftu_dbg("store: %s stays in the store (too many keys wait)",
+				   reqs[i].key);
+		if (!err && reqs[i].kv.ret && reqs[i].kv.ret != -ENOENT)
+			shiftu_dbg("store: cannot delete %s: %s", reqs[i].key,
+				   strerror(-reqs[i].kv.ret));
+	}
+	if (!n)
+		return;
+	shiftu_lock(&forget_lock, SHIFTU_LOCK_FORGET);
+	forget_sending -= n;
+	shiftu_unlock(&forget_lock, SHIFTU_LOCK_FORGET);
 }
 
 static void pass_batch(void)
@@ -1978,7 +2239,9 @@ static void pass_batch(void)
  * first one was answered (failback requests and answers), requests
  * @from on.  A failback request that did not go backs its QP off; one
  * that did starts its wait for the answer (fb_answer_ns()).
- * Context: shadow_lock, no other lock (the QPs are still there).
+ * A request to join our twin that went is said; one that did not is made
+ * again at the next pass.  Context: shadow_lock, no other lock; the QPs
+ * destroyed while the store was asked are skipped (pass_vqs[]).
  */
 static void late_batch(unsigned int from)
 {
@@ -1987,7 +2250,14 @@ static void late_batch(unsigned int from)
 
 	batch_send(from);
 	for (i = from; i < n_reqs; i++) {
-		vq = reqs[i].fb;
+		vq = req_vq(i, PASS_REJOIN);
+		if (vq) {
+			shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
+			rejoin_asked(vq, &reqs[i]);
+			shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
+			continue;
+		}
+		vq = req_vq(i, PASS_FBREQ);
 		if (!vq)
 			continue;
 		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
@@ -2003,14 +2273,16 @@ static void late_batch(unsigned int from)
 
 /*
  * The look ahead: the backup keys of the peer's memory that a QP's
- * requests name, fetched before a failure needs them.  A replay looks
- * each one up on first use otherwise (shiftu_backup_rkey()), one round
- * trip each, on the thread that moves the QP: a peer with 64 QPs heard
- * 64 failovers one after the other, and with the store on a loaded host
- * its answers came after the 10 s a side waits for them.  Each protected
- * QP's send ring is read every 100 ms for its first 2 s (SCOUT_FIRST
- * looks: an application names its peer's memory as soon as it runs), then
- * once a second (SCOUT_NS), while its poster may be writing it (a torn
+ * requests name, fetched before a failure needs them: a replay never asks
+ * the store (shiftu_backup_rkey()), and a key not found here fails it.
+ * (Looked up by the replay, one round trip each on the thread that moves
+ * the QP, a peer with 64 QPs heard 64 failovers one after the other, and
+ * with the store on a loaded host its answers came after the 10 s a side
+ * waits for them.)  Each protected QP's send ring is read every 100 ms
+ * until 2 s after its first post (SCOUT_FIRST looks: an application names
+ * its peer's memory as soon as it runs, which may be long after its QPs
+ * are connected), then once a second (SCOUT_NS), while its poster may be
+ * writing it (a torn
  * key costs a lookup that finds nothing), and the keys not known yet are
  * asked for in the pass's batch.  A key the store does not have is asked
  * again after SCOUT_MISS_NS.
@@ -2067,7 +2339,7 @@ static unsigned int scout_keys(struct shiftu_vqp *vq, uint32_t *out)
  * does not answer yet.  Context: shadow thread, vq->lock held (fo_lock
  * only tried: a move holds it for long, and the next look comes soon).
  */
-static void scout_req(struct shiftu_vqp *vq, uint64_t now)
+static void scout_req(struct shiftu_vqp *vq, const struct pass_qp *pq, uint64_t now)
 {
 	uint32_t keys[SCOUT_MAX];
 	struct shiftu_rkey_map *m;
@@ -2078,7 +2350,11 @@ static void scout_req(struct shiftu_vqp *vq, uint64_t now)
 	    vq->state == SHIFTU_SEND_DEAD)
 		return;
 	if (now >= vq->scout_ns) {
-		vq->scout_ns = now + (vq->scouts++ < SCOUT_FIRST ? SCOUT_NS / 10 : SCOUT_NS);
+		vq->scout_ns = now + (vq->scouts < SCOUT_FIRST ? SCOUT_NS / 10 : SCOUT_NS);
+		/* the quick looks count from the first post (an empty ring
+		 * costs nothing to read) */
+		if (__atomic_load_n(&vq->sq.head, __ATOMIC_RELAXED))
+			vq->scouts++;
 		n = scout_keys(vq, keys);
 	} else {
 		n = 0;
@@ -2096,7 +2372,8 @@ static void scout_req(struct shiftu_vqp *vq, uint64_t now)
 			break;
 		snprintf(reqs[r].key, sizeof(reqs[r].key), "mr:%016" PRIx64 ":%u",
 			 vq->peer.node_guid, keys[i]);
-		reqs[r].scout = vq;
+		reqs[r].why = PASS_SCOUT;
+		reqs[r].qi = pass_index(pq);
 		reqs[r].rkey = keys[i];
 	}
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
@@ -2104,7 +2381,7 @@ static void scout_req(struct shiftu_vqp *vq, uint64_t now)
 
 /*
  * The look aheads' answers, into their QPs' maps.  Context: shadow
- * thread, shadow_lock held since the requests (the QPs are still there).
+ * thread, shadow_lock held (a QP destroyed since the requests is skipped).
  */
 static void scout_apply(uint64_t now)
 {
@@ -2115,7 +2392,7 @@ static void scout_apply(uint64_t now)
 	char *end;
 
 	for (i = 0; i < n_reqs; i++) {
-		vq = reqs[i].scout;
+		vq = req_vq(i, PASS_SCOUT);
 		if (!vq || (reqs[i].kv.ret && reqs[i].kv.ret != -ENOENT))
 			continue;
 		if (!reqs[i].kv.ret) {
@@ -2186,6 +2463,8 @@ static bool shadow_pass(void)
 
 	n_reqs = 0;
 	scout_due = 0;
+	/* first: it drops shadow_lock while it connects */
+	kv_open_step();
 	if (cap_pqs < n_vqps) {
 		pq = realloc(pqs, n_vqps * sizeof(*pq));
 		if (!pq)
@@ -2193,6 +2472,19 @@ static bool shadow_pass(void)
 		pqs = pq;
 		cap_pqs = n_vqps;
 	}
+	if (cap_pass < n_vqps) {
+		struct shiftu_vqp **v = realloc(pass_vqs, n_vqps * sizeof(*v));
+
+		if (!v)
+			return true;
+		pass_vqs = v;
+		cap_pass = n_vqps;
+	}
+	if (n_vqps)
+		memcpy(pass_vqs, vqps, n_vqps * sizeof(*pass_vqs));
+	n_pass = n_vqps;
+	/* the deletes before any record the pass publishes */
+	forget_take();
 	/* the list only grows, and a node is whole before it is linked */
 	for (s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE); s; s = s->next)
 		if (s->shadowed && !ctx_backup(s) && s->bak_name[0] != '-')
@@ -2226,9 +2518,9 @@ static bool shadow_pass(void)
 	for (c = cqs; c; c = c->next)
 		cq_step(c);
 	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
-	/* what every QP asks the store (vqps cannot change: shadow_lock) */
-	for (i = 0; i < n_vqps; i++) {
-		struct shiftu_vqp *vq = vqps[i];
+	/* what every QP asks the store */
+	for (i = 0; i < n_pass; i++) {
+		struct shiftu_vqp *vq = pass_vqs[i];
 
 		pq = &pqs[i];
 		pq->pub = pq->peer = pq->fbreq = pq->fbrep = -1;
@@ -2240,7 +2532,7 @@ static bool shadow_pass(void)
 			qp_peer_req(vq, pq);
 			failback_answer_req(vq, pq);
 			failback_req(vq, pq);
-			scout_req(vq, now);
+			scout_req(vq, pq, now);
 		}
 		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	}
@@ -2248,15 +2540,16 @@ static bool shadow_pass(void)
 	scout_apply(now);
 	first_late = n_reqs;
 	served = shiftu_mono_ns();
-	for (i = 0; i < n_vqps; i++) {
-		struct shiftu_vqp *vq = vqps[i];
+	/* the QPs still there once the store answered */
+	for (i = 0; i < n_pass; i++) {
+		struct shiftu_vqp *vq = pass_vqs[i];
 
 		if (shiftu_mono_ns() - served > SERVE_NS) {
 			serve_awaiting();
 			served = shiftu_mono_ns();
 		}
 		pq = &pqs[i];
-		if (!vq->sctx->bak_ctx || vq->published == 2)
+		if (!vq || !vq->sctx->bak_ctx || vq->published == 2)
 			continue;
 		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 		if (qp_create(vq)) {
@@ -2303,7 +2596,7 @@ static bool shadow_pass(void)
 			pending = true;
 		}
 		if (vq->rejoin_ask)
-			rejoin_ask(vq);
+			rejoin_ask(vq, pq);
 		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq, pq);
 		else if (vq->fb_stage == 2)
@@ -2335,7 +2628,41 @@ static bool shadow_pass(void)
 		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	}
 	late_batch(first_late);
+	n_pass = 0;
+	/* deletes that wait: the store is backed off, or they came late */
+	shiftu_lock(&forget_lock, SHIFTU_LOCK_FORGET);
+	if (n_forget)
+		pending = true;
+	shiftu_unlock(&forget_lock, SHIFTU_LOCK_FORGET);
 	return pending;
+}
+
+/*
+ * At exit, the keys still to be forgotten go while the store answers,
+ * FORGET_EXIT_MS at most: a program that destroys its QPs and MRs and
+ * exits at once leaves no record of them behind (as when the application
+ * deleted them itself).  The shadow thread sends them; a store that did
+ * not answer its last request is not waited for.
+ */
+static void __attribute__((destructor)) shiftu_shadow_exit(void)
+{
+	uint64_t end = shiftu_mono_ns() + FORGET_EXIT_MS * 1000000ULL;
+	unsigned int left;
+
+	if (!__atomic_load_n(&shadow_started, __ATOMIC_RELAXED))
+		return;
+	for (;;) {
+		shiftu_lock(&forget_lock, SHIFTU_LOCK_FORGET);
+		left = n_forget + forget_sending;
+		shiftu_unlock(&forget_lock, SHIFTU_LOCK_FORGET);
+		if (!left || !__atomic_load_n(&kv_answering, __ATOMIC_RELAXED) ||
+		    shiftu_mono_ns() >= end)
+			break;
+		shiftu_shadow_poke();
+		usleep(2000);
+	}
+	if (left)
+		shiftu_dbg("exit: %u keys not deleted from the store", left);
 }
 
 static void *shadow_thread(void *arg)

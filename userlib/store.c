@@ -833,6 +833,11 @@ static int get_reply_val(const void *r, char *val, size_t len)
 	return memchr(s, '\0', n) ? -EBADMSG : copy_out(s, n, val, len);
 }
 
+static const char *op_cmd(enum shiftu_kv_op op)
+{
+	return op == SHIFTU_KV_PUT ? "SET" : op == SHIFTU_KV_DEL ? "DEL" : "GET";
+}
+
 /*
  * Send the batch and read its replies on the connection as it is.
  * Returns 0 or the transport's -errno (the connection is then unusable).
@@ -847,7 +852,7 @@ static int redis_pipeline(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsi
 
 	for (i = 0; i < n; i++) {
 		stored_key(reqs[i].key, sk);
-		argv[0] = reqs[i].op == SHIFTU_KV_PUT ? "SET" : "GET";
+		argv[0] = op_cmd(reqs[i].op);
 		argv[1] = sk;
 		argv[2] = reqs[i].val;
 		/* copies the arguments into the output buffer */
@@ -860,14 +865,15 @@ static int redis_pipeline(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsi
 		/* the first call writes the whole buffer out */
 		if (redis_lib.get_reply(kv->ctx, &r) != REDIS_OK || !r)
 			return ctx_errno(kv->ctx, errno);
-		if (reply_type(r) == REDIS_REPLY_ERROR) {
-			reqs[i].ret = redis_refused(kv, reqs[i].op == SHIFTU_KV_PUT ?
-						    "SET" : "GET", reply_str(r, &len));
-		} else if (reqs[i].op == SHIFTU_KV_GET) {
+		if (reply_type(r) == REDIS_REPLY_ERROR)
+			reqs[i].ret = redis_refused(kv, op_cmd(reqs[i].op), reply_str(r, &len));
+		else if (reqs[i].op == SHIFTU_KV_GET)
 			reqs[i].ret = get_reply_val(r, reqs[i].val, reqs[i].len);
-		} else {
+		else if (reqs[i].op == SHIFTU_KV_DEL)
+			reqs[i].ret = reply_type(r) != REDIS_REPLY_INTEGER ? -EBADMSG :
+				      reply_int(r) ? 0 : -ENOENT;
+		else
 			reqs[i].ret = 0;
-		}
 		redis_lib.free_reply(r);
 	}
 	return 0;
@@ -1164,7 +1170,8 @@ static int kv_batch_raw(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsign
 
 	for (i = 0; i < n; i++) {
 		reqs[i].ret = -EINVAL;
-		if (!valid_key(reqs[i].key) || !reqs[i].val ||
+		if (!valid_key(reqs[i].key) ||
+		    (reqs[i].op != SHIFTU_KV_DEL && !reqs[i].val) ||
 		    (reqs[i].op == SHIFTU_KV_PUT &&
 		     !valid_val(reqs[i].val, strnlen(reqs[i].val, SHIFTU_KV_VAL_MAX + 1))))
 			continue;
@@ -1194,11 +1201,16 @@ static int kv_batch_raw(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsign
 		}
 		return redis_batch(kv, reqs, n);
 	}
-	for (i = 0; i < n; i++)
-		if (!reqs[i].ret)
-			reqs[i].ret = reqs[i].op == SHIFTU_KV_PUT ?
-				      local_put(kv, reqs[i].key, reqs[i].val) :
-				      local_get(kv, reqs[i].key, reqs[i].val, reqs[i].len);
+	for (i = 0; i < n; i++) {
+		if (reqs[i].ret)
+			continue;
+		if (reqs[i].op == SHIFTU_KV_PUT)
+			reqs[i].ret = local_put(kv, reqs[i].key, reqs[i].val);
+		else if (reqs[i].op == SHIFTU_KV_DEL)
+			reqs[i].ret = local_del(kv, reqs[i].key);
+		else
+			reqs[i].ret = local_get(kv, reqs[i].key, reqs[i].val, reqs[i].len);
+	}
 	return 0;
 }
 

@@ -121,10 +121,10 @@ int shiftu_kv_del(struct shiftu_kv *kv, const char *key);
 
 /*
  * One request of a batch (shiftu_kv_batch()): a GET of @key into @val
- * (@len bytes), or a PUT of @val (@len unused).  @ret gets what the single
- * call would have returned.
+ * (@len bytes), a PUT of @val (@len unused), or a DEL of @key (@val and
+ * @len unused).  @ret gets what the single call would have returned.
  */
-enum shiftu_kv_op { SHIFTU_KV_GET, SHIFTU_KV_PUT };
+enum shiftu_kv_op { SHIFTU_KV_GET, SHIFTU_KV_PUT, SHIFTU_KV_DEL };
 
 struct shiftu_kv_req {
 	enum shiftu_kv_op op;
@@ -139,7 +139,8 @@ struct shiftu_kv_req {
  * a pass of the shadow thread asks for many QPs at once, and each round
  * trip costs the most on a busy host).  A connection that fails under the
  * batch is replaced once and the whole batch sent again (GET and SET may
- * be repeated).  Returns 0 when every request has its answer in its @ret;
+ * be repeated: a DEL repeated finds nothing, and says -ENOENT).  Returns
+ * 0 when every request has its answer in its @ret;
  * else the transport's -errno, which every @ret also holds.  Bounded as
  * the single calls, per read of the answers.
  */

@@ -156,7 +156,7 @@ HELD(qp_fo);
 HELD(cq_lock);
 HELD(cq);
 HELD(mr_lock);
-HELD(kv_fast_lock);
+HELD(forget_lock);
 HELD(backer_lock);
 HELD(nl_lock);
 HELD(vqp_lock);

@@ -27,7 +27,8 @@
  * all its inputs: a port down answers down; one-sided only from the
  * default QP, with nothing posted that a reset would drop, and the peer's
  * receives not on its twin; two-sided only from Fallback on the twin,
- * neither going back already nor leading; a side that leads says so.
+ * neither going back already nor leading; a side that leads says so;
+ * none before the failover's message of the peer was handled.
  *
  * And two moves in a row, the second while the first one's replays are
  * outstanding: every request completes once over both (two_moves).
@@ -463,11 +464,12 @@ TEST(fb_answers)
 	size_t st;
 
 	for (st = 0; st < sizeof(states) / sizeof(states[0]); st++)
-		for (bits = 0; bits < 128; bits++) {
+		for (bits = 0; bits < 256; bits++) {
 			struct shiftu_fb_in in = {
 				.state = states[st], .on_twin = bits & 1, .posted = bits & 2,
 				.going = bits & 4, .asking = bits & 8, .leader = bits & 16,
 				.down = bits & 32, .peer_twin_recvs = bits & 64,
+				.unheard = bits & 128,
 			};
 			bool two;
 			enum shiftu_fb_reply r = shiftu_fb_answer(&in, &two);
@@ -491,6 +493,11 @@ TEST(fb_answers)
 				EXPECT_TRUE(two && (in.going || (in.asking && in.leader)));
 			if (in.state == SHIFTU_SEND_DEAD)
 				EXPECT_NE(SHIFTU_FB_GRANT, r);
+			/* the failover's message would come after the failback */
+			if (in.unheard)
+				EXPECT_NE(SHIFTU_FB_GRANT, r)
+					TH_LOG("state %#x, inputs %#x: granted before the peer's failover was heard",
+					       in.state, bits);
 		}
 	/* every reply, one-sided and two-sided, but leads one-sided */
 	EXPECT_EQ(0xff & ~(1U << SHIFTU_FB_LEADS), seen);
@@ -521,6 +528,11 @@ TEST(fb_cases)
 	in.asking = in.leader = false;
 	in.going = true;
 	EXPECT_EQ(SHIFTU_FB_LEADS, shiftu_fb_answer(&in, &two));
+	/* the peer's failover message not handled yet: busy, either way */
+	in = (struct shiftu_fb_in){ .state = SHIFTU_SEND_FALLBACK, .on_twin = true, .unheard = true };
+	EXPECT_EQ(SHIFTU_FB_BUSY, shiftu_fb_answer(&in, &two));
+	in = (struct shiftu_fb_in){ .state = SHIFTU_SEND_DEFAULT, .unheard = true };
+	EXPECT_EQ(SHIFTU_FB_BUSY, shiftu_fb_answer(&in, &two));
 	/* our own port still down: down, whatever else */
 	in.down = true;
 	EXPECT_EQ(SHIFTU_FB_DOWN, shiftu_fb_answer(&in, &two));

@@ -65,8 +65,9 @@ static void rm_tree(const char *dir)
 
 /*
  * A batch of @n PUTs of "k<i>" = "v<i>", one invalid key among them, then
- * a batch of GETs of the same keys and of one never set: each request gets
- * what the single call would have given.  Shared by LOCAL and REDIS.
+ * a batch of GETs of the same keys and of one never set, then one of DELs
+ * with a PUT and GETs after them: each request gets what the single call
+ * would have given.  Shared by LOCAL and REDIS.
  */
 static void batch_check(struct __test_metadata *_metadata, struct shiftu_kv *kv)
 {
@@ -108,6 +109,30 @@ static void batch_check(struct __test_metadata *_metadata, struct shiftu_kv *kv)
 	}
 	/* nothing to send is no error */
 	EXPECT_EQ(0, shiftu_kv_batch(kv, r, 0));
+
+	/*
+	 * DELs, and a PUT and a GET of a deleted key after its DEL in the
+	 * same batch: in order (the shadow thread deletes a forgotten key
+	 * before a new record under the same name).
+	 */
+	r[0] = (struct shiftu_kv_req){ .op = SHIFTU_KV_DEL, .key = "k1" };
+	r[1] = (struct shiftu_kv_req){ .op = SHIFTU_KV_DEL, .key = "k2" };
+	r[2] = (struct shiftu_kv_req){ .op = SHIFTU_KV_DEL, .key = "k2" };
+	r[3] = (struct shiftu_kv_req){ .op = SHIFTU_KV_DEL, .key = "bad key" };
+	r[4] = (struct shiftu_kv_req){ .op = SHIFTU_KV_PUT, .key = "k1", .val = "again" };
+	r[5] = (struct shiftu_kv_req){ .op = SHIFTU_KV_GET, .key = "k1", .val = got[0],
+				       .len = sizeof(got[0]) };
+	r[6] = (struct shiftu_kv_req){ .op = SHIFTU_KV_GET, .key = "k2", .val = got[1],
+				       .len = sizeof(got[1]) };
+	ASSERT_EQ(0, shiftu_kv_batch(kv, r, 7));
+	EXPECT_EQ(0, r[0].ret);
+	EXPECT_EQ(0, r[1].ret);
+	EXPECT_EQ(-ENOENT, r[2].ret);
+	EXPECT_EQ(-EINVAL, r[3].ret);
+	EXPECT_EQ(0, r[4].ret);
+	EXPECT_EQ(0, r[5].ret);
+	EXPECT_STREQ("again", got[0]);
+	EXPECT_EQ(-ENOENT, r[6].ret);
 }
 
 /* ---- LOCAL ---- */

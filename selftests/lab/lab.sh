@@ -38,10 +38,13 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS, BENCH_STEPS (bench.sh's steps, default all) and
+# info), TORTURE_PULLS, SOAK_FAULTS and SOAK_CONNS (the soak scenario's),
+# BENCH_STEPS (bench.sh's steps, default all) and
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
 # FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's) are passed on to the
-# guest;
+# guest, and so are LIBSHIFTU and LIBSHIFTU_TEST (the libraries the
+# libshiftu tests preload, default this tree's: a test run against another
+# build's, say main's, to show that it fails there);
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order, which may be of a DIR's TEST_PROGS_NAMED (tests that run only
 # when named).
@@ -53,7 +56,7 @@
 # Documentation/lab.rst), LAB_ACCEL (kvm|tcg, default: probe), LAB_KVER
 # (the kernel to boot; default KVER, which the top Makefile exports with
 # the kernel it built the module for, else scripts/kver.sh's), LAB_MEM
-# (default 1024 MiB), LAB_RUN (run directory for link/console/monitor,
+# (default 1024 MiB), LAB_SMP (each guest's CPUs, default 1), LAB_RUN (run directory for link/console/monitor,
 # default the latest). Everything from a run is kept in
 # build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 
@@ -67,6 +70,7 @@ KSFT_DIR=$KSFT_OUT/tools/testing/selftests
 LAB_TIMEOUT_GIVEN=${LAB_TIMEOUT:-}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3300}
 LAB_MEM=${LAB_MEM:-1024}
+LAB_SMP=${LAB_SMP:-1}
 LAB_NAPI_TX=${LAB_NAPI_TX:-0}
 case $LAB_NAPI_TX in
 0|1) ;;
@@ -233,7 +237,7 @@ qemu_args()
 	local -a args
 
 	args=(qemu-system-x86_64 -name "lab-host$id" -accel "$ACCEL"
-		-m "$LAB_MEM" -smp 1 -nodefaults -nographic -no-reboot
+		-m "$LAB_MEM" -smp "$LAB_SMP" -nodefaults -nographic -no-reboot
 		-kernel "/boot/vmlinuz-$KVER" -initrd "$INITRAMFS"
 		-append "console=ttyS0 panic=-1 quiet mitigations=off virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
@@ -505,14 +509,14 @@ cmd_run()
 }
 
 # scenario_env: the "VAR=VALUE " words that carry the knobs set here
-# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS) into the guest,
-# shell-quoted.
+# (LU_LOG, TORTURE_PULLS, LAB_TESTS, BENCH_STEPS, SOAK_*, LIBSHIFTU, ...)
+# into the guest, shell-quoted.
 scenario_env()
 {
 	local v
 
 	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED; do
+		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS LIBSHIFTU LIBSHIFTU_TEST; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -136,9 +136,15 @@
  * also prints "shiftgen[I]: role=client connected" once its QP is in RTS,
  * the server's being there already):
  *   shiftgen: role=client mode=M sent=N completions=N bytes=N errors=N
- *             corrupt=N elapsed=S peer=ok|fail|none result=ok|fail
+ *             corrupt=N setup_ms=N elapsed=S peer=ok|fail|none result=ok|fail
  *   shiftgen: role=server mode=M msgs=N bytes=N lost=N dup=N reorder=N
- *             corrupt=N errors=N peer_errors=N elapsed=S result=ok|fail
+ *             corrupt=N errors=N peer_errors=N setup_ms=N elapsed=S result=ok|fail
+ * setup_ms is the time the connection spent in its control verbs before it
+ * ran (making its PD, CQs, MRs and QP, and taking the QP to RTS; not the
+ * TCP exchange, nor the posts of receives); with -P the sum of all the
+ * connections', and the summary line adds setup_max_ms, the longest one
+ * connection spent, and teardown_ms and teardown_max_ms, the same of the
+ * destroy verbs at the end.
  * (the atomic server adds counter=N; --solicited, wakes and missed_wakes;
  * --signal-all, unfinished=N on either side: its send WRs that got no
  * completion, good or error, negative if some got two, which fails the
@@ -314,6 +320,8 @@ struct sg {
 	struct sq sq;
 	struct stats st;
 	uint64_t t0, t1;
+	/* in control verbs (the header's setup_ms; -P's sums and maxima) */
+	uint64_t setup_ns, setup_max_ns, teardown_ns, teardown_max_ns;
 	/* client */
 	uint64_t *msg_end;		/* sq.posted after message k's last WR, by k % sq.size */
 	uint64_t credit;		/* the largest credit word seen */
@@ -1143,6 +1151,8 @@ err_pd:
 /* in the reverse order of open_device() and create_resources() */
 static void teardown(struct sg *g)
 {
+	uint64_t t = now_ns();
+
 	if (g->spare && ibv_destroy_qp(g->spare))
 		msg(g, "Unable to destroy the spare QP");
 	if (g->qp && ibv_destroy_qp(g->qp))
@@ -1168,6 +1178,7 @@ static void teardown(struct sg *g)
 		ibv_dealloc_pd(g->pd);
 	if (g->ctx && !g->ctx_shared)
 		ibv_close_device(g->ctx);
+	g->teardown_ns = now_ns() - t;
 	if (g->sock >= 0)
 		close(g->sock);
 }
@@ -2224,6 +2235,11 @@ static void summary(struct sg *g, bool ok, const char *peer)
 	}
 	if (g->o->signal_all)
 		printf(" unfinished=%" PRId64, unfinished(g));
+	printf(" setup_ms=%" PRIu64, g->setup_ns / 1000000);
+	if (g->idx < 0 && g->o->conns > 1)
+		printf(" setup_max_ms=%" PRIu64 " teardown_ms=%" PRIu64 " teardown_max_ms=%" PRIu64,
+		       g->setup_max_ns / 1000000, g->teardown_ns / 1000000,
+		       g->teardown_max_ns / 1000000);
 	printf(" elapsed=%.3f%s%s result=%s\n", elapsed(g), peer ? " peer=" : "", peer ? peer : "",
 	       ok ? "ok" : "fail");
 	fflush(stdout);
@@ -2356,10 +2372,12 @@ static int client_run(struct sg *g)
 	const char *peer = "none";
 	struct wire w = { 0 };
 	bool ok = false, replied = true;
-	uint64_t csum = 0;
+	uint64_t csum = 0, t;
 	int ret;
 
+	t = now_ns();
 	ret = create_resources(g, false);
+	g->setup_ns += now_ns() - t;
 	if (ret)
 		goto out;
 	ret = tcp_connect(g);
@@ -2397,7 +2415,9 @@ static int client_run(struct sg *g)
 		ret = -EPROTO;
 		goto out;
 	}
+	t = now_ns();
 	ret = qp_connect(g);
+	g->setup_ns += now_ns() - t;
 	if (!ret && g->run.reply)
 		ret = reply_recv(g);
 	if (ret)
@@ -2490,6 +2510,7 @@ static int server_run(struct sg *g)
 	struct wire w = { 0 }, done = { 0 };
 	bool got_done = false, ok;
 	const char *why;
+	uint64_t t;
 	int ret;
 	uint32_t s;
 
@@ -2526,7 +2547,9 @@ static int server_run(struct sg *g)
 	alarm(g->run.watchdog + 5);
 	get_endpoint(&g->remote, &w);
 
+	t = now_ns();
 	ret = create_resources(g, true);
+	g->setup_ns += now_ns() - t;
 	if (ret)
 		goto out;
 	if (g->run.mode == MODE_WRITE_IMM || g->run.mode == MODE_SEND)
@@ -2535,7 +2558,9 @@ static int server_run(struct sg *g)
 			if (ret)
 				goto out;
 		}
+	t = now_ns();
 	ret = qp_connect(g);
+	g->setup_ns += now_ns() - t;
 	if (ret)
 		goto out;
 	memset(&w, 0, sizeof(w));
@@ -2675,6 +2700,12 @@ static void conn_add(struct sg *t, const struct sg *c)
 		t->t0 = c->t0;
 	if (c->t1 > t->t1)
 		t->t1 = c->t1;
+	t->setup_ns += c->setup_ns;
+	if (c->setup_ns > t->setup_max_ns)
+		t->setup_max_ns = c->setup_ns;
+	t->teardown_ns += c->teardown_ns;
+	if (c->teardown_ns > t->teardown_max_ns)
+		t->teardown_max_ns = c->teardown_ns;
 }
 
 /*
@@ -2730,6 +2761,7 @@ static int run_conns(struct sg *g)
 	memset(&total.st, 0, sizeof(total.st));
 	memset(&total.sq, 0, sizeof(total.sq));
 	total.t0 = total.t1 = 0;
+	total.setup_ns = total.setup_max_ns = total.teardown_ns = total.teardown_max_ns = 0;
 	for (i = 0; i < started; i++) {
 		pthread_join(c[i].thread, NULL);
 		conn_add(&total, &c[i].g);

@@ -12,6 +12,16 @@
 # random 0.3-1.5 s.  Both pairs must exit 0, and their servers must count
 # zero lost, duplicated, reordered or corrupt notifications and no error.
 #
+# `make soak` (selftests/lab/scenarios/soak.sh) runs it as the soak: more
+# faults, shorter (TORTURE_OUT_MS="LO HI": 50-500 ms flaps), more QPs per
+# process (TORTURE_CONNS: each pair that many connections, a QP each, in
+# threads of one process, as an NCCL communicator's channels), and with
+# TORTURE_KINDS=all two more kinds of fault: a silent drop (netem loss 100%
+# on rail 0: the port stays up, only the QPs' retries can tell) and a pull
+# of rail 1, the twins' rail, made only while every QP of both hosts is
+# back on rail 0 (their logs count as many failbacks as failovers; else
+# that fault is a rail-0 pull).
+#
 #     host 1 (clients)                                 host 2 (servers)
 #     rxe0 ─ eth0 ═══ rail 0: pulled, either end ═══ eth0 ─ rxe0
 #     rxe1 ─ eth1 ── rail 1 (the twins) ──────────── eth1 ─ rxe1
@@ -23,6 +33,10 @@ set -e
 GEN=$LU_DIR/shiftgen
 GENDL=$LU_DIR/shiftgen_dl
 PULLS=${TORTURE_PULLS:-50}
+read -r OUT_LO OUT_HI <<< "${TORTURE_OUT_MS:-300 1500}"
+CONNS=${TORTURE_CONNS:-1}
+KINDS=${TORTURE_KINDS:-pulls}
+case $KINDS in pulls|all) ;; *) fail "TORTURE_KINDS=$KINDS: pulls or all" ;; esac
 [ -x "$GEN" ] && [ -x "$GENDL" ] || skip "shiftgen or shiftgen_dl not built (make -C $LU_DIR)"
 [ -x "$LU_RUN" ] || skip "shiftu-run not built (make -C $SHIFT_TOP lib)"
 lu_setup "$GEN" "$GENDL"
@@ -31,6 +45,14 @@ smr_redis_start
 LU_STORE=$SMR_STORE
 ft_defer "lab-link eth0 on; ip link set eth0 up"
 ft_defer "lu_peer_try 'lab_link eth0 on; ip link set eth0 up'"
+if [ "$KINDS" = all ]; then
+	lu_require_netem
+	ft_defer "lab-link eth1 on"
+	ft_defer "lu_peer_try 'lab_link eth1 on; tc qdisc del dev eth0 root 2> /dev/null'"
+	# the dead switch port, on both hosts: netem's loss changes, the qdisc stays
+	tc qdisc add dev eth0 root netem loss 0%
+	lu_peer_run "tc qdisc add dev eth0 root netem loss 0%" || fail "host 2: no netem"
+fi
 
 # rnd VAR LO HI: VAR = a random number of milliseconds in [LO, HI], as seconds
 rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
@@ -39,29 +61,55 @@ rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((m
 # message); -D is only its bound: 2.5 s a pull at most, with room for a
 # slow guest
 DUR=$((PULLS * 4 + 30))
+conns=
+[ "$CONNS" -gt 1 ] && conns="-P $CONNS"
 for m in imm send; do
 	lu_keep "$m" torture
 	mode=$m cq=--one-cq gen=$GEN LU_BG_PRE=1
 	[ "$m" = imm ] && mode=write_imm cq= gen=$GENDL LU_BG_PRE=run
-	# shellcheck disable=SC2086 # $cq: no word or one
-	lu_bg_start "$m" "$DUR" "$gen" -m "$mode" $cq -D "$DUR" -W $((DUR + 30))
+	# shellcheck disable=SC2086 # $cq, $conns: no word, or their words
+	lu_bg_start "$m" "$DUR" "$gen" -m "$mode" $cq $conns -D "$DUR" -W $((DUR + 30))
 done
 
+# MOVES: an awk program over libshiftu logs: "OVER BACK", the QP moves
+# they tell (failovers, failbacks), and its status 0 when those are equal
+MOVES='/: failed over to qp / { o++ } /: failed back from / { b++ } END { print o + 0, b + 0; exit o + 0 != b + 0 }'
+
+# every QP of both hosts back on rail 0: as many failbacks as failovers
+all_back()
+{
+	awk "$MOVES" "$FT_TMP/imm.cli.shiftu" "$FT_TMP/send.cli.shiftu" > /dev/null &&
+		lu_peer_run "awk '$MOVES' $LU_RDIR/imm.srv.shiftu $LU_RDIR/send.srv.shiftu > /dev/null"
+}
+
 sleep 2
-host1=0 host2=0 ipdown=0 t0=$SECONDS
+host1=0 host2=0 ipdown=0 drops=0 rail1=0 t0=$SECONDS
 # A pull costs little beyond its sleeps, or the pulls stretch well past
 # their schedule: four pollers share the guests' CPUs.  Host 1 pulls with
 # lab-lib.sh's lab_link, host 2 through lu_peer_run (lu_setup opened its
 # shell): no process started.
 for ((i = 0; i < PULLS; i++)); do
 	rnd gap 200 1000
-	rnd out 300 1500
+	rnd out "$OUT_LO" "$OUT_HI"
 	lab_nap "$gap"
-	if [ $((RANDOM % 3)) = 0 ]; then
-		down="ip link set eth0 down" up="ip link set eth0 up"; ipdown=$((ipdown + 1))
-	else
-		down="lab_link eth0 off" up="lab_link eth0 on"
+	kind=$((RANDOM % 3))
+	if [ "$KINDS" = all ]; then
+		kind=$((RANDOM % 5))
+		# the twins' rail only while nothing rides it, nor is about
+		# to: a QP that the last fault's retries fail moves a moment
+		# after it (a double fault, which nothing survives)
+		if [ "$kind" = 4 ]; then
+			lab_nap 2
+			all_back || kind=0
+		fi
 	fi
+	case $kind in
+	0|1)	down="lab_link eth0 off" up="lab_link eth0 on" ;;
+	2)	down="ip link set eth0 down" up="ip link set eth0 up"; ipdown=$((ipdown + 1)) ;;
+	3)	down="tc qdisc change dev eth0 root netem loss 100%"
+		up="tc qdisc change dev eth0 root netem loss 0%"; drops=$((drops + 1)) ;;
+	4)	down="lab_link eth1 off" up="lab_link eth1 on"; rail1=$((rail1 + 1)) ;;
+	esac
 	if [ $((RANDOM % 2)) = 0 ]; then
 		host1=$((host1 + 1))
 		$down
@@ -72,7 +120,8 @@ for ((i = 0; i < PULLS; i++)); do
 		lu_peer_run "$down; sleep $out; $up" || fail "host 2: $down; $up failed"
 	fi
 done
-log "$PULLS pulls in $((SECONDS - t0)) s: $host1 on host 1, $host2 on host 2, $ipdown of them by ip link"
+log "$PULLS faults in $((SECONDS - t0)) s: $host1 on host 1, $host2 on host 2; $ipdown rail-0 pulls by ip link, $drops silent drops, $rail1 rail-1 pulls, the rest rail-0 pulls by set_link"
+log "QP moves (failovers failbacks) so far: host 1 $(awk "$MOVES" "$FT_TMP/imm.cli.shiftu" "$FT_TMP/send.cli.shiftu"), host 2 $(lu_peer_out "awk '$MOVES' $LU_RDIR/imm.srv.shiftu $LU_RDIR/send.srv.shiftu")"
 sleep 5
 early=
 for m in imm send; do
