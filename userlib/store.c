@@ -1254,6 +1254,8 @@ int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned i
 	buf = (void *)(v + n);
 	for (i = 0; i < n; i++) {
 		v[i] = reqs[i];
+		if (reqs[i].op == SHIFTU_KV_DEL)
+			continue;	/* no value: as it is */
 		v[i].val = buf[i];
 		v[i].len = sizeof(buf[i]);
 		/* a PUT that cannot be signed is left invalid: -EINVAL */

@@ -367,9 +367,10 @@ static uint64_t dropped(void)
 TEST_F(store, signed_values)
 {
 	char val[64], raw[1100], moved[1100];
-	struct shiftu_kv_req r[2] = {
+	struct shiftu_kv_req r[3] = {
 		{ .op = SHIFTU_KV_PUT, .key = "mr:00000000000000ab:7", .val = "77" },
 		{ .op = SHIFTU_KV_GET, .key = "qp:fe80:17", .val = val, .len = sizeof(val) },
+		{ .op = SHIFTU_KV_DEL, .key = "fbreq:fe80:17" },
 	};
 
 	ASSERT_EQ(0, shiftu_kv_put(self->kv, "qp:fe80:17", "fe80 5 6"));
@@ -381,12 +382,15 @@ TEST_F(store, signed_values)
 	/* a small buffer that holds the value, not its signature */
 	ASSERT_EQ(0, shiftu_kv_get(self->kv, "qp:fe80:17", val, 9));
 	EXPECT_EQ(-ENOBUFS, shiftu_kv_get(self->kv, "qp:fe80:17", val, 8));
-	/* batches sign and check too */
+	/* batches sign and check too; their deletes have no value to sign */
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "fbreq:fe80:17", "1 REQ 2 3 4"));
 	val[0] = '\0';
-	ASSERT_EQ(0, shiftu_kv_batch(self->kv, r, 2));
+	ASSERT_EQ(0, shiftu_kv_batch(self->kv, r, 3));
 	EXPECT_EQ(0, r[0].ret);
 	EXPECT_EQ(0, r[1].ret);
+	EXPECT_EQ(0, r[2].ret);
 	EXPECT_STREQ("fe80 5 6", val);
+	EXPECT_EQ(-ENOENT, shiftu_kv_get(self->kv, "fbreq:fe80:17", val, sizeof(val)));
 	ASSERT_EQ(0, shiftu_kv_get(self->kv, "mr:00000000000000ab:7", val, sizeof(val)));
 	EXPECT_STREQ("77", val);
 	/* a record moved to another key (another QP's twin) is not that key's */
