@@ -262,6 +262,9 @@ int shiftu_config_from_env(struct shiftu_config *cfg, char *(*get)(const char *)
 	if ((v = get("SHIFTU_STORE_AUTH_FILE")) &&
 	    shiftu_parse_store_dir(v, cfg->store.auth_file))
 		nbad += bad("SHIFTU_STORE_AUTH_FILE", v, "none");
+	if ((v = get("SHIFTU_STORE_KEY_FILE")) &&
+	    shiftu_parse_store_dir(v, cfg->store.key_file))
+		nbad += bad("SHIFTU_STORE_KEY_FILE", v, "none");
 	if ((v = get("SHIFTU_STORE_DIR")) &&
 	    shiftu_parse_store_dir(v, cfg->store.dir))
 		nbad += bad("SHIFTU_STORE_DIR", v, "/dev/shm/shiftu-EUID");
@@ -297,10 +300,11 @@ static void config_read(void)
 	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
 	shiftu_config_from_env(&config, env_get);
 	shiftu_log_set_time(config.log_time);
-	shiftu_dbg("config: log %s store %s auth %s dir %s disabled %d probe %u ms health %s record %s",
+	shiftu_dbg("config: log %s store %s auth %s key %s dir %s disabled %d probe %u ms health %s record %s",
 		   log_names[config.log_level], config.store.url,
 		   config.store.auth.set ? "(in the URL)" :
 		   config.store.auth_file[0] ? config.store.auth_file : "(none)",
+		   config.store.key_file[0] ? config.store.key_file : "(none)",
 		   config.store.dir[0] ? config.store.dir : "(default)", config.disabled,
 		   config.probe_ms, config.health_dev, config.record_copy ? "copy" : "auto");
 	shiftu_test_knobs_log(&config);
@@ -375,9 +379,10 @@ SHIFTU_EXPORT int shiftu_set_options(const struct shiftu_options *user)
 	if (o.mask & SHIFTU_OPT_PROBE_MS)
 		config.probe_ms = o.probe_ms;
 	if (o.mask & SHIFTU_OPT_STORE_URL) {
-		/* the URL only: SHIFTU_STORE_DIR and _AUTH_FILE stay */
+		/* the URL only: SHIFTU_STORE_DIR, _AUTH_FILE and _KEY_FILE stay */
 		strcpy(store.dir, config.store.dir);
 		strcpy(store.auth_file, config.store.auth_file);
+		strcpy(store.key_file, config.store.key_file);
 		config.store = store;
 		shift_auth_clear(&store.auth);
 	}

@@ -8,6 +8,8 @@
  *   SHIFTU_STORE	none|local|redis://[USER:PASSWORD@]HOST[:PORT][/]|
  *			unix:/PATH|unix://USER:PASSWORD@/PATH		(local)
  *   SHIFTU_STORE_AUTH_FILE absolute path: USER:PASSWORD (storeauth.h) (none)
+ *   SHIFTU_STORE_KEY_FILE absolute path: the cluster key records are signed
+ *                       and checked with (recsign.h) (none: unsigned)
  *   SHIFTU_STORE_DIR	absolute path			(/dev/shm/shiftu-EUID)
  *   SHIFTU_DISABLE	0|1					(0)
  *   SHIFTU_PROBE_MS	1..3600000				(100)
@@ -55,6 +57,9 @@ struct shiftu_store {
 					 * at each open when the URL has no
 					 * credentials; kept when the URL
 					 * changes */
+	char key_file[PATH_MAX];	/* SHIFTU_STORE_KEY_FILE, read at each
+					 * open, "": records unsigned; kept
+					 * when the URL changes */
 	char dir[PATH_MAX];		/* LOCAL: SHIFTU_STORE_DIR, "": the
 					 * default (store.h); kept when the
 					 * URL changes */

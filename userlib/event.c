@@ -126,6 +126,7 @@ SHIFTU_EXPORT int shiftu_stats(struct shiftu_stats *user)
 	st.replayed_wrs = stat_get(SHIFTU_STAT_REPLAYED_WRS);
 	st.atomic_errors = stat_get(SHIFTU_STAT_ATOMIC_ERRORS);
 	st.unprotected = stat_get(SHIFTU_STAT_UNPROTECTED);
+	st.records_dropped = stat_get(SHIFTU_STAT_RECORDS_DROPPED);
 	st.health_generation = shiftu_health_generation();
 	memcpy(user, &st, size);
 	return 0;

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,7 +28,9 @@
 /* types and constants only: the functions come from dlsym() (redis_lib) */
 #include <hiredis/hiredis.h>
 
+#include "event.h"
 #include "log.h"
+#include "recsign.h"
 #include "store.h"
 #include "storeauth.h"
 #include "util.h"
@@ -55,6 +58,7 @@ struct shiftu_kv {
 	char host[256];			/* REDIS: name or address; UNIX: path */
 	uint16_t port;			/* REDIS: 0 for a Unix socket */
 	struct shift_auth auth;		/* REDIS: sent at every connect */
+	struct shift_sign_key sign;	/* values signed and checked, when set */
 	char desc[PATH_MAX + 16];
 };
 
@@ -926,7 +930,171 @@ out:
 	return err;
 }
 
-/* ---- the interface ---- */
+/* ---- signatures (recsign.h) ---- */
+
+/*
+ * With a key every value goes out signed, as record KEY, from this host
+ * (its name is the sender: libshiftu's records do not name a host of
+ * their own), with this process's sequence; every value read must carry
+ * a good signature, else it is dropped: -EBADMSG, as for a value someone
+ * else wrote, counted (shiftu_stats()'s records_dropped) and logged once
+ * per source.  Shared by the single calls and the batches, on every
+ * backend.
+ */
+static uint64_t sign_last;		/* atomic: this process's last sequence */
+static pthread_once_t sender_once = PTHREAD_ONCE_INIT;
+static char sender[SHIFT_SIGN_SENDER_MAX];	/* written once */
+/* the sources a drop was logged for: once each, a bounded table */
+#define DROP_SOURCES		32
+static struct {
+	/* a leaf, only tried: a child forked while another thread held it
+	 * must not wait for it (fork.c does not take it) */
+	pthread_mutex_t lock;
+	unsigned int n;
+	bool full_logged;
+	char src[DROP_SOURCES][SHIFT_SIGN_SENDER_MAX + 48];
+} drops = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static bool unsigned_warned;		/* atomic */
+
+/* The host name, as a SENDER: other bytes become '-'. */
+static void sender_init(void)
+{
+	char h[256] = "";
+	size_t i;
+
+	if (gethostname(h, sizeof(h) - 1) || !h[0])
+		snprintf(h, sizeof(h), "localhost");
+	for (i = 0; h[i] && i < sizeof(sender) - 1; i++) {
+		char c = h[i];
+
+		sender[i] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			    (c >= '0' && c <= '9') || c == '.' || c == '_' ? c : '-';
+	}
+	sender[i] = '\0';
+}
+
+/* A record dropped: counted, and said once for @source. */
+static void __attribute__((format(printf, 4, 5)))
+kv_dropped(struct shiftu_kv *kv, const char *key, const char *source, const char *fmt, ...)
+{
+	bool say = true;
+	char why[160];
+	unsigned int i;
+	va_list ap;
+
+	shiftu_stat_add(SHIFTU_STAT_RECORDS_DROPPED, 1);
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (pthread_mutex_trylock(&drops.lock)) {
+		say = false;	/* another thread is saying one: counted all the same */
+		goto log;
+	}
+	for (i = 0; i < drops.n; i++)
+		if (!strcmp(drops.src[i], source))
+			say = false;
+	if (say && drops.n < DROP_SOURCES) {
+		snprintf(drops.src[drops.n++], sizeof(drops.src[0]), "%s", source);
+	} else if (say) {
+		if (!drops.full_logged)
+			shiftu_warn("store %s: records from more than %d sources dropped: the others are not named",
+				    kv->desc, DROP_SOURCES);
+		drops.full_logged = true;
+		say = false;
+	}
+	pthread_mutex_unlock(&drops.lock);
+log:
+	if (say)
+		shiftu_warn("store %s: dropped %s from %s: %s (said once per source; shiftu_stats() counts them)",
+			    kv->desc, key, source, why);
+	else
+		shiftu_dbg("store %s: dropped %s from %s: %s", kv->desc, key, source, why);
+}
+
+/* Is the REDIS store @cfg on this host (a loopback address or name)? */
+static bool store_local(const struct shiftu_store *cfg)
+{
+	return !strncmp(cfg->host, "127.", 4) || !strcmp(cfg->host, "::1") ||
+	       !strcmp(cfg->host, "localhost");
+}
+
+/* The key file of @cfg into @kv: -EACCES (said as for a refused store) when it cannot be used. */
+static int kv_key_read(struct shiftu_kv *kv, const struct shiftu_store *cfg)
+{
+	char why[192];
+	int err;
+
+	if (!cfg->key_file[0]) {
+		/*
+		 * One host's store is the user's own (a 0700 directory, a
+		 * socket, a loopback port); one on another host is shared by
+		 * hosts that anything with a password can write for.  A
+		 * tunnel's loopback end is not told apart: the agents say it.
+		 */
+		if (cfg->kind == SHIFTU_STORE_REDIS && !store_local(cfg) &&
+		    !__atomic_exchange_n(&unsigned_warned, true, __ATOMIC_RELAXED))
+			shiftu_warn("store %s: UNAUTHENTICATED records: no SHIFTU_STORE_KEY_FILE, so any client that can write shiftu:v1:* can point this job's twins at its own QPs and memory (Documentation/trust.rst)",
+				    kv->desc);
+		return 0;
+	}
+	err = shift_sign_key_read(cfg->key_file, &kv->sign, why, sizeof(why));
+	if (err) {
+		auth_refused(kv, "key file %s: %s", cfg->key_file, why);
+		return -EACCES;
+	}
+	pthread_once(&sender_once, sender_init);
+	return 0;
+}
+
+/* @val signed as record @key into @out (SHIFTU_KV_VAL_MAX + 1 bytes). */
+static int kv_seal(struct shiftu_kv *kv, const char *key, const char *val, char *out)
+{
+	size_t n = strnlen(val, SHIFTU_KV_VAL_MAX + 1);
+	int err;
+
+	if (n > SHIFTU_KV_VAL_MAX)
+		return -EINVAL;
+	memcpy(out, val, n + 1);
+	err = shift_sign_append(&kv->sign, key, out, SHIFTU_KV_VAL_MAX + 1, ' ', sender,
+				shift_sign_seq_next(&sign_last));
+	/* a value that leaves no room for its signature is too long */
+	return err == -ENOBUFS ? -EINVAL : err;
+}
+
+/*
+ * The value @buf read for @key: its signature checked and cut off, then
+ * copied out as the unsigned value would be.  -EBADMSG when dropped.
+ */
+static int kv_unseal(struct shiftu_kv *kv, const char *key, char *buf, char *val,
+		     size_t len)
+{
+	char who[SHIFT_SIGN_SENDER_MAX], src[SHIFT_SIGN_SENDER_MAX + 48];
+	const char *p;
+	uint64_t seq;
+	int err;
+
+	err = shift_sign_check(&kv->sign, key, buf, ' ', who, sizeof(who), &seq);
+	/* unsigned, the writer is not named: the key's owner is its source */
+	p = strrchr(key, ':');
+	snprintf(src, sizeof(src), "%s", who[0] ? who : "");
+	if (!who[0])
+		snprintf(src, sizeof(src), "%.*s (unsigned)", p ? (int)(p - key) : 40, key);
+	if (err == -ENOMSG) {
+		kv_dropped(kv, key, src, "not signed");
+		return -EBADMSG;
+	}
+	if (err) {
+		kv_dropped(kv, key, src, "%s", err == -EBADMSG ? "bad signature" : strerror(-err));
+		return -EBADMSG;
+	}
+	if (shift_seq_after(seq, shift_sign_now_us() + SHIFT_SIGN_FUTURE_US)) {
+		kv_dropped(kv, key, src, "sequence %016" PRIx64 " from the future", seq);
+		return -EBADMSG;
+	}
+	return copy_out(buf, strlen(buf), val, len);
+}
+
+/* ---- the raw calls: what the store holds, signed or not ---- */
 
 int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
 {
@@ -949,11 +1117,18 @@ int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
 	kv->kind = cfg->kind;
 	kv->dirfd = -1;
 	if (cfg->kind == SHIFTU_STORE_LOCAL)
-		err = local_open(kv, cfg->dir);
+		snprintf(kv->desc, sizeof(kv->desc), "local:%s", cfg->dir[0] ? cfg->dir : "(default)");
 	else
-		err = redis_open(kv, cfg);
+		snprintf(kv->desc, sizeof(kv->desc), "%s", cfg->url);
+	/* read at each open, as the credentials are: a file fixed is taken
+	 * at the next try */
+	err = kv_key_read(kv, cfg);
+	if (!err)
+		err = cfg->kind == SHIFTU_STORE_LOCAL ? local_open(kv, cfg->dir)
+						      : redis_open(kv, cfg);
 	if (err) {
 		shift_auth_clear(&kv->auth);
+		shift_sign_key_clear(&kv->sign);
 		free(kv);
 		return err;
 	}
@@ -963,7 +1138,7 @@ int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
 	return 0;
 }
 
-int shiftu_kv_put(struct shiftu_kv *kv, const char *key, const char *val)
+static int kv_put_raw(struct shiftu_kv *kv, const char *key, const char *val)
 {
 	/* strnlen: one byte past the limit is enough to refuse */
 	if (!valid_key(key) || !val ||
@@ -973,7 +1148,7 @@ int shiftu_kv_put(struct shiftu_kv *kv, const char *key, const char *val)
 					      : redis_put(kv, key, val);
 }
 
-int shiftu_kv_get(struct shiftu_kv *kv, const char *key, char *val, size_t len)
+static int kv_get_raw(struct shiftu_kv *kv, const char *key, char *val, size_t len)
 {
 	if (!valid_key(key) || !val)
 		return -EINVAL;
@@ -989,7 +1164,7 @@ int shiftu_kv_del(struct shiftu_kv *kv, const char *key)
 					      : redis_del(kv, key);
 }
 
-int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n)
+static int kv_batch_raw(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n)
 {
 	unsigned int i, ok = 0;
 
@@ -1039,6 +1214,68 @@ int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned i
 	return 0;
 }
 
+/* ---- the interface ---- */
+
+int shiftu_kv_put(struct shiftu_kv *kv, const char *key, const char *val)
+{
+	char sealed[SHIFTU_KV_VAL_MAX + 1];
+	int err;
+
+	if (!kv->sign.set || !val)
+		return kv_put_raw(kv, key, val);
+	err = kv_seal(kv, key, val, sealed);
+	return err ? err : kv_put_raw(kv, key, sealed);
+}
+
+int shiftu_kv_get(struct shiftu_kv *kv, const char *key, char *val, size_t len)
+{
+	char buf[SHIFTU_KV_VAL_MAX + 1];
+	int err;
+
+	if (!kv->sign.set || !val)
+		return kv_get_raw(kv, key, val, len);
+	err = kv_get_raw(kv, key, buf, sizeof(buf));
+	return err ? err : kv_unseal(kv, key, buf, val, len);
+}
+
+int shiftu_kv_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsigned int n)
+{
+	struct shiftu_kv_req *v;
+	char (*buf)[SHIFTU_KV_VAL_MAX + 1];
+	unsigned int i;
+	int err;
+
+	if (!kv->sign.set || !n)
+		return kv_batch_raw(kv, reqs, n);
+	/* the values as the store holds them, signed, in buffers of their own */
+	v = malloc(n * (sizeof(*v) + sizeof(*buf)));
+	if (!v)
+		return -ENOMEM;
+	buf = (void *)(v + n);
+	for (i = 0; i < n; i++) {
+		v[i] = reqs[i];
+		if (reqs[i].op == SHIFTU_KV_DEL)
+			continue;	/* no value: as it is */
+		v[i].val = buf[i];
+		v[i].len = sizeof(buf[i]);
+		/* a PUT that cannot be signed is left invalid: -EINVAL */
+		if (!reqs[i].val ||
+		    (reqs[i].op == SHIFTU_KV_PUT &&
+		     (!valid_key(reqs[i].key) ||
+		      kv_seal(kv, reqs[i].key, reqs[i].val, buf[i]))))
+			v[i].key = NULL;
+	}
+	err = kv_batch_raw(kv, v, n);
+	for (i = 0; i < n; i++) {
+		reqs[i].ret = v[i].ret;
+		if (!reqs[i].ret && reqs[i].op == SHIFTU_KV_GET)
+			reqs[i].ret = kv_unseal(kv, reqs[i].key, buf[i], reqs[i].val,
+						reqs[i].len);
+	}
+	free(v);
+	return err;
+}
+
 void shiftu_kv_close(struct shiftu_kv *kv)
 {
 	if (!kv)
@@ -1048,6 +1285,7 @@ void shiftu_kv_close(struct shiftu_kv *kv)
 	redis_drop(kv);
 	shiftu_dbg("store %s: closed", kv->desc);
 	shift_auth_clear(&kv->auth);
+	shift_sign_key_clear(&kv->sign);
 	free(kv);
 }
 

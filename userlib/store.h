@@ -38,6 +38,17 @@
  * (0x21-0x7e), e.g. "qp:fe80::1:17".  Values: 0 to SHIFTU_KV_VAL_MAX bytes of
  * printable ASCII, space included (0x20-0x7e).  Anything else is -EINVAL.
  *
+ * Signed values: with a key file (SHIFTU_STORE_KEY_FILE, read at each
+ * open like the credentials, -EACCES when it cannot be used) every value
+ * is stored signed as record KEY (recsign.h: a space and its token, so a
+ * value may be up to SHIFTU_KV_VAL_MAX less that token; a longer one is
+ * -EINVAL), and a value read back, single or batched, on any backend,
+ * must carry a good signature no more than SHIFT_SIGN_FUTURE_US ahead:
+ * else it is -EBADMSG, counted and logged once per source.  Callers see
+ * the values as they wrote them.  Without a key nothing changes, and a
+ * REDIS store that is not on a loopback address says once that its
+ * records are unauthenticated.
+ *
  * Thread safety: a struct shiftu_kv is used by one thread at a time (the
  * caller serialises); different handles are independent and may be used
  * concurrently, in one process or several.  All functions return 0 or a

@@ -45,7 +45,7 @@ bool shift_auth_in_url(const char *url, const char **ui, size_t *uilen,
 	return true;
 }
 
-static int hexval(char c)
+int shift_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -67,8 +67,8 @@ static int pct_decode(const char *s, size_t len, char *out, size_t size,
 	for (i = 0; i < len; i++) {
 		c = s[i];
 		if (c == '%') {
-			hi = i + 2 < len ? hexval(s[i + 1]) : -1;
-			lo = hi < 0 ? -1 : hexval(s[i + 2]);
+			hi = i + 2 < len ? shift_hexval(s[i + 1]) : -1;
+			lo = hi < 0 ? -1 : shift_hexval(s[i + 2]);
 			if (lo < 0) {
 				snprintf(why, whylen,
 					 "a bad %%-escape in the %s (write '%%' as %%25)", what);
@@ -149,13 +149,21 @@ int shift_auth_parse_userinfo(const char *ui, size_t len, struct shift_auth *a,
 	return split_userinfo(ui, len, true, a, why, whylen);
 }
 
-/* The one credentials line of @buf (NUL-terminated) into @a. */
-static int parse_file(char *buf, struct shift_auth *a, char *why, size_t whylen)
+/*
+ * The one line of @buf (NUL-terminated; cut into lines) that is neither
+ * empty nor a '#' comment, its trailing "\r" dropped, in *@found, its
+ * number in *@at.  0, or -EINVAL (none, or a second one) with the reason
+ * in @why: @noun names the line ("credentials"), @what what it holds
+ * ("USER:PASSWORD").
+ */
+static int one_line(char *buf, const char *noun, const char *what, char **found,
+		    unsigned int *at, char *why, size_t whylen)
 {
-	char *line, *next, *found = NULL;
-	unsigned int lineno = 0, at = 0;
+	unsigned int lineno = 0;
+	char *line, *next;
 	size_t n;
 
+	*found = NULL;
 	for (line = buf; line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
@@ -166,19 +174,40 @@ static int parse_file(char *buf, struct shift_auth *a, char *why, size_t whylen)
 			line[--n] = '\0';
 		if (!n || line[0] == '#')
 			continue;
-		if (found) {
-			snprintf(why, whylen,
-				 "line %u: a second credentials line (one USER:PASSWORD only)",
-				 lineno);
+		if (*found) {
+			snprintf(why, whylen, "line %u: a second %s line (one %s only)",
+				 lineno, noun, what);
 			return -EINVAL;
 		}
-		found = line;
-		at = lineno;
+		*found = line;
+		*at = lineno;
 	}
-	if (!found) {
-		snprintf(why, whylen, "no USER:PASSWORD line");
+	if (!*found) {
+		snprintf(why, whylen, "no %s line", what);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int shift_private_file_line(const char *path, char *buf, size_t size, const char *noun,
+			    const char *what, char **line, unsigned int *lineno, char *why,
+			    size_t whylen)
+{
+	int err;
+
+	err = shift_private_file_read(path, buf, size, why, whylen);
+	if (err)
+		return err;
+	err = one_line(buf, noun, what, line, lineno, why, whylen);
+	if (err)
+		explicit_bzero(buf, size);
+	return err;
+}
+
+/* The credentials line @found (line @at) into @a. */
+static int parse_line(char *found, unsigned int at, struct shift_auth *a, char *why,
+		      size_t whylen)
+{
 	if (split_userinfo(found, strlen(found), false, a, why, whylen)) {
 		char tmp[128];
 
@@ -189,16 +218,14 @@ static int parse_file(char *buf, struct shift_auth *a, char *why, size_t whylen)
 	return 0;
 }
 
-int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
-			 size_t whylen)
+int shift_private_file_read(const char *path, char *buf, size_t size,
+			    char *why, size_t whylen)
 {
-	char buf[SHIFT_AUTH_FILE_MAX + 1];
 	size_t off = 0;
 	struct stat st;
 	int fd, err;
 	ssize_t n;
 
-	shift_auth_clear(a);
 	/* a symbolic link is followed (a mounted secret is one): what is
 	 * checked is the file read, through its descriptor */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -228,8 +255,8 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 			 (unsigned int)(st.st_mode & 07777));
 		goto close_fd;
 	}
-	while (off < sizeof(buf) - 1) {
-		n = read(fd, buf + off, sizeof(buf) - 1 - off);
+	while (off < size - 1) {
+		n = read(fd, buf + off, size - 1 - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -241,9 +268,9 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 			break;
 		off += n;
 	}
-	if (off == sizeof(buf) - 1) {
+	if (off == size - 1) {
 		err = -EFBIG;
-		snprintf(why, whylen, "longer than %d bytes", SHIFT_AUTH_FILE_MAX);
+		snprintf(why, whylen, "longer than %zu bytes", size - 2);
 		goto wipe;
 	}
 	buf[off] = '\0';
@@ -252,11 +279,29 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 		snprintf(why, whylen, "a NUL byte in it");
 		goto wipe;
 	}
-	err = parse_file(buf, a, why, whylen);
+	close(fd);
+	return 0;
 wipe:
-	explicit_bzero(buf, sizeof(buf));
+	explicit_bzero(buf, size);
 close_fd:
 	close(fd);
+	return err;
+}
+
+int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
+			 size_t whylen)
+{
+	char buf[SHIFT_AUTH_FILE_MAX + 2], *line;
+	unsigned int at;
+	int err;
+
+	shift_auth_clear(a);
+	err = shift_private_file_line(path, buf, sizeof(buf), "credentials", "USER:PASSWORD",
+				      &line, &at, why, whylen);
+	if (err)
+		return err;
+	err = parse_line(line, at, a, why, whylen);
+	explicit_bzero(buf, sizeof(buf));
 	return err;
 }
 

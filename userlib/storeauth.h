@@ -71,6 +71,32 @@ int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,
 			 size_t whylen);
 
 /*
+ * Read the whole of the file @path, a secret, into @buf (@size bytes: at
+ * most @size - 2 bytes of content, NUL-terminated) after checking it as
+ * above: a regular file (a symbolic link to one is followed), owned by the
+ * effective user, no group or other permission.  0; -EPERM with the mode
+ * or owner in @why; -EFBIG; -EINVAL (a NUL byte); open()'s or read()'s
+ * -errno.  On failure @buf holds nothing of the file.  Shared with the
+ * records' key file (recsign.h).
+ */
+int shift_private_file_read(const char *path, char *buf, size_t size,
+			    char *why, size_t whylen);
+
+/*
+ * The same, and then its one line that is neither empty nor a '#' comment
+ * (a trailing "\r" dropped) in *@line, within @buf, and its number in
+ * *@lineno.  -EINVAL when there is none or a second one, @why naming
+ * the line (@noun: "credentials") and what it holds (@what:
+ * "USER:PASSWORD").  On failure @buf holds nothing of the file.
+ */
+int shift_private_file_line(const char *path, char *buf, size_t size, const char *noun,
+			    const char *what, char **line, unsigned int *lineno, char *why,
+			    size_t whylen);
+
+/* The value of the hex digit @c, -1 if it is none. */
+int shift_hexval(char c);
+
+/*
  * @url into @out (@len bytes) with its password, if any, replaced by
  * SHIFT_AUTH_REDACTED: what log lines and messages show.  Works on a
  * malformed URL too (best effort: anything between the first ':' after

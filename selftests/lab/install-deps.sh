@@ -11,6 +11,7 @@
 # linux-source-6.12 and python3-yaml/-jsonschema: the kernel's YNL tools
 # and schemas, for the netlink spec's tests (selftests/lab/get-ynl.sh).
 # openssl and stunnel4: the store's TLS tunnel (selftests/host/store_tls.sh).
+# libssl-dev: libcrypto's headers, for the records' signatures (userlib/recsign.c).
 
 set -e
 
@@ -23,7 +24,7 @@ PACKAGES=(
 	dkms redis-server libhiredis-dev sparse linux-source-6.1 python3 jq
 	xz-utils procps python3-pyverbs ucx-utils ethtool spin
 	linux-source-6.12 python3-yaml python3-jsonschema
-	openssl stunnel4
+	openssl stunnel4 libssl-dev
 )
 
 # Print the packages that are not in the "install ok installed" state.

@@ -152,7 +152,8 @@ lu_gen_clean "$TAG"
 own() { grep -E "^([0-9:.]+ )?libshiftu\[$pid\]: " "$LOGF" || true; }
 own | grep -q 'failed over to qp [0-9]* on rxe1 port 1' || lu_fail "$TAG" "the client's QP did not fail over"
 own | grep -q 'failed back from rxe1' || lu_fail "$TAG" "the client's QP did not fail back"
-if own | grep -qE ': (error|warn): '; then
+# but for the store's lack of a key, said once
+if own | grep -vE ': warn: store [^ ]*: UNAUTHENTICATED records: ' | grep -qE ': (error|warn): '; then
 	lu_fail "$TAG" "the client's library logged errors or warnings"
 fi
 n=$(own | grep -c ': info: exit: ') || true

@@ -1038,6 +1038,8 @@ lu_check_log()
 	out=$(awk -v reqs="$*" '
 		/^([0-9:.]+ )?libshiftu\[[0-9]+\]: info: exit:( |$)/ { n++; last = $0 }
 		/^([0-9:.]+ )?libshiftu\[[0-9]+\]: info: context rxe0: interposed( |$)/ { ctx = 1 }
+		# a store on host 1 without a key: said once, expected
+		/: warn: store [^ ]*: UNAUTHENTICATED records: / { next }
 		/^([0-9:.]+ )?libshiftu\[[0-9]+\]: (error|warn): / { bad = 1 }
 		END {
 			if (n != 1) { printf "%d exit lines in the libshiftu log, expected 1\n", n; exit 1 }

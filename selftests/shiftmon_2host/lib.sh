@@ -108,10 +108,10 @@ smr_agent_start()
 	smr_fail "host 1's agent did not connect and resync"
 }
 
-# smr_agent_peer_start: host 2's agent, the same way.
+# smr_agent_peer_start [ARGS...]: host 2's agent, the same way.
 smr_agent_peer_start()
 {
-	SMR_PEER_PID=$(lab-peer --bg "exec $SM agent --store $SMR_STORE 2> $SMR_LOG2") ||
+	SMR_PEER_PID=$(lab-peer --bg "exec $SM agent --store $SMR_STORE $* 2> $SMR_LOG2") ||
 		fail "lab-peer --bg"
 	ft_defer "lab-peer 'kill $SMR_PEER_PID'"
 	lab-peer "for i in \$(seq 200); do grep -q '^agent: resync:' $SMR_LOG2 && exit 0;

@@ -68,6 +68,7 @@
 #define _GNU_SOURCE		/* ppoll */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -77,6 +78,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/capability.h>
 #include <linux/netlink.h>
@@ -87,6 +89,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "recsign.h"	/* userlib's, shared */
 #include "shiftmon.h"
 #include "store.h"
 
@@ -95,6 +98,25 @@
 #define AG_BACKOFF_MAX_MS	5000
 #define AG_HOST_ROWS		128	/* --host-rows default */
 #define AG_REMOTE_PORTS		16384	/* --remote-ports default */
+#define AG_STATS_NS		1000000000ULL	/* the stats file, at most this often */
+#define AG_DROP_SOURCES		64	/* hosts whose drops are named, at most */
+
+/* Why a record of another host was dropped (with a key): the metrics' reasons. */
+enum ag_drop {
+	AG_DROP_UNSIGNED,		/* no signature */
+	AG_DROP_BAD_SIGNATURE,		/* one that does not check under our key */
+	AG_DROP_WRONG_SENDER,		/* good, but another host's: not its own port */
+	AG_DROP_FUTURE,			/* seq ahead of our clock: a pin */
+
+	__AG_DROP_MAX
+};
+
+static const char *const ag_drop_names[__AG_DROP_MAX] = {
+	[AG_DROP_UNSIGNED] = "unsigned",
+	[AG_DROP_BAD_SIGNATURE] = "bad_signature",
+	[AG_DROP_WRONG_SENDER] = "wrong_sender",
+	[AG_DROP_FUTURE] = "future",
+};
 
 /* A port of this host, as the kernel last announced it. */
 struct lport {
@@ -125,7 +147,9 @@ struct rport {
 struct agent {
 	struct sm_store st;
 	char host[SM_HOST_LEN];
-	uint64_t instance, seq;
+	uint64_t instance;
+	uint64_t seq;			/* the last published (recsign.h) */
+	struct shift_sign_key key;	/* --store-key-file: set, records signed */
 	bool verbose;
 	struct sm_listener l;
 	struct lport *lp;
@@ -141,6 +165,16 @@ struct agent {
 	bool outage_logged;
 	/* once-only messages */
 	bool eperm_logged;
+	bool unauth_logged;		/* no key, and another host heard */
+	/* records dropped, and the hosts that were named for it */
+	uint64_t drops[__AG_DROP_MAX];
+	char (*drop_hosts)[SM_HOST_LEN];
+	unsigned int ndrop_hosts;
+	bool drop_hosts_full;
+	/* the stats file (store.h) */
+	char stats_path[256];
+	bool stats_dirty, stats_failed;
+	uint64_t stats_ns;		/* last written, CLOCK_MONOTONIC */
 };
 
 static volatile sig_atomic_t ag_stop;
@@ -484,8 +518,13 @@ static void accept_rec(struct agent *a, const char *host,
 		rp = rport_new(a, host, rec->port);
 	if (!rp)
 		return;
+	/*
+	 * Signed, the sequence alone orders (an earlier run's records, replayed,
+	 * are older); unsigned, as before keys: another run's record is new.
+	 */
 	if (rp->applied != SHIFT_FT_PATH_UNKNOWN &&
-	    rp->rec.instance == rec->instance && rec->seq <= rp->rec.seq) {
+	    (a->key.set || rp->rec.instance == rec->instance) &&
+	    !shift_seq_after(rec->seq, rp->rec.seq)) {
 		if (a->verbose)
 			alog("skip %s %s seq %" PRIu64 " (%s): already have %" PRIu64,
 			     host, rec->port, rec->seq, via, rp->rec.seq);
@@ -548,6 +587,152 @@ static void reapply_all(struct agent *a)
 	}
 }
 
+/* ---- signatures and what was dropped ---- */
+
+/* The counters into the stats file (store.h): a new file renamed over the old. */
+static void stats_write(struct agent *a, uint64_t now)
+{
+	char tmp[sizeof(a->stats_path) + 16], dir[sizeof(a->stats_path)], *slash;
+	unsigned int i;
+	FILE *f;
+	int fd;
+
+	a->stats_ns = now;
+	a->stats_dirty = false;
+	snprintf(dir, sizeof(dir), "%s", a->stats_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755);	/* the default's /run/shiftmon; EEXIST is fine */
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%d", a->stats_path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f)
+		goto failed;
+	fprintf(f, "signing %d\n", a->key.set);
+	for (i = 0; i < __AG_DROP_MAX; i++)
+		fprintf(f, "records_dropped_%s %" PRIu64 "\n", ag_drop_names[i], a->drops[i]);
+	fd = -1;
+	if (fclose(f) || rename(tmp, a->stats_path)) {
+		unlink(tmp);
+		goto failed;
+	}
+	a->stats_failed = false;
+	return;
+failed:
+	if (fd >= 0)
+		close(fd);
+	if (!a->stats_failed)
+		alog("Unable to write %s: %s (shiftmon metrics will not show the agent's counters)",
+		     a->stats_path, strerror(errno));
+	a->stats_failed = true;
+}
+
+/* A record of @host dropped for @why: counted; said once per host. */
+static void dropped(struct agent *a, const char *host, const char *port,
+		    enum ag_drop why, const char *via, const char *detail)
+{
+	unsigned int i;
+
+	a->drops[why]++;
+	a->stats_dirty = true;
+	for (i = 0; i < a->ndrop_hosts; i++)
+		if (!strcmp(a->drop_hosts[i], host))
+			break;
+	if (i < a->ndrop_hosts) {
+		if (a->verbose)
+			alog("drop %s %s (%s): %s", host, port, via, detail);
+		return;
+	}
+	if (i == AG_DROP_SOURCES) {
+		if (!a->drop_hosts_full)
+			alog("dropping records of more than %d hosts: the others are counted, not named",
+			     AG_DROP_SOURCES);
+		a->drop_hosts_full = true;
+		return;
+	}
+	if (!a->drop_hosts) {
+		a->drop_hosts = calloc(AG_DROP_SOURCES, sizeof(*a->drop_hosts));
+		if (!a->drop_hosts)
+			return;
+	}
+	snprintf(a->drop_hosts[a->ndrop_hosts++], SM_HOST_LEN, "%s", host);
+	alog("DROPPED a record of %s %s (%s): %s; said once per host, counted in shiftmon metrics",
+	     host, port, via, detail);
+}
+
+/*
+ * @text, the record of @host's @port as the store gave it.  Without a key,
+ * taken as it is.  With one, its signature must be good and @host's own,
+ * and its seq no more than SHIFT_SIGN_FUTURE_US ahead of our clock; the
+ * signature is cut off.  Then parsed into @rec.  0, or -1 (dropped, or
+ * malformed: said).
+ */
+static int rec_open(struct agent *a, const char *host, const char *port, char *text,
+		    struct sm_rec *rec, const char *via)
+{
+	char name[SM_REC_PORT_LEN + 8], who[SHIFT_SIGN_SENDER_MAX], why[128];
+	uint64_t seq;
+	int r;
+
+	if (!a->key.set) {
+		if (!a->unauth_logged)
+			alog("UNAUTHENTICATED: applying the records of other hosts (%s first) without a signature: no --store-key-file, so any client that can write shift:v1:* moves this host's traffic (Documentation/trust.rst)",
+			     host);
+		a->unauth_logged = true;
+		goto parse;
+	}
+	snprintf(name, sizeof(name), "port:%s", port);
+	r = shift_sign_check(&a->key, name, text, '\t', who, sizeof(who), &seq);
+	if (r == -ENOMSG) {
+		dropped(a, host, port, AG_DROP_UNSIGNED, via, "not signed");
+		return -1;
+	}
+	if (r) {
+		dropped(a, host, port, AG_DROP_BAD_SIGNATURE, via,
+			r == -EBADMSG ? "bad signature" : strerror(-r));
+		return -1;
+	}
+	if (strcmp(who, host)) {
+		snprintf(why, sizeof(why), "signed by %s: a host speaks for its own ports only",
+			 who);
+		dropped(a, host, port, AG_DROP_WRONG_SENDER, via, why);
+		return -1;
+	}
+	if (shift_seq_after(seq, shift_sign_now_us() + SHIFT_SIGN_FUTURE_US)) {
+		snprintf(why, sizeof(why), "seq %" PRIu64 " is ahead of this host's clock",
+			 seq);
+		dropped(a, host, port, AG_DROP_FUTURE, via, why);
+		return -1;
+	}
+parse:
+	if (sm_rec_parse(text, port, rec) || (a->key.set && rec->seq != seq)) {
+		alog("ignoring a malformed record of %s %s (%s)", host, port, via);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * @lp's record @r, as published: this run's instance, the next sequence,
+ * and signed when there is a key.  -1 if it does not fit.
+ */
+static int rec_seal(struct agent *a, const struct lport *lp, struct sm_rec *r,
+		    char *text, size_t len)
+{
+	char name[SM_REC_PORT_LEN + 8];
+
+	r->instance = a->instance;
+	r->seq = shift_sign_seq_next(&a->seq);
+	if (sm_rec_format(r, text, len))
+		return -1;
+	if (!a->key.set)
+		return 0;
+	snprintf(name, sizeof(name), "port:%s", lp->field);
+	return shift_sign_append(&a->key, name, text, len, '\t', a->host, r->seq) ? -1 : 0;
+}
+
 /* ---- the store ---- */
 
 static void store_lost(struct agent *a, uint64_t now)
@@ -577,9 +762,7 @@ static int queue_publish(struct agent *a, struct lport *lp, bool publish,
 	char key[SM_HOST_LEN + 32];
 	struct sm_rec r = lp->rec;
 
-	r.instance = a->instance;
-	r.seq = ++a->seq;
-	if (sm_rec_format(&r, text, len))
+	if (rec_seal(a, lp, &r, text, len))
 		return -1;
 	snprintf(key, sizeof(key), SM_STORE_HOST_FMT, a->host);
 	if (sm_store_append(&a->st, "HSET %s %s %s", key, lp->field, text))
@@ -627,10 +810,8 @@ static void publish_removed(struct agent *a, const struct lport *lp, uint64_t no
 	if (!sm_store_connected(&a->st) || !lp->published[0])
 		return;		/* a reconnect rewrites the hash without it */
 	r.state = SM_REC_REMOVED;
-	r.instance = a->instance;
-	r.seq = ++a->seq;
 	snprintf(key, sizeof(key), SM_STORE_HOST_FMT, a->host);
-	if (sm_rec_format(&r, text, sizeof(text)) ||
+	if (rec_seal(a, lp, &r, text, sizeof(text)) ||
 	    sm_store_append(&a->st, "HDEL %s %s", key, lp->field) ||
 	    sm_store_append(&a->st, "PUBLISH %s %s\t%s\t%s", SM_STORE_CHANNEL,
 			    a->host, lp->field, text) ||
@@ -643,16 +824,31 @@ static void publish_removed(struct agent *a, const struct lport *lp, uint64_t no
 
 static void on_message(const char *msg, size_t len, void *arg)
 {
+	char copy[SM_HOST_LEN + SM_REC_PORT_LEN + SM_REC_LEN], *port, *text = NULL;
 	struct agent *a = arg;
-	char host[SM_HOST_LEN];
 	struct sm_rec rec;
 
-	if (sm_msg_parse(msg, len, host, sizeof(host), &rec)) {
+	/* "<host>\t<dev>/<port>\t<record>" (store.h) */
+	port = len < sizeof(copy) ? memchr(msg, '\t', len) : NULL;
+	if (port) {
+		memcpy(copy, msg, len);
+		copy[len] = '\0';
+		port = copy + (port - msg);
+		*port++ = '\0';
+		text = strchr(port, '\t');
+		if (text)
+			*text++ = '\0';
+	}
+	if (!port || !text || !copy[0] || strlen(copy) >= SM_HOST_LEN ||
+	    strlen(port) >= SM_REC_PORT_LEN || memchr(msg, '\0', len)) {
 		alog("ignoring a malformed message on %s: %.*s", SM_STORE_CHANNEL,
 		     (int)(len > 200 ? 200 : len), msg);
 		return;
 	}
-	accept_rec(a, host, &rec, "event");
+	if (!strcmp(copy, a->host))
+		return;		/* our own: never applied */
+	if (!rec_open(a, copy, port, text, &rec, "event"))
+		accept_rec(a, copy, &rec, "event");
 }
 
 /*
@@ -716,9 +912,7 @@ static int resync(struct agent *a, uint64_t now)
 		struct lport *lp = &a->lp[i];
 		struct sm_rec r = lp->rec;
 
-		r.instance = a->instance;
-		r.seq = ++a->seq;
-		if (sm_rec_format(&r, text, sizeof(text)) ||
+		if (rec_seal(a, lp, &r, text, sizeof(text)) ||
 		    sm_store_append(&a->st, "PUBLISH %s %s\t%s\t%s",
 				    SM_STORE_CHANNEL, a->host, lp->field, text))
 			return -1;
@@ -751,10 +945,15 @@ static int resync(struct agent *a, uint64_t now)
 
 			if (h->element[j]->type != REDIS_REPLY_STRING ||
 			    h->element[j + 1]->type != REDIS_REPLY_STRING ||
-			    sm_rec_parse(h->element[j + 1]->str, h->element[j]->str, &rec)) {
+			    h->element[j + 1]->len >= sizeof(text) ||
+			    strlen(h->element[j]->str) >= SM_REC_PORT_LEN) {
 				alog("ignoring a malformed record of %s", name);
 				continue;
 			}
+			/* checked and cut in a copy: the reply is freed as it came */
+			strcpy(text, h->element[j + 1]->str);
+			if (rec_open(a, name, h->element[j]->str, text, &rec, "resync"))
+				continue;
 			ports++;
 			accept_rec(a, name, &rec, "resync");
 		}
@@ -1104,7 +1303,7 @@ static bool have_net_admin(void)
 
 static int agent_setup(struct agent *a)
 {
-	const char *host = sm_opts.host;
+	const char *host = sm_opts.host, *key, *stats;
 
 	if (!host || !*host) {
 		if (gethostname(a->host, sizeof(a->host))) {
@@ -1132,6 +1331,26 @@ static int agent_setup(struct agent *a)
 			a->st.err);
 		return -1;
 	}
+	key = sm_opts.store_key ? sm_opts.store_key : getenv(SM_STORE_KEY_ENV);
+	if (key && *key) {
+		char why[192];
+		int r = shift_sign_key_read(key, &a->key, why, sizeof(why));
+
+		if (r) {
+			fprintf(stderr, "Unable to start agent: key file %s: %s\n", key, why);
+			return -1;
+		}
+		/* the name others check our signature's sender against */
+		if (!shift_sign_sender_ok(a->host)) {
+			fprintf(stderr,
+				"Unable to start agent: host name '%s' cannot sign records: 1 to %d of A-Z a-z 0-9 . _ - (see --host)\n",
+				a->host, SHIFT_SIGN_SENDER_MAX - 1);
+			return -1;
+		}
+	}
+	stats = getenv(SM_AGENT_STATS_ENV);
+	snprintf(a->stats_path, sizeof(a->stats_path), "%s",
+		 stats && *stats ? stats : SM_AGENT_STATS);
 	if (getrandom(&a->instance, sizeof(a->instance), 0) != sizeof(a->instance))
 		a->instance = (uint64_t)getpid() << 32 ^ real_ms();
 	a->host_rows = AG_HOST_ROWS;
@@ -1164,6 +1383,8 @@ static uint64_t next_deadline(const struct agent *a)
 		for (i = 0; i < a->nlp; i++)
 			if (a->lp[i].pending && a->lp[i].pub_ns + AG_RATE_NS < t)
 				t = a->lp[i].pub_ns + AG_RATE_NS;
+	if (a->stats_dirty && a->stats_ns + AG_STATS_NS < t)
+		t = a->stats_ns + AG_STATS_NS;
 	return t;
 }
 
@@ -1201,9 +1422,12 @@ int cmd_agent(int argc, char **argv)
 	/* subscribed before the dump: no change falls between the two */
 	if (sm_listen_open(&a.l, on_event, &a))
 		return SM_EXIT_FAIL;
-	alog("host %s, instance %016" PRIx64 ", store %s%s%s, at most %u rows a remote host, %u remote ports",
+	alog("host %s, instance %016" PRIx64 ", store %s%s%s, records %s, at most %u rows a remote host, %u remote ports",
 	     a.host, a.instance, a.st.url, a.st.auth.set ? " as user " : "",
-	     a.st.auth.set ? a.st.auth.user : "", a.host_rows, a.remote_ports);
+	     a.st.auth.set ? a.st.auth.user : "",
+	     a.key.set ? "signed and checked" : "UNSIGNED (no --store-key-file)",
+	     a.host_rows, a.remote_ports);
+	stats_write(&a, sm_mono_ns());
 	if (!a.l.present)
 		alog("module %s not loaded: waiting for it", SHIFT_FT_GENL_NAME);
 	else if (lports_refresh(&a, sm_mono_ns()))
@@ -1233,6 +1457,8 @@ int cmd_agent(int argc, char **argv)
 			break;
 		}
 		now = sm_mono_ns();
+		if (a.stats_dirty && now >= a.stats_ns + AG_STATS_NS)
+			stats_write(&a, now);
 		if (r > 0 && pf[0].revents && sm_listen_process(&a.l)) {
 			rc = SM_EXIT_FAIL;
 			break;
@@ -1257,8 +1483,12 @@ int cmd_agent(int argc, char **argv)
 			publish(&a, &a.lp[i], sm_mono_ns());
 	if (ag_stop)
 		alog("stopping on a signal");
+	if (a.stats_dirty)
+		stats_write(&a, sm_mono_ns());
 	sm_store_close(&a.st);
 	sm_listen_close(&a.l);
+	shift_sign_key_clear(&a.key);
+	free(a.drop_hosts);
 	free(a.lp);
 	free(a.rp);
 	return rc;

@@ -46,7 +46,7 @@ static const struct sm_cmd cmds[] = {
 	{ "metrics", cmd_metrics, "",
 	  "the table as metrics, for node_exporter's textfile collector" },
 	{ "agent", cmd_agent,
-	  "[--store URL] [--store-auth-file FILE] [--host NAME] [--host-rows N] [--remote-ports N] [-v]",
+	  "[--store URL] [--store-auth-file FILE] [--store-key-file FILE] [--host NAME] [--host-rows N] [--remote-ports N] [-v]",
 	  "publish this host's ports to the cluster store, apply the others'" },
 	{ "help", cmd_help, "[COMMAND]", "this text" },
 };
@@ -82,6 +82,10 @@ static void print_usage(FILE *f, const char *only)
 		"      --store-auth-file FILE\n"
 		"                       the same: USER:PASSWORD from FILE, which only\n"
 		"                       its owner may read (default $SHIFT_STORE_AUTH_FILE)\n"
+		"      --store-key-file FILE\n"
+		"                       agent: sign this host's records and apply only\n"
+		"                       signed ones, with the cluster key in FILE (hex,\n"
+		"                       its owner's alone; default $SHIFT_STORE_KEY_FILE)\n"
 		"      --host NAME      agent: this host's name (default: hostname)\n"
 		"      --host-rows N    agent: path rows towards one remote host, at\n"
 		"                       most (default 128)\n"
@@ -171,6 +175,7 @@ int main(int argc, char **argv)
 		{ "header",	no_argument,		NULL, 'H' },
 		{ "store",	required_argument,	NULL, 'S' },
 		{ "store-auth-file", required_argument,	NULL, 'A' },
+		{ "store-key-file", required_argument,	NULL, 'K' },
 		{ "host",	required_argument,	NULL, 'N' },
 		{ "host-rows",	required_argument,	NULL, 'R' },
 		{ "remote-ports", required_argument,	NULL, 'P' },
@@ -195,6 +200,7 @@ int main(int argc, char **argv)
 		case 'H': sm_opts.header = true; break;
 		case 'S': sm_opts.store = hide_password(optarg); break;
 		case 'A': sm_opts.store_auth = optarg; break;
+		case 'K': sm_opts.store_key = optarg; break;
 		case 'N': sm_opts.host = optarg; break;
 		case 'R': sm_opts.host_rows = optarg; break;
 		case 'P': sm_opts.remote_ports = optarg; break;

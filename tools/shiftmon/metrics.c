@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "shiftmon.h"
+#include "store.h"
 
 struct metric {
 	const char *name;
@@ -47,6 +48,10 @@ static const struct metric M_PATH_DOWN = { "shift_path_down_total", "counter",
 	"Transitions of the path's effective state to DOWN." };
 static const struct metric M_PATH_CHANGE = { "shift_path_last_change_seconds", "gauge",
 	"Unix time of the path's last effective state change." };
+static const struct metric M_AG_SIGNING = { "shift_agent_signing", "gauge",
+	"1 if this host's agent signs its records and applies only signed ones (--store-key-file)." };
+static const struct metric M_AG_DROPPED = { "shift_agent_records_dropped_total", "counter",
+	"Records of other hosts the agent dropped since it started, by reason." };
 static const struct metric M_GEN = { "shift_table_generation", "gauge",
 	"Generation of the shift_ft table; increments on every change." };
 
@@ -258,6 +263,39 @@ static void paths(FILE *f, const struct sm_rows *p)
 	}
 }
 
+/*
+ * The agent's counters, from the file it keeps (store.h): nothing when no
+ * agent runs, or ran, on this host.
+ */
+static void agent(FILE *f)
+{
+	const char *path = getenv(SM_AGENT_STATS_ENV);
+	char line[256], name[128];
+	bool dropped_head = false;
+	uint64_t v;
+	FILE *in;
+
+	in = fopen(path && *path ? path : SM_AGENT_STATS, "re");
+	if (!in)
+		return;
+	while (fgets(line, sizeof(line), in)) {
+		if (sscanf(line, "%127s %" SCNu64, name, &v) != 2)
+			continue;
+		if (!strcmp(name, "signing")) {
+			head(f, &M_AG_SIGNING);
+			fprintf(f, "%s %" PRIu64 "\n", M_AG_SIGNING.name, v);
+		} else if (!strncmp(name, "records_dropped_", 16)) {
+			if (!dropped_head)
+				head(f, &M_AG_DROPPED);
+			dropped_head = true;
+			fprintf(f, "%s{", M_AG_DROPPED.name);
+			lv(f, "reason", name + 16, true);
+			fprintf(f, "} %" PRIu64 "\n", v);
+		}
+	}
+	fclose(in);
+}
+
 int cmd_metrics(int argc, char **argv)
 {
 	struct sm_rows rows[3] = { { 0 } };
@@ -286,6 +324,7 @@ int cmd_metrics(int argc, char **argv)
 	ports(f, &rows[SM_PORT]);
 	pairs(f, &rows[SM_PAIR]);
 	paths(f, &rows[SM_PATH]);
+	agent(f);
 	if (fclose(f)) {
 		perror("Unable to format metrics");
 		rc = SM_EXIT_FAIL;

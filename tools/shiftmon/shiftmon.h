@@ -37,6 +37,7 @@ struct sm_opts {
 	bool cluster;		/* --cluster: show every host from the store */
 	const char *store;	/* --store URL: agent, show --cluster */
 	const char *store_auth;	/* --store-auth-file FILE: the same */
+	const char *store_key;	/* --store-key-file FILE: agent */
 	const char *host;	/* --host NAME: agent */
 	const char *host_rows;	/* --host-rows N: agent */
 	const char *remote_ports; /* --remote-ports N: agent */

@@ -126,30 +126,6 @@ int sm_rec_parse(const char *text, const char *port, struct sm_rec *r)
 	return 0;
 }
 
-int sm_msg_parse(const char *msg, size_t len, char *host, size_t hostlen,
-		 struct sm_rec *r)
-{
-	char copy[SM_HOST_LEN + SM_REC_PORT_LEN + SM_REC_LEN];
-	char *port, *rec;
-
-	if (len >= sizeof(copy))
-		return -1;
-	memcpy(copy, msg, len);
-	copy[len] = '\0';
-	port = strchr(copy, '\t');
-	if (!port)
-		return -1;
-	*port++ = '\0';
-	rec = strchr(port, '\t');
-	if (!rec)
-		return -1;
-	*rec++ = '\0';
-	if (!*copy || strlen(copy) >= hostlen)
-		return -1;
-	strcpy(host, copy);
-	return sm_rec_parse(rec, port, r);
-}
-
 /* ---- connections ---- */
 
 int sm_store_init(struct sm_store *s, const char *given)

@@ -32,11 +32,28 @@
  *	down_count	transitions from ACTIVE, as the host's kernel counts
  *	last_change	Unix time in ms of the last state change
  *	instance	16 hex digits: the publishing agent's run
- *	seq		decimal, per instance, increasing: a reader applies
- *			a record only if it is newer than the last one it
- *			applied from the same instance for the same port
+ *	seq		decimal: the publishing agent's CLOCK_REALTIME in
+ *			microseconds, increasing per instance even when the
+ *			clock stands still or steps back (recsign.h's
+ *			shift_sign_seq_next()); compared with serial-number
+ *			arithmetic, so that no value is a maximum that pins
+ *			the port
+ *	signature	with a cluster key (--store-key-file): recsign.h's
+ *			token "s1/HOST/SEQ/MAC", signed as record
+ *			"port:<dev>/<port>" from sender <host> with the
+ *			sequence seq; absent without a key
  *
- * Readers ignore fields after the ones they know (additive changes only).
+ * Readers ignore fields after the ones they know (additive changes only):
+ * an agent without a key applies a signed record as an unsigned one.
+ *
+ * A reader without a key applies a record only if it comes from another
+ * instance than the last one it applied for the port, or has a later seq.
+ * A reader with a key applies only signed records whose signature is good
+ * and whose signer is the host that the hash or the message names, whose
+ * seq is later than the last one applied for the port whatever the
+ * instance (an earlier run's records replayed are older), and at most
+ * SHIFT_SIGN_FUTURE_US ahead of its own clock; it drops the others,
+ * counts them and says so once per host (the agent's metrics file below).
  */
 #ifndef SHIFTMON_STORE_H
 #define SHIFTMON_STORE_H
@@ -54,10 +71,21 @@
 #define SM_STORE_HOSTS		"shift:v1:hosts"
 #define SM_STORE_HOST_FMT	"shift:v1:host:%s"
 #define SM_STORE_CHANNEL	"shift:v1:events"
+#define SM_STORE_KEY_ENV	"SHIFT_STORE_KEY_FILE"
+
+/*
+ * The agent's counters, for `shiftmon metrics`: a file the agent rewrites
+ * (a new file renamed over the old) when they change, at most once a
+ * second, and at its exit; one "name value" line each.
+ * $SHIFT_AGENT_STATS overrides the path, for both.
+ */
+#define SM_AGENT_STATS_ENV	"SHIFT_AGENT_STATS"
+#define SM_AGENT_STATS		"/run/shiftmon/agent.stats"
 
 #define SM_REC_MAX_GIDS		8
 #define SM_REC_PORT_LEN		(SHIFT_FT_DEV_NAME_LEN + 8)	/* "dev/255" */
-#define SM_REC_LEN		512
+/* a record with eight GIDs and its signature (recsign.h) */
+#define SM_REC_LEN		1024
 #define SM_HOST_LEN		256
 
 /* state of a record that announces a port's removal */
@@ -80,9 +108,6 @@ struct sm_rec {
 int sm_rec_format(const struct sm_rec *r, char *buf, size_t len);
 /* Parse record text; @port is copied in.  -1 if malformed. */
 int sm_rec_parse(const char *text, const char *port, struct sm_rec *r);
-/* Parse a channel message into @host and @r.  -1 if malformed. */
-int sm_msg_parse(const char *msg, size_t len, char *host, size_t hostlen,
-		 struct sm_rec *r);
 const char *sm_rec_state_name(uint8_t state);
 const char *sm_rec_link_name(uint8_t link);
 /* The store treats ACTIVE and ACTIVE_DEFER as up, everything else down. */

@@ -184,10 +184,14 @@ struct shiftu_stats {
 	uint64_t atomic_errors;		/* atomics failed back to the app */
 	uint64_t unprotected;		/* QPs that lost their protection */
 	uint64_t health_generation;	/* table generation last seen, 0: none */
-	uint64_t reserved[4];
+	/* since SHIFTU_STATS_SIZE_VER1: records read from the store and
+	 * dropped, unsigned or badly signed under SHIFTU_STORE_KEY_FILE */
+	uint64_t records_dropped;
+	uint64_t reserved[3];
 };
 
 #define SHIFTU_STATS_SIZE_VER0		72
+#define SHIFTU_STATS_SIZE_VER1		80
 
 /*
  * shiftu_stats - process-wide counters.

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * recsign.h: the signature every record published to the cluster store
+ * carries when a cluster key is configured: the shiftmon agents' port
+ * records and libshiftu's qp:, mr:, fbreq: and fbrep: values.  Shared by
+ * libshiftu (store.c) and shiftmon (tools/shiftmon/agent.c), which compiles
+ * this file too, as it does storeauth.c: no logging, no library state but
+ * libcrypto's handle, nothing but -errno and a reason in the caller's
+ * buffer.
+ *
+ * The key: a file (SHIFTU_STORE_KEY_FILE, shiftu-run -k, shiftmon
+ * --store-key-file) checked as the credentials file is (storeauth.h: a
+ * regular file of the effective user, no group or other permission, else
+ * -EPERM and the mode or owner named), whose first line that is neither
+ * empty nor a '#' comment holds the key in hex, 32 to 128 digits (16 to 64
+ * bytes; "openssl rand -hex 32" writes one).  Every host and job of a
+ * cluster holds the same key.
+ *
+ * A signed record is its text, then @sep (a tab in the agents' records,
+ * whose readers ignore fields they do not know; a space in libshiftu's
+ * values), then one token:
+ *
+ *	s1/SENDER/SEQ/MAC
+ *
+ *   SENDER	who signs: 1 to SHIFT_SIGN_SENDER_MAX - 1 bytes of
+ *		[A-Za-z0-9._-] (an agent's host name; libshiftu's host name)
+ *   SEQ	16 hex digits: the sender's sequence, its CLOCK_REALTIME in
+ *		microseconds, strictly increasing per sender process
+ *		(shift_sign_seq_next()); compared with serial-number
+ *		arithmetic (RFC 1982), so no value is a maximum that pins
+ *   MAC	64 hex digits: HMAC-SHA256 under the key of
+ *		"shift-rec-v1" NUL NAME NUL TEXT NUL SENDER NUL SEQ (8 bytes,
+ *		big endian): NAME is where the record lives (the agent's
+ *		"port:<dev>/<port>", libshiftu's key, "qp:GID:QPN"), so a
+ *		record cannot be moved to another name, to another sender
+ *		or to another sequence; none of the strings holds a NUL, so
+ *		the string is read one way only.
+ *
+ * libcrypto (OpenSSL 3, libcrypto.so.3) is dlopen()ed at the first key
+ * read, as libshiftu does hiredis: a process that has no key never loads
+ * it.  Context: any thread; the functions keep no state but that handle.
+ */
+#ifndef _SHIFT_RECSIGN_H
+#define _SHIFT_RECSIGN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHIFT_SIGN_KEY_MIN	16	/* bytes */
+#define SHIFT_SIGN_KEY_MAX	64
+#define SHIFT_SIGN_SENDER_MAX	64	/* bytes, with the NUL */
+#define SHIFT_SIGN_MAC_LEN	32	/* HMAC-SHA256 */
+/* what shift_sign_append() adds at most: sep, "s1/", sender, '/', seq, '/', mac */
+#define SHIFT_SIGN_TAG_MAX	(1 + 3 + SHIFT_SIGN_SENDER_MAX - 1 + 1 + 16 + 1 + \
+				 2 * SHIFT_SIGN_MAC_LEN)
+/*
+ * How far ahead of the reader's clock a sequence may be (a sender's clock
+ * a little fast): more is a record from the future, refused, so that
+ * even a key holder pins a port for this long at most.
+ */
+#define SHIFT_SIGN_FUTURE_US	(60 * 1000000ULL)
+
+struct shift_sign_key {
+	bool set;			/* else: records are neither signed nor checked */
+	size_t len;
+	uint8_t key[SHIFT_SIGN_KEY_MAX];
+};
+
+/* Is @a after @b (RFC 1982 on 64 bits: within half the space ahead)? */
+static inline bool shift_seq_after(uint64_t a, uint64_t b)
+{
+	return a != b && a - b < (1ULL << 63);
+}
+
+/*
+ * Read the key file @path into @k (and load libcrypto).  0; -EPERM,
+ * -EFBIG, open()'s -errno (storeauth.h's file checks); -EINVAL (no key
+ * line, not hex, too short or long, a second key line); -ELIBACC
+ * (libcrypto cannot be loaded).  The reason is in @why, never the key.
+ */
+int shift_sign_key_read(const char *path, struct shift_sign_key *k, char *why,
+			size_t whylen);
+
+/* Forget the key (explicit_bzero: not optimised away). */
+void shift_sign_key_clear(struct shift_sign_key *k);
+
+/* Is @s a valid SENDER? */
+bool shift_sign_sender_ok(const char *s);
+
+/*
+ * The next sequence of a sender: its CLOCK_REALTIME in microseconds, or
+ * one more than *@last when the clock has not moved past it; *@last is
+ * updated (atomically: several threads may sign).
+ */
+uint64_t shift_sign_seq_next(uint64_t *last);
+
+/* CLOCK_REALTIME in microseconds: what a reader holds a sequence against. */
+uint64_t shift_sign_now_us(void);
+
+/*
+ * Sign @text (NUL-terminated, in a buffer of @size bytes) as record @name
+ * from @sender with sequence @seq: the token is appended after @sep.
+ * 0; -ENOBUFS when it does not fit; -EINVAL for a bad @sender or a key not
+ * set; -EIO when libcrypto fails.
+ */
+int shift_sign_append(const struct shift_sign_key *k, const char *name,
+		      char *text, size_t size, char sep, const char *sender,
+		      uint64_t seq);
+
+/*
+ * Check the token at the end of @text (after the last @sep) against the
+ * record's @name, and cut it off: @text is then the record as signed.
+ * 0, with the sender in @sender (@senderlen bytes) and the sequence in
+ * *@seq; -ENOMSG: no token (an unsigned record; @text unchanged);
+ * -EBADMSG: a malformed token or a MAC that does not match (@sender holds
+ * the claimed sender when the token had a valid one, else "").  The MAC
+ * is compared in constant time.
+ */
+int shift_sign_check(const struct shift_sign_key *k, const char *name,
+		     char *text, char sep, char *sender, size_t senderlen,
+		     uint64_t *seq);
+
+#endif /* _SHIFT_RECSIGN_H */
