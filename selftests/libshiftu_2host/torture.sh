@@ -82,6 +82,9 @@ all_back()
 		lu_peer_run "awk '$MOVES' $LU_RDIR/imm.srv.shiftu $LU_RDIR/send.srv.shiftu > /dev/null"
 }
 
+# each fault, for a failure's context: host 1's clock, the host, what, how long
+lu_keep faults torture
+names=(set_link set_link ip_link drop rail1)
 sleep 2
 host1=0 host2=0 ipdown=0 drops=0 rail1=0 t0=$SECONDS
 # A pull costs little beyond its sleeps, or the pulls stretch well past
@@ -110,7 +113,9 @@ for ((i = 0; i < PULLS; i++)); do
 		up="tc qdisc change dev eth0 root netem loss 0%"; drops=$((drops + 1)) ;;
 	4)	down="lab_link eth1 off" up="lab_link eth1 on"; rail1=$((rail1 + 1)) ;;
 	esac
-	if [ $((RANDOM % 2)) = 0 ]; then
+	h=$((RANDOM % 2 + 1))
+	echo "$(date +%T.%3N) host$h ${names[$kind]} $out" >> "$FT_TMP/faults.log"
+	if [ "$h" = 1 ]; then
 		host1=$((host1 + 1))
 		$down
 		lab_nap "$out"
