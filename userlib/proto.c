@@ -85,11 +85,15 @@ enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_s
 	else
 		busy = in->posted;
 	/*
-	 * The peer's failover message, still on its way or not yet handled,
-	 * would be taken after the failback for a new failover (a rejoin, or
-	 * a move over of a side that has posted since): not before it came.
+	 * Two-sided, the peer's failover message, still on its way or not yet
+	 * handled, would be taken after the failback for a new failover (a
+	 * rejoin): not before it came.  One-sided, the peer asks only once it
+	 * has our answer to that message (failback_step()), so we heard it;
+	 * and our grant forgets it (a new exchange next), so a request asked
+	 * again after a failed probe must not wait for it.
 	 */
-	busy |= in->unheard;
+	if (mode)
+		busy |= in->unheard;
 	leads = mode && ((in->asking && in->leader) || in->going);
 	*two_sided = mode;
 	if (in->down)

@@ -205,7 +205,8 @@ struct shiftu_fb_in {
 	bool down;		/* our own port is down */
 	bool peer_twin_recvs;	/* the peer's receives are on its twin */
 	bool unheard;		/* the peer's message of the failover this
-				 * failback ends has not been handled yet */
+				 * failback ends has not been handled yet
+				 * (two-sided: one-sided, the asker made sure) */
 };
 
 enum shiftu_fb_reply {
