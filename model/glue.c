@@ -26,9 +26,12 @@
  *   SEED_FAILBACK_NO_DRAIN  a one-sided failback releases the requests it
  *                           held without waiting for the twin to complete
  *                           everything up to the fence
- *   SEED_ASK_UNHEARD        a side asks for, or grants, a failback before
- *                           the peer's failover message is handled (the
- *                           model's first finding on failback, fixed)
+ *   SEED_ASK_UNHEARD        a side asks for, or grants two-sided, a failback
+ *                           before the peer's failover message is handled
+ *                           (the model's first finding on failback, fixed)
+ *   SEED_KEEP_REQ           a side that grants the peer's two-sided
+ *                           failback leaves its own request in the store
+ *                           (the model's second finding on failback, fixed)
  * The open findings (OPEN_*, shift.pml) lift an assumption under which
  * the model holds, and show a defect of the library's.
  */
@@ -250,6 +253,9 @@ int model_opts(void)
 #endif
 #ifdef SEED_ASK_UNHEARD
 	       | O_ASK_UNHEARD
+#endif
+#ifdef SEED_KEEP_REQ
+	       | O_KEEP_REQ
 #endif
 #ifdef OPEN_SLOW_RECONNECT
 	       | O_SLOW_RECONNECT

@@ -110,9 +110,8 @@
  * failover; SEED_ASK_UNHEARD puts it back.  A failback request left in
  * the store by a side that granted the peer's was taken up, once both
  * were back, by a peer that posted nothing, which reset its default QP
- * under the traffic: the same rule keeps that answer busy (the peer's
- * next failover message is unheard then), and the side that grants also
- * withdraws its own request (answer()).  And a failback draining a twin
+ * under the traffic: the side that grants withdraws its own request
+ * (answer()); SEED_KEEP_REQ puts it back.  And a failback draining a twin
  * while a READ a failover replayed before its cut is outstanding (the
  * replay's gap, glo and ghi; SEED_GAP_WALK).
  *
@@ -594,7 +593,7 @@ inline answer()
 		:: a ->
 			/* our own request is withdrawn, ahead of the answer */
 			fbst[me] = 0;
-			req[me] = 0;
+			req[me] = req[me] && (opts & O_KEEP_REQ);
 			granted[me] = 1
 		:: else ->
 			stayed[me] = 0;

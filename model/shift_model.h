@@ -67,6 +67,7 @@
 #define O_NO_DRAIN		2	/* SEED_FAILBACK_NO_DRAIN */
 #define O_SLOW_RECONNECT	4	/* OPEN_SLOW_RECONNECT */
 #define O_ASK_UNHEARD		8	/* SEED_ASK_UNHEARD */
+#define O_KEEP_REQ		16	/* SEED_KEEP_REQ */
 
 /* Where the two-sided counts and ring places start (glue.c's starts[]). */
 #define M_STARTS	4

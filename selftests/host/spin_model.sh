@@ -15,8 +15,8 @@
 #     M_FB=0 M_L0=2 M_L1=1                failover only, 2 + 1 requests
 #   each: the clean model must finish its search with no error; in the
 #   first, each of the seeds (glue.c: SEED_31BIT, SEED_NO_FENCE, SEED_ATOMIC,
-#   SEED_GAP_WALK and SEED_ASK_UNHEARD, the model's fourth and first
-#   findings on failback, fixed (the second falls with the first);
+#   SEED_GAP_WALK, SEED_ASK_UNHEARD and SEED_KEEP_REQ, the model's fourth,
+#   first and second findings on failback, fixed;
 #   carried out by the model: SEED_STAY_SPEAKS, the library's defect the
 #   model found first, and SEED_FAILBACK_NO_DRAIN) must make pan report an
 #   error, and so must each open finding (OPEN_*: an assumption of the
@@ -30,7 +30,7 @@ depth=1000
 confs=("-DM_L0=2 -DM_L1=0" "-DM_L0=1 -DM_L1=1" "-DM_FB=0 -DM_L0=2 -DM_L1=1")
 # caught in the first configuration (one verifier each, the model's pan.o shared)
 seeds=(SEED_31BIT SEED_NO_FENCE SEED_ATOMIC SEED_STAY_SPEAKS SEED_FAILBACK_NO_DRAIN
-       SEED_GAP_WALK SEED_ASK_UNHEARD OPEN_SLOW_RECONNECT)
+       SEED_GAP_WALK SEED_ASK_UNHEARD SEED_KEEP_REQ OPEN_SLOW_RECONNECT)
 
 command -v spin > /dev/null || { echo "# SKIP: spin is not installed (apt-get install spin)"; exit $ksft_skip; }
 command -v "${CC:-cc}" > /dev/null || { echo "# SKIP: no C compiler"; exit $ksft_skip; }
