@@ -83,7 +83,8 @@ all_back()
 }
 
 # each fault, for a failure's context: host 1's clock, the host, what, how long
-lu_keep faults torture
+FAULTS=$FT_OUT/torture.faults.log
+: > "$FAULTS"
 names=(set_link set_link ip_link drop rail1)
 sleep 2
 host1=0 host2=0 ipdown=0 drops=0 rail1=0 t0=$SECONDS
@@ -114,7 +115,7 @@ for ((i = 0; i < PULLS; i++)); do
 	4)	down="lab_link eth1 off" up="lab_link eth1 on"; rail1=$((rail1 + 1)) ;;
 	esac
 	h=$((RANDOM % 2 + 1))
-	echo "$(date +%T.%3N) host$h ${names[$kind]} $out" >> "$FT_TMP/faults.log"
+	echo "$(date +%T.%3N) host$h ${names[$kind]} $out" >> "$FAULTS"
 	if [ "$h" = 1 ]; then
 		host1=$((host1 + 1))
 		$down
