@@ -8,14 +8,14 @@ bool shiftu_posted_from(struct shiftu_ring *sq, const struct shiftu_sq_gap *gap,
 			uint64_t n, uint64_t *from)
 {
 	bool bounded = gap->lo != gap->hi;
-	uint64_t i = end, steps = 0;
+	uint64_t i = end, msgs = 0;
 
-	while (n) {
-		if (steps++ > sq->mask || (bounded && !shiftu_seq64_lt(gap->lo, i)))
+	for (; n; n--) {
+		i = shiftu_posted_prev(sq, gap, i, &msgs);
+		/* a ring back at most, and nothing below a gap was outstanding */
+		if (end - i > (uint64_t)sq->mask + 1 ||
+		    (bounded && shiftu_seq64_lt(i, gap->lo)))
 			return false;
-		i--;
-		if (!shiftu_gap_holds(gap, i, shiftu_swqe_at(sq, i)->opcode))
-			n--;
 	}
 	*from = i;
 	return true;

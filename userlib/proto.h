@@ -68,6 +68,23 @@ static inline bool shiftu_gap_holds(const struct shiftu_sq_gap *g, uint64_t i, u
 }
 
 /*
+ * The last entry before @at of @sq that is not in @gap: the one posted
+ * before it.  The messages among those skipped are added to *@msgs.
+ */
+static inline uint64_t shiftu_posted_prev(struct shiftu_ring *sq, const struct shiftu_sq_gap *gap,
+					  uint64_t at, uint64_t *msgs)
+{
+	uint32_t op;
+
+	for (;;) {
+		op = shiftu_swqe_at(sq, --at)->opcode;
+		if (!shiftu_gap_holds(gap, at, op))
+			return at;
+		*msgs += shiftu_op_two_sided(op);
+	}
+}
+
+/*
  * Where the last @n sends posted before entry @end of @sq begin: the
  * first of them, in *@from.  Those in @gap are skipped.  Returns false
  * when @n cannot be found: more than a ring of entries back (a record

@@ -278,8 +278,7 @@ void shiftu_provq_mark(struct shiftu_vqp *vq)
 int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
 {
 	const struct rxe_queue_buf *sq = vq->psq, *rq = vq->prq;
-	uint64_t k, at = vq->sq.head, seq2 = vq->sent2;
-	struct shiftu_swqe *e;
+	uint64_t k, at = vq->sq.head, seq2 = vq->sent2, skipped;
 	uint32_t prod;
 
 	if (n_s > (uint64_t)sq->index_mask + 1 || n_s > vq->sq.mask + 1 ||
@@ -293,13 +292,10 @@ int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
 			return -EPROTO;
 		/* those a replay completed without posting them were recorded
 		 * then, and are not in the provider's ring (proto.h) */
-		for (;;) {
-			e = shiftu_swqe_at(&vq->sq, --at);
-			if (!shiftu_gap_holds(&vq->sq_gap, at, e->opcode))
-				break;
-			seq2 -= shiftu_op_two_sided(e->opcode);
-		}
-		take_send(vq, w, e, seq2);
+		skipped = 0;
+		at = shiftu_posted_prev(&vq->sq, &vq->sq_gap, at, &skipped);
+		seq2 -= skipped;
+		take_send(vq, w, shiftu_swqe_at(&vq->sq, at), seq2);
 		if (SHIFTU_TWO_SIDED & (1U << (w->wr.opcode & 31)))
 			seq2--;
 	}
