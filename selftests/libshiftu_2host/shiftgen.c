@@ -78,9 +78,11 @@
  *
  * Pace: as fast as credits allow, or with --rate (the client's) MSGS
  * messages a second on each connection at most, the thread polling its
- * send CQ while it waits for the next one's time, as a proxy thread spins.
- * On the lab's one guest CPU, which is also the NIC (Soft-RoCE), 64
- * connections at full speed leave the CPU to their packets' softirqs.
+ * send CQ while it waits for the next one's time, as a proxy thread spins;
+ * with -P, the waits are idle rounds (conn_idle()), as waits for credits
+ * are: on the lab's one guest CPU, which is also the NIC (Soft-RoCE), 64
+ * threads spinning between their ten messages a second left the packets'
+ * softirqs, and the library's own threads, a 65th of it.
  *
  * CQs: one for sends and one for receives, or with --one-cq (either side)
  * one for both, as NCCL has; its completions are told apart by wr_id.
@@ -1778,9 +1780,10 @@ static void client_stream(struct sg *g)
 		while (!slot_free(g, k) && !g->stop)
 			if (client_idle(g, &idle))
 				goto out;
-		/* --rate: message k not before its time, polling meanwhile */
+		/* --rate: message k not before its time, polling meanwhile
+		 * (idle rounds: with -P, the thread yields, then naps) */
 		while (o->rate && now_ns() < g->t0 + k * NS / o->rate && !g->stop)
-			if (poll_send(g) < 0)
+			if (client_idle(g, &idle))
 				goto out;
 		if (g->stop)
 			break;
