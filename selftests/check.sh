@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check: the host tests, then the lab (the one-host tests shared by
-# two guests, then the two-host run), then one summary.  Every stage must
+# make check: the host tests, then the lab in two lanes side by side (each
+# half of the one-host tests in one guest, then half of the two-host tests
+# in a pair of guests), then one summary.  Every stage must
 # end with its own "N passed, N failed" line; a stage that ends without one
 # (it crashed, the guest never reported) counts as a failure, so nothing
 # that did not run can look green.
@@ -87,9 +88,12 @@ lab_part()
 	return "$(cat "$log_dir/$1.rc" 2> /dev/null || echo 1)"
 }
 
-# one_host K: part K/2 of the one-host tests on KVER, then of the module's
-# on each other kernel, one guest after the other
-one_host()
+# lane K: part K/2 of the one-host tests on KVER, then of the module's on
+# each other kernel, one guest after the other; then part K/2 of the
+# two-host tests on KVER.  The two lanes run side by side: the guests of
+# one wait (pulls held, backoffs, probes) while the other's work, so that
+# the lab takes far less than the lanes one after the other would.
+lane()
 {
 	local k=$1 o
 
@@ -101,6 +105,9 @@ one_host()
 			> "$log_dir/lab-one-$o-$k.out" 2>&1
 		echo $? > "$log_dir/lab-one-$o-$k.rc"
 	done
+	LAB_KVER=$kver "$top/selftests/lab/lab.sh" run two --part "$k/2" "${two[@]}" \
+		> "$log_dir/lab-two-$k.out" 2>&1
+	echo $? > "$log_dir/lab-two-$k.rc"
 }
 
 stage host host_tests
@@ -109,17 +116,16 @@ for o in "${others[@]}"; do
 	make -s -C "$top" module KVER="$o" > "$log_dir/module-$o.log" 2>&1 ||
 		{ cat "$log_dir/module-$o.log"; echo "== module for $o: build failed"; broken=$((broken + 1)); }
 done
-# The one-host tests, shared by two guests side by side, each taking one of
-# the two cores (lab.sh run --part: every other test), so that they take
-# about half as long as in one guest; each initramfs is built once first,
-# before the two runs would each build it.
+# The lab tests, shared by the two lanes (lab.sh run --part: every other
+# test); each initramfs is built once first, before the runs would each
+# build it.
 for k in "$kver" "${others[@]}"; do
 	LAB_KVER=$k "$top/selftests/lab/lab.sh" initramfs > /dev/null
 done
-rm -f "$log_dir"/lab-one-*.rc
+rm -f "$log_dir"/lab-one-*.rc "$log_dir"/lab-two-*.rc
 pids=()
 for k in 1 2; do
-	one_host "$k" &
+	lane "$k" &
 	pids+=($!)
 done
 wait "${pids[@]}"
@@ -131,7 +137,9 @@ for o in "${others[@]}"; do
 		stage "lab-one-$o-$k" lab_part "lab-one-$o-$k"
 	done
 done
-stage lab-two env LAB_KVER="$kver" "$top/selftests/lab/lab.sh" run two "${two[@]}"
+for k in 1 2; do
+	stage "lab-two-$k" lab_part "lab-two-$k"
+done
 if [ "${KERNELS:-}" = all ]; then
 	for o in "${others[@]}"; do
 		stage "lab-two-$o" env LAB_KVER="$o" "$top/selftests/lab/lab.sh" run two "${two[@]}"
