@@ -9,7 +9,9 @@
 #   make lib          libshiftu (userlib/)
 #   make check        install what is missing, build, host unit tests, the lab
 #                     (KVER's every test, the other kernels' module tests;
-#                     KERNELS=all: every test on every kernel)
+#                     KERNELS=all: every test on every kernel;
+#                     TWO_LANES=2: the two-host tests in two pairs of
+#                     guests side by side)
 #   make demo         the two-host lab: a link pulled, the table changing
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
 #                     NCCL-style traffic, alone (the two-host lab; check
@@ -71,7 +73,7 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 # the one-host tests check runs on every installed kernel other than KVER
 LAB_KMOD_DIRS := selftests/shift_ft
 
-export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS KERNELS
+export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS KERNELS TWO_LANES
 
 .PHONY: all module tools lib selftests kselftest ynl check deps unit lab dkms-test torture \
 	fuzz soak demo bench many install dkms-install style clean version
