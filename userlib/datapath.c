@@ -591,16 +591,21 @@ static shiftu_cold int post_srq_other(struct ibv_srq *srq, struct ibv_recv_wr *w
 
 /*
  * The common path found no credit (it is shut for a move, or the default
- * SRQ may be full) or, with @skip, the cursor's entry still posted: the
- * credit goes back and the claim is counted, inside the window that a
- * move waits out, then the post takes srq_lock.
+ * SRQ may be full: @e NULL) or the cursor's entry @e still posted: the
+ * credit goes back and a claim found posted is counted, inside the window
+ * that a move waits out, then the post takes srq_lock.  Its arguments are
+ * where the common path holds them when it gives up (@srq and @bad_wr as
+ * they came, @e where the provider's post takes its request, @wr aside),
+ * so that neither path moves them for the other.
  */
-static shiftu_cold int post_srq_slow(struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr,
-				     bool skip)
+static shiftu_cold_args int post_srq_slow(struct ibv_srq *srq, struct shiftu_srqent *e,
+					  struct ibv_recv_wr **bad_wr,
+					  struct ibv_recv_wr *wr)
 {
 	struct shiftu_srq *r = shiftu_window.srq;
 
-	if (skip)
+	(void)srq;
+	if (e)
 		shiftu_srqtab_skip(&r->tab, 1);
 	shiftu_srqtab_uncredit(&r->tab);
 	shiftu_window_close();
@@ -617,6 +622,11 @@ static shiftu_cold int post_srq_slow(struct ibv_recv_wr *wr, struct ibv_recv_wr 
  * post as a tail call, after the window: the credit means the provider
  * cannot refuse it, so nothing is left to do after it.  A move that shuts
  * the path waits out the windows, then the producer index (srq.c).
+ *
+ * Its cost is counted (make bench: at most 25 instructions over the
+ * provider's post, and it takes 25; check a change with objdump -d): the
+ * tail call takes @srq and @bad_wr in the registers they came in, and
+ * only @wr moves, to free the one the entry's request goes out in.
  */
 int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr)
@@ -629,14 +639,20 @@ int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 	/* before the credit: a move that shuts the path waits for us */
 	shiftu_window_open();
 	if (unlikely(!shiftu_srqtab_credit(&r->tab)))
-		return post_srq_slow(wr, bad_wr, false);
+		return post_srq_slow(srq, NULL, bad_wr, wr);
 	if (unlikely(!shiftu_srqtab_claim_fast(&r->tab, &e)))
-		return post_srq_slow(wr, bad_wr, true);
+		return post_srq_slow(srq, e, bad_wr, wr);
 	e->wr_id = wr->wr_id;
 	e->sge[0] = wr->sg_list[0];
 	shiftu_window_close();
-	/* @srq is @r's: loaded again, the compiler keeps fewer registers */
-	return r->post(r->app, &e->wr, bad_wr);
+	/*
+	 * @srq is @r's (checked above), and stays in the register it came
+	 * in: without the empty asm, GCC 12 gives that register to the
+	 * window's TLS offset and moves @srq out and back (28 instructions
+	 * in all); @r->app loaded again instead costs a load (26).
+	 */
+	shiftu_hide_var(srq);
+	return r->post(srq, &e->wr, bad_wr);
 }
 
 _Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&

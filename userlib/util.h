@@ -27,10 +27,26 @@
 #define shiftu_cold	__attribute__((cold, noinline))
 
 /*
+ * A slow path whose arguments are laid out to be where its fast path
+ * holds them: the compiler keeps its signature as written (no constant
+ * propagation or dropped arguments, which would move them).  GCC's
+ * noipa; a compiler without it gets a plain slow path.
+ */
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define shiftu_cold_args	__attribute__((cold, noinline, noipa))
+#endif
+#endif
+#ifndef shiftu_cold_args
+#define shiftu_cold_args	shiftu_cold
+#endif
+
+/*
  * The compiler forgets what it knows of @var, at no instruction (the
  * kernel's OPTIMIZER_HIDE_VAR()).  On the data path, where it keeps one
  * branch's load of a member of @var from being hoisted above the branch,
- * into the path that does not share it.
+ * into the path that does not share it, or an argument passed on to a
+ * tail call in the register it came in (datapath.c).
  */
 #define shiftu_hide_var(var)	__asm__("" : "+r"(var))
 
