@@ -494,8 +494,10 @@ cmd_run()
 		[ -f "$dir/Makefile" ] || die "$dir: not a kselftest directory (no Makefile)"
 		dir=$(realpath "$dir")
 		# Build on the host (fast); the guest's make run_tests is then
-		# a no-op build plus the runner.
-		make -s -C "$dir" KSFT_DIR="$KSFT_DIR" all || die "$dir: build failed"
+		# a no-op build plus the runner.  OUTPUT as the guest's lib.mk
+		# sets it: under make (make check), lib.mk leaves it empty and
+		# would build into /.
+		make -s -C "$dir" OUTPUT="$dir" KSFT_DIR="$KSFT_DIR" all || die "$dir: build failed"
 		dirs+=("$dir")
 	done
 	boot_lab "$nhosts" "$(scenario_env)ksft-run $part${dirs[*]} 2>&1 | tee \"\$LAB_OUT/tap\""
