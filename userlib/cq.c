@@ -27,6 +27,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "provq.h"
 #include "quiesce.h"
 #include "shadow.h"
 #include "srq.h"
@@ -339,6 +340,24 @@ static bool path_error(enum ibv_wc_status st)
 }
 
 /*
+ * A "remote invalid request" of @vq's that is the transport's, not the
+ * application's (provq.h): its default QP's responder lost its place in a
+ * WRITE it had taken before, which a failover mends as any path fault (the
+ * 300-fault soak: 6.1's Soft-RoCE refused chunk 1 of a write_imm message
+ * whose chunk 0 it took; no verb of either side's in between).  Known only
+ * where the provider's ring shows it (SHIFTU_RINGS_PROVIDER).
+ */
+static bool transport_refusal(struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_REM_INV_REQ_ERR || vq->rings != SHIFTU_RINGS_PROVIDER ||
+	    !vq->psq || !shiftu_provq_write_desync(vq->psq, wc->wr_id))
+		return false;
+	shiftu_info("qp %u: %s on an RDMA WRITE behind one the peer took: its responder lost its place, the transport's error",
+		    vq->reg.app_qp->qp_num, wc_status_word(wc->status));
+	return true;
+}
+
+/*
  * The QP of the error completion @wc, polled from @cq, if the library can
  * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
  * or move it onto its twin again as it goes back (shiftu_rejoin()); else
@@ -358,7 +377,7 @@ static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq
 		return NULL;
 	/* its own error stopped it as surely as a move to ERR would have */
 	if (vq->state == SHIFTU_SEND_DEFAULT && !shiftu_going_back(vq) &&
-	    !path_error(wc->status)) {
+	    !path_error(wc->status) && !transport_refusal(vq, wc)) {
 		if (!__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED))
 			shiftu_info("qp %u: %s: the application's own error: its errors are its own, not protected any more",
 				    vq->reg.app_qp->qp_num, wc_status_word(wc->status));

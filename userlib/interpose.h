@@ -87,6 +87,11 @@ struct shiftu_real {
 	int (*get_cq_event)(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			    void **cq_context);
 	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);
+#ifdef SHIFTU_TEST_BUILD
+	/* SHIFTU_TEST_RESET_FILE's reset in place (shadow.c) */
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			struct ibv_qp_init_attr *init);
+#endif
 };
 
 extern struct shiftu_real shiftu_real;

@@ -267,6 +267,55 @@ unsigned int shiftu_provq_rkeys(const struct rxe_queue_buf *q, uint32_t *out,
 	return n;
 }
 
+/* An RDMA WRITE: its remote access, length and packet order are all the
+ * responder checks of it. */
+static bool is_write(uint32_t op)
+{
+	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* A slot the provider has not written since the QP's reset zeroed it. */
+static bool slot_empty(const struct rxe_send_wqe *w)
+{
+	return !w->wr.wr_id && !w->wr.opcode && !w->dma.length && !w->dma.num_sge;
+}
+
+bool shiftu_provq_write_desync(const struct rxe_queue_buf *q, uint64_t wr_id)
+{
+	uint32_t prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
+	uint32_t cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
+	uint32_t k, mask = q->index_mask, len = 0;
+	const struct rxe_send_wqe *w;
+	bool found = false;
+
+	/*
+	 * The completed slots, newest first: past those still outstanding,
+	 * back to the oldest the provider has not begun to write again (the
+	 * slot at the producer index may be under its pen).
+	 */
+	for (k = ((prod - cons) & mask) + 1; k <= mask; k++) {
+		w = slot(q, prod - k);
+		if (!found) {
+			if (w->wr.wr_id != wr_id ||
+			    __atomic_load_n(&w->status, __ATOMIC_RELAXED) != IBV_WC_REM_INV_REQ_ERR)
+				continue;
+			/* a zero-length WRITE proves nothing by its length */
+			if (!is_write(w->wr.opcode) || !w->dma.length)
+				return false;
+			found = true;
+			len = w->dma.length;
+			continue;
+		}
+		/* before the QP's last reset: another connection's */
+		if (slot_empty(w))
+			return false;
+		if (shiftu_wrid_kind(w->wr.wr_id) == SHIFTU_WRID_APP &&
+		    is_write(w->wr.opcode) && w->dma.length >= len)
+			return true;
+	}
+	return false;
+}
+
 void shiftu_provq_mark(struct shiftu_vqp *vq)
 {
 	/* the provider published its slots before the producer index */

@@ -64,6 +64,24 @@ unsigned int shiftu_provq_rkeys(const struct rxe_queue_buf *q, uint32_t *out,
 				unsigned int n, unsigned int max);
 
 /*
+ * Whether the "remote invalid request" that send ring @q's request @wr_id
+ * completed with can only be the transport's: the request is an RDMA WRITE
+ * (with or without immediate data), and a request of the application's
+ * posted before it since the QP was last reset, an RDMA WRITE at least as
+ * long, completed.  Soft-RoCE's responder refuses a WRITE as an invalid
+ * request only when the peer's QP grants no remote write or their path
+ * MTUs differ (the peer's configuration: then it refuses every WRITE of
+ * that length, and the one before would have failed), or when a packet
+ * does not continue the message it expects (its place in the sequence
+ * lost, rxe_resp.c's check_op_seq() and check_rkey()'s length checks).
+ * The ring is read as the poll that took the error left it: the
+ * request's slot, with the status the kernel wrote there, and those before
+ * it stay until the application posts a ring's worth more.  Context: the
+ * poller of the error, cold.
+ */
+bool shiftu_provq_write_desync(const struct rxe_queue_buf *q, uint64_t wr_id);
+
+/*
  * Add @rkey to the @n distinct keys of @out unless it is there, or zero, or
  * @out holds @max.  Returns the new count.
  */

@@ -76,6 +76,9 @@ static const struct real_sym {
 	SYM(query_device, "ibv_query_device", "IBVERBS_1.1"),
 	SYM(get_cq_event, "ibv_get_cq_event", "IBVERBS_1.1"),
 	SYM(ack_cq_events, "ibv_ack_cq_events", "IBVERBS_1.1"),
+#ifdef SHIFTU_TEST_BUILD
+	SYM(query_qp, "ibv_query_qp", "IBVERBS_1.1"),
+#endif
 #undef SYM_OPT
 #undef SYM
 };

@@ -1625,6 +1625,49 @@ static int qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 	return shiftu_real.modify_qp(qp, &a, ret | IBV_QP_SQ_PSN);
 }
 
+/*
+ * SHIFTU_TEST_RESET_FILE (the test build): once the file is there, reset
+ * @vq in place if it is a passive side on its default QP (it has posted
+ * nothing, so nothing of its own is lost), with the PSNs its QP expects
+ * and sends next: the peer sees nothing but a responder that forgot the
+ * message it was in.  Context: the shadow thread, vq->lock held.
+ */
+static void test_reset_step(struct shiftu_vqp *vq, bool due)
+{
+#ifdef SHIFTU_TEST_BUILD
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int ret;
+
+	if (!due)
+		return;
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	if (vq->state != SHIFTU_SEND_DEFAULT || vq->sq.head ||
+	    vq->rq.head != shiftu_count_start() || !vq->steps.rtr_mask ||
+	    __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED))
+		goto unlock;
+	ret = shiftu_real.query_qp(vq->reg.app_qp, &a, IBV_QP_RQ_PSN | IBV_QP_SQ_PSN, &ia);
+	if (!ret)
+		ret = qp_reconnect(vq, a.rq_psn, a.sq_psn, 0);
+	shiftu_info("qp %u on %s: reset in place, expecting PSN %u (a test setting): %s",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, a.rq_psn,
+		    ret ? strerror(ret) : "done");
+unlock:
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+#else
+	(void)vq;
+	(void)due;
+#endif
+}
+
+/* SHIFTU_TEST_RESET_FILE is there: this pass resets (test_reset_step()). */
+static bool test_reset_due(void)
+{
+	const char *f = shiftu_test_reset_file();
+
+	return f && !access(f, F_OK);
+}
+
 /* The table shows @vq's port up and its path not down. */
 static bool primary_ok(struct shiftu_vqp *vq)
 {
@@ -2451,8 +2494,8 @@ static void serve_awaiting(void)
 static bool shadow_pass(void)
 {
 	uint64_t now = shiftu_mono_ns(), served, due;
+	bool pending = false, reset = test_reset_due();
 	unsigned int first_late;
-	bool pending = false;
 	struct shiftu_ctx *s;
 	struct shiftu_pd *p;
 	struct shiftu_mr *m;
@@ -2611,6 +2654,7 @@ static bool shadow_pass(void)
 			pending = true;
 		}
 		report_step(vq);
+		test_reset_step(vq, reset);
 		if (vq->bak_rtr) {
 			failback_answer(vq, pq);
 			pending = true;		/* keep listening for requests */
@@ -2629,6 +2673,9 @@ static bool shadow_pass(void)
 	}
 	late_batch(first_late);
 	n_pass = 0;
+	/* done: the test sees the file gone */
+	if (reset)
+		unlink(shiftu_test_reset_file());
 	/* deletes that wait: the store is backed off, or they came late */
 	shiftu_lock(&forget_lock, SHIFTU_LOCK_FORGET);
 	if (n_forget)

@@ -8,6 +8,8 @@
  *   SHIFTU_TEST_REPLAY_FAIL
  *	read with the rest of the configuration (config.c) into its test
  *	part; what each does and its range: testbuild.h
+ *   SHIFTU_TEST_RESET_FILE	a path	(none)
+ *	what it does: testbuild.h; read once, as the counts' start
  *   SHIFTU_TEST_COUNT_START	0..2^64-1, decimal or 0x hex	(0)
  *	where every QP's two-sided counts start (serial.h): a lab test
  *	starts them just below 2^31 or 2^32 and pulls cables across the
@@ -105,4 +107,24 @@ uint64_t shiftu_count_start(void)
 {
 	pthread_once(&once, count_start_read);
 	return count_start;
+}
+
+static pthread_once_t reset_once = PTHREAD_ONCE_INIT;
+static const char *reset_file;
+
+static void reset_file_read(void)
+{
+	const char *s = getenv("SHIFTU_TEST_RESET_FILE");
+
+	if (!s || !*s)
+		return;
+	reset_file = s;
+	shiftu_info("config: SHIFTU_TEST_RESET_FILE=%s: a passive default QP is reset in place once that file is there (a test setting)",
+		    s);
+}
+
+const char *shiftu_test_reset_file(void)
+{
+	pthread_once(&reset_once, reset_file_read);
+	return reset_file;
 }

@@ -22,6 +22,12 @@
  *   SHIFTU_TEST_REPLAY_FAIL		0..65536	(0)
  *	a replay's post this far on (1: the first) fails with EIO
  *	(failover.c)
+ *   SHIFTU_TEST_RESET_FILE		a path		(none)
+ *	once the file is there, the shadow thread resets in place, with
+ *	the PSNs it queries, each default QP that has posted nothing (a
+ *	passive side), then removes the file: its responder forgets the
+ *	message it was in, as Soft-RoCE's did in the 300-fault soak
+ *	(shadow.c)
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -30,6 +36,7 @@
 #ifndef _SHIFTU_TESTBUILD_H
 #define _SHIFTU_TESTBUILD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -77,6 +84,9 @@ static inline uint32_t shiftu_test_replay_fail(void)
 {
 	return shiftu_config()->test.replay_fail;
 }
+
+/* SHIFTU_TEST_RESET_FILE, or NULL (read once) */
+const char *shiftu_test_reset_file(void) SHIFTU_HIDDEN;
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
 					     char *(*get)(const char *))
@@ -114,6 +124,11 @@ static inline uint32_t shiftu_test_watch_delay_ms(void)
 static inline uint32_t shiftu_test_replay_fail(void)
 {
 	return 0;
+}
+
+static inline const char *shiftu_test_reset_file(void)
+{
+	return NULL;
 }
 #endif /* SHIFTU_TEST_BUILD */
 

@@ -3,14 +3,15 @@
 # testbuild_only: the test build's knobs (SHIFTU_TEST_*, userlib/testbuild.c)
 # are read by libshiftu-test.so.0 and are not in the production
 # libshiftu.so.0, which no environment can make start its counts elsewhere,
-# wait, or fail a replay; nor is the test build's check of the lock order.
+# wait, fail a replay or reset a QP; nor is the test build's check of the lock order.
 set -e -o pipefail
 
 top=$(cd -P "$(dirname "$0")/../.." && pwd)
 lib=$top/userlib
 ksft_skip=4
 knobs="SHIFTU_TEST_COUNT_START SHIFTU_TEST_TWIN_RESET_MS SHIFTU_TEST_FAILBACK_DELAY_MS
-       SHIFTU_TEST_SERVE_DELAY_MS SHIFTU_TEST_WATCH_DELAY_MS SHIFTU_TEST_REPLAY_FAIL"
+       SHIFTU_TEST_SERVE_DELAY_MS SHIFTU_TEST_WATCH_DELAY_MS SHIFTU_TEST_REPLAY_FAIL
+       SHIFTU_TEST_RESET_FILE"
 # the five read with the configuration: a good value each, a bad value each
 good="SHIFTU_TEST_TWIN_RESET_MS=1500 SHIFTU_TEST_FAILBACK_DELAY_MS=2000
       SHIFTU_TEST_SERVE_DELAY_MS=50 SHIFTU_TEST_WATCH_DELAY_MS=1000 SHIFTU_TEST_REPLAY_FAIL=3"

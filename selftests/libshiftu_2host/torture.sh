@@ -54,6 +54,22 @@ if [ "$KINDS" = all ]; then
 	lu_peer_run "tc qdisc add dev eth0 root netem loss 0%" || fail "host 2: no netem"
 fi
 
+# both hosts' rxe0 transport counters at the end, pass or fail, beside
+# the faults' log: an error the transport gave (a "remote invalid request"
+# in the 300-fault soak) reads with its retries, sequence NAKs and
+# duplicates (rcvd_seq_err, out_of_seq_request, duplicate_request, ...)
+# shellcheck disable=SC2016 # expanded where it runs: here (eval) and on host 2
+COUNTERS='for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "${f##*/} $(cat "$f")"; done'
+counters()
+{
+	# a subshell: lu_peer_out's fail, if host 2 is gone, ends only it
+	(
+		eval "$COUNTERS" | sed 's/^/host1 /'
+		lu_peer_out "$COUNTERS" | sed 's/^/host2 /'
+	) > "$FT_OUT/torture.counters.log" 2>&1 || :
+}
+ft_defer counters
+
 # rnd VAR LO HI: VAR = a random number of milliseconds in [LO, HI], as seconds
 rnd() { local ms=$((RANDOM % ($3 - $2 + 1) + $2)); printf -v "$1" '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shiftu_desync: a "remote invalid request" error completion is taken for
+ * the transport's (the responder lost its place in a message) only when
+ * the provider's send ring shows it on an RDMA WRITE, behind a WRITE of
+ * the application's at least as long that completed on the same
+ * connection (shiftu_provq_write_desync(), provq.c); a SEND's, a first
+ * WRITE's, a WRITE longer than any before it, one behind the QP's last
+ * reset, or one whose slot was written again, stays the application's.
+ *
+ * The ring is a fake one in the format of <rdma/rdma_user_rxe.h>
+ * (Soft-RoCE's, which the library reads in the lab): the completed
+ * requests lie between the producer index's last lap and the consumer
+ * index, each with the status the kernel wrote into its slot.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_user_rxe.h>
+
+#include "provq.h"
+#include "wrid.h"
+
+#include "kselftest_harness.h"
+
+#define SLOTS	16
+#define ELEM	256		/* a send WQE with its sges fits */
+
+static struct rxe_queue_buf *ring(void)
+{
+	struct rxe_queue_buf *q = calloc(1, sizeof(*q) + SLOTS * ELEM);
+
+	q->index_mask = SLOTS - 1;
+	q->log2_elem_size = 8;
+	return q;
+}
+
+/* slot @i: request @wr_id, @op of @len bytes, completed with @status */
+static void put(struct rxe_queue_buf *q, uint32_t i, uint64_t wr_id, uint32_t op,
+		uint32_t len, uint32_t status)
+{
+	struct rxe_send_wqe *w = (void *)(q->data + (size_t)(i & (SLOTS - 1)) * ELEM);
+
+	w->wr.wr_id = wr_id;
+	w->wr.opcode = op;
+	w->dma.length = len;
+	w->dma.num_sge = len ? 1 : 0;
+	w->status = status;
+}
+
+/* what the soak saw: chunk 1 of a message refused, its chunk 0 completed */
+TEST(write_behind_a_write)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, PROBE_WR_ID, IBV_WR_RDMA_WRITE, 0, IBV_WC_SUCCESS);
+	put(q, 1, SHIFTU_CTRL_SEND_ID, IBV_WR_SEND_WITH_IMM, 0, IBV_WC_SUCCESS);
+	put(q, 2, 0x10000000a3010000ULL, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	put(q, 3, 0x10000000a3010001ULL, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
+	put(q, 4, 0x10000000a3010002ULL, IBV_WR_RDMA_WRITE, 4096, IBV_WC_WR_FLUSH_ERR);
+	put(q, 5, 0x20000000a3010003ULL, IBV_WR_RDMA_WRITE_WITH_IMM, 4096, IBV_WC_WR_FLUSH_ERR);
+	q->producer_index = 6;
+	q->consumer_index = 6;
+	EXPECT_TRUE(shiftu_provq_write_desync(q, 0x10000000a3010001ULL));
+	/* the error's id names it, not a flushed one */
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 0x10000000a3010002ULL));
+	free(q);
+}
+
+/* a WRITE_WITH_IMM refused behind its message's data */
+TEST(write_imm_behind_its_data)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 14, 1, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	put(q, 15, 2, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	put(q, 0, 3, IBV_WR_RDMA_WRITE_WITH_IMM, 4096, IBV_WC_REM_INV_REQ_ERR);
+	put(q, 1, 4, IBV_WR_RDMA_WRITE, 4096, IBV_WC_WR_FLUSH_ERR);
+	/* across the ring's end; one request still outstanding */
+	q->producer_index = 3;
+	q->consumer_index = 2;
+	put(q, 2, 5, IBV_WR_RDMA_WRITE, 4096, 0);
+	EXPECT_TRUE(shiftu_provq_write_desync(q, 3));
+	free(q);
+}
+
+/* the peer may refuse every WRITE (no remote write granted): a first one
+ * proves nothing, nor does the library's empty probe before it */
+TEST(first_write)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, PROBE_WR_ID, IBV_WR_RDMA_WRITE, 0, IBV_WC_SUCCESS);
+	put(q, 1, 7, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 2;
+	q->consumer_index = 2;
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 7));
+	free(q);
+}
+
+/* the path MTUs may differ: a shorter WRITE before it proves nothing */
+TEST(longer_than_any_before)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, 1, IBV_WR_RDMA_WRITE, 512, IBV_WC_SUCCESS);
+	put(q, 1, 2, IBV_WR_RDMA_WRITE, 8192, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 2;
+	q->consumer_index = 2;
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
+	free(q);
+}
+
+/* a SEND refused is the classic receive too short: the application's */
+TEST(send_stays_the_applications)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, 1, IBV_WR_SEND, 4096, IBV_WC_SUCCESS);
+	put(q, 1, 2, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
+	put(q, 2, 3, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	put(q, 3, 4, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 4;
+	q->consumer_index = 4;
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 4));
+	free(q);
+}
+
+/* the zeroed slots of the QP's last reset end the search: what lies
+ * before them was another connection's */
+TEST(not_past_a_reset)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 8, 1, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	/* slot 9 zeroed */
+	put(q, 10, PROBE_WR_ID, IBV_WR_RDMA_WRITE, 0, IBV_WC_SUCCESS);
+	put(q, 11, 2, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 12;
+	q->consumer_index = 12;
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
+	free(q);
+}
+
+/* no slot with that id and status (written again since): not known */
+TEST(slot_gone)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, 1, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	put(q, 1, 2, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	q->producer_index = 2;
+	q->consumer_index = 2;
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 9));
+	/* still outstanding: not a completion the kernel wrote yet */
+	put(q, 2, 3, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 3;
+	EXPECT_FALSE(shiftu_provq_write_desync(q, 3));
+	free(q);
+}
+
+TEST_HARNESS_MAIN
