@@ -428,6 +428,13 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return -ret;
+	/*
+	 * SHIFTU_TEST_DRAIN_STALL_MS: as a thread that waits for the CPU
+	 * here, while Soft-RoCE's tasklets that the stop scheduled run (a
+	 * receive marker posted after them waits for the next kick)
+	 */
+	if (twin && shiftu_test_drain_stall_ms())
+		usleep(shiftu_test_drain_stall_ms() * 1000U);
 	/* where the application's requests end in the provider's rings */
 	if (!twin && vq->rings == SHIFTU_RINGS_PROVIDER)
 		shiftu_provq_mark(vq);

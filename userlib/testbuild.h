@@ -22,6 +22,10 @@
  *   SHIFTU_TEST_REPLAY_FAIL		0..65536	(0)
  *	a replay's post this far on (1: the first) fails with EIO
  *	(failover.c)
+ *   SHIFTU_TEST_DRAIN_STALL_MS		0..20000	(0)
+ *	a drain of a twin stalls this long, CQ locks held, after it
+ *	stopped the twin and before it posts its markers, as a thread
+ *	starved of the CPU does (failover.c)
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -39,6 +43,7 @@
 #define SHIFTU_SERVE_DELAY_MS_MAX	1000
 #define SHIFTU_WATCH_DELAY_MS_MAX	10000
 #define SHIFTU_REPLAY_FAIL_MAX		65536
+#define SHIFTU_DRAIN_STALL_MS_MAX	20000
 
 #ifdef SHIFTU_TEST_BUILD
 /*
@@ -77,6 +82,11 @@ static inline uint32_t shiftu_test_replay_fail(void)
 {
 	return shiftu_config()->test.replay_fail;
 }
+
+static inline uint32_t shiftu_test_drain_stall_ms(void)
+{
+	return shiftu_config()->test.drain_stall_ms;
+}
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
 					     char *(*get)(const char *))
@@ -112,6 +122,11 @@ static inline uint32_t shiftu_test_watch_delay_ms(void)
 }
 
 static inline uint32_t shiftu_test_replay_fail(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_drain_stall_ms(void)
 {
 	return 0;
 }
