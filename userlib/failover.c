@@ -51,11 +51,18 @@
 
 /*
  * How long a drain waits for the QP's flushes before it leaves the QP
- * unprotected.  A NIC flushes in microseconds; Soft-RoCE flushes in its
- * tasklets, which a guest CPU that 64 polling threads keep busy runs late:
- * the lab saw a twin's drain take 5.8 s as 64 QPs went back together.
+ * unprotected: DRAIN_NS since it last took one (or since its markers were
+ * posted), and DRAIN_KICKS kicks at least in that time.  A NIC flushes in
+ * microseconds; Soft-RoCE flushes in its tasklets, which a guest CPU that
+ * 64 polling threads keep busy runs late: the lab saw a twin's drain take
+ * 5.8 s as 64 QPs went back together.  The drain's own thread waits for
+ * that CPU too: one stalled 13 s before its first look, which found the
+ * send marker; its next look, 64 us and one kick later, found the
+ * receive marker not yet flushed, and a deadline counted from the start
+ * gave the QP up there, with its failback granted (many_gen.sh).
  */
 #define DRAIN_NS	(10ULL * 1000 * 1000 * 1000)
+#define DRAIN_KICKS	10
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define SLOW_DRAIN_NS	(500ULL * 1000 * 1000)	/* a drain this long says why */
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
@@ -239,7 +246,34 @@ struct drain_state {
 	/* for a slow drain's line: when each marker came, since the start */
 	uint64_t t0, smark_ns, rmark_ns;
 	unsigned int kicks, polls;
+	/* kicks since the drain last took a completion of the QP's */
+	unsigned int idle_kicks;
 };
+
+/* What the drain has taken so far: it moves while the QP flushes. */
+static unsigned int drain_taken(const struct drain_state *d)
+{
+	return d->n + d->smark + d->rmark + d->handed;
+}
+
+/*
+ * Whether the drain gives up: the QP has flushed nothing for DRAIN_NS,
+ * and it was kicked DRAIN_KICKS times meanwhile.  A drain whose thread
+ * did not run (a starved CPU) has not waited, however late it is.
+ * *@deadline and *@taken move on with each completion it took.
+ */
+static bool drain_expired(struct drain_state *d, uint64_t *deadline, unsigned int *taken)
+{
+	uint64_t now = shiftu_mono_ns();
+
+	if (drain_taken(d) != *taken) {
+		*taken = drain_taken(d);
+		*deadline = now + DRAIN_NS;
+		d->idle_kicks = 0;
+		return false;
+	}
+	return now > *deadline && d->idle_kicks >= DRAIN_KICKS;
+}
 
 /*
  * An error completion of the QP being drained: one of the library's
@@ -410,9 +444,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
-	uint64_t t0 = d->t0, deadline = t0 + DRAIN_NS, kick;
+	uint64_t t0 = d->t0, deadline, kick;
 	struct ibv_wc wc[16];
-	unsigned int j;
+	unsigned int j, taken;
 	int k, i, kept, ret;
 
 	/*
@@ -448,7 +482,10 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (ret)
 			return -ret;
 	}
+	/* counted from here: stopping the QP and posting may have stalled */
 	kick = shiftu_mono_ns();
+	deadline = kick + DRAIN_NS;
+	taken = drain_taken(d);
 	while (!d->smark || !d->rmark) {
 		bool none = true;
 
@@ -465,6 +502,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 			kick = shiftu_mono_ns() + KICK_NS;
 			d->kicks++;
+			d->idle_kicks++;
 		}
 		d->polls++;
 		for (j = 0; j < 2; j++) {
@@ -502,7 +540,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 					return -ENOMEM;
 		}
 		if (none) {
-			if (shiftu_mono_ns() > deadline)
+			if (drain_expired(d, &deadline, &taken))
 				return -ETIMEDOUT;
 			/* a poller waiting to stash what it took from us */
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
