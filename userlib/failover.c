@@ -922,6 +922,33 @@ static void go_dead(struct shiftu_vqp *vq, const struct drained_wc *flushed, int
 }
 
 /*
+ * A failback (ours, or the peer's we follow) given up before we spoke on
+ * the default QP: that QP is connected to the peer's, whose receive queue
+ * a control receive heads, posted for the count we never sent.  Left
+ * connected, the application's next message, which now goes straight to
+ * the default QP, lands in that receive and is taken for the count: in
+ * many_gen.sh a WRITE_WITH_IMM's immediate, 574, was read as "the peer
+ * has received 574 messages" by a peer that had sent none, which gave its
+ * QP up too, the message lost with it.  The default QP is stopped instead:
+ * what the application posts there completes flushed, as on the QP that
+ * failed; the peer, which never hears, is left to its own errors.  No
+ * answer of the peer's is awaited there any more (the backup thread's
+ * looks at the application's CQ for it end).  Context: fo_lock and both
+ * CQs' locks held.
+ */
+static void back_abandon(struct shiftu_vqp *vq)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int ret;
+
+	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
+	ret = shiftu_real.modify_qp(vq->reg.app_qp, &a, IBV_QP_STATE);
+	if (ret)
+		shiftu_warn("qp %u on %s: cannot stop its default QP: %s: the peer may take its next message for a failback's count",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+}
+
+/*
  * @vq->down once it is back on its default QP: the probe proved the path,
  * so a path the page may still show down (a peer's cable relayed late by
  * the agents) does not count, its next move tells again; the local port
@@ -1387,6 +1414,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 dead:
 	/* before the receives moved, the held sends were posted nowhere */
 	go_dead(vq, flushed, n, unposted ? posted_end(vq) : vq->sq.head);
+	if (kind == MOVE_BACK && !vq->hs_sent)
+		back_abandon(vq);
 	shiftu_unlock_cqs(c, rc);
 	free(flushed);
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
