@@ -1735,6 +1735,30 @@ static enum fo_result replay_held(struct shiftu_vqp *vq)
 	return r;
 }
 
+/*
+ * A control receive took a message of the peer's application (a
+ * WRITE_WITH_IMM) instead of its library's: the peer is not where the
+ * protocol has it, its immediate is no count, and the message cannot
+ * reach the application's receive.  The QP is given up, its errors going
+ * to the application, rather than replay by a count that is not one (in
+ * many_gen.sh an immediate of 574 was taken for "574 received").
+ * Context: fo_lock held.
+ */
+static enum fo_result hs_foreign(struct shiftu_vqp *vq, const struct shiftu_hs_msg *m)
+{
+	if (vq->state == SHIFTU_SEND_DEAD)
+		return FO_NONE;
+	shiftu_warn("qp %u on %s: a message of the peer's application (WRITE_WITH_IMM, immediate %u) took the control receive on its %s, where the peer's count was due: unprotected",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->imm,
+		    m->on_default ? "default QP" : "backup QP");
+	/* nothing more is awaited on the default QP */
+	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	go_dead(vq, NULL, 0, posted_end(vq));
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	return FO_DEAD;
+}
+
 void shiftu_hs_message(const struct shiftu_hs_msg *m)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -1749,6 +1773,10 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	uint64_t peer;
 
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	if (m->foreign) {
+		r = hs_foreign(vq, m);
+		goto out;
+	}
 	/*
 	 * The peer's receive count, 31 bits of it: it counts our two-sided
 	 * sends, so it lies at most the work outstanding below our own
