@@ -85,6 +85,7 @@ struct shiftu_config {
 		uint32_t watch_delay_ms; /* the watcher waits before serving
 					  * twin CQs */
 		uint32_t replay_fail;	/* a replay's post this far on fails */
+		uint32_t drain_stall_ms; /* a twin's drain stalls first */
 	} test;
 #endif
 };

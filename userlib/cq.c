@@ -519,6 +519,7 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			if (t && wc[i].status == IBV_WC_SUCCESS) {
 				struct shiftu_hs_msg m = {
 					.vq = t, .imm = be32toh(wc[i].imm_data),
+					.foreign = wc[i].opcode != IBV_WC_RECV,
 					.gen = __atomic_load_n(&t->reconnects,
 							       __ATOMIC_RELAXED),
 				};
@@ -567,6 +568,7 @@ int shiftu_app_own(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				struct shiftu_hs_msg m = {
 					.vq = vq, .imm = be32toh(wc[i].imm_data),
 					.on_default = true,
+					.foreign = wc[i].opcode != IBV_WC_RECV,
 					.gen = shiftu_ctrl_def_gen(wc[i].wr_id),
 				};
 

@@ -51,11 +51,18 @@
 
 /*
  * How long a drain waits for the QP's flushes before it leaves the QP
- * unprotected.  A NIC flushes in microseconds; Soft-RoCE flushes in its
- * tasklets, which a guest CPU that 64 polling threads keep busy runs late:
- * the lab saw a twin's drain take 5.8 s as 64 QPs went back together.
+ * unprotected: DRAIN_NS since it last took one (or since its markers were
+ * posted), and DRAIN_KICKS kicks at least in that time.  A NIC flushes in
+ * microseconds; Soft-RoCE flushes in its tasklets, which a guest CPU that
+ * 64 polling threads keep busy runs late: the lab saw a twin's drain take
+ * 5.8 s as 64 QPs went back together.  The drain's own thread waits for
+ * that CPU too: one stalled 13 s before its first look, which found the
+ * send marker; its next look, 64 us and one kick later, found the
+ * receive marker not yet flushed, and a deadline counted from the start
+ * gave the QP up there, with its failback granted (many_gen.sh).
  */
 #define DRAIN_NS	(10ULL * 1000 * 1000 * 1000)
+#define DRAIN_KICKS	10
 #define KICK_NS		(100ULL * 1000 * 1000)
 #define SLOW_DRAIN_NS	(500ULL * 1000 * 1000)	/* a drain this long says why */
 #define QUIESCE_NS	(200ULL * 1000 * 1000)
@@ -239,7 +246,34 @@ struct drain_state {
 	/* for a slow drain's line: when each marker came, since the start */
 	uint64_t t0, smark_ns, rmark_ns;
 	unsigned int kicks, polls;
+	/* kicks since the drain last took a completion of the QP's */
+	unsigned int idle_kicks;
 };
+
+/* What the drain has taken so far: it moves while the QP flushes. */
+static unsigned int drain_taken(const struct drain_state *d)
+{
+	return d->n + d->smark + d->rmark + d->handed;
+}
+
+/*
+ * Whether the drain gives up: the QP has flushed nothing for DRAIN_NS,
+ * and it was kicked DRAIN_KICKS times meanwhile.  A drain whose thread
+ * did not run (a starved CPU) has not waited, however late it is.
+ * *@deadline and *@taken move on with each completion it took.
+ */
+static bool drain_expired(struct drain_state *d, uint64_t *deadline, unsigned int *taken)
+{
+	uint64_t now = shiftu_mono_ns();
+
+	if (drain_taken(d) != *taken) {
+		*taken = drain_taken(d);
+		*deadline = now + DRAIN_NS;
+		d->idle_kicks = 0;
+		return false;
+	}
+	return now > *deadline && d->idle_kicks >= DRAIN_KICKS;
+}
 
 /*
  * An error completion of the QP being drained: one of the library's
@@ -410,9 +444,9 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
-	uint64_t t0 = d->t0, deadline = t0 + DRAIN_NS, kick;
+	uint64_t t0 = d->t0, deadline, kick;
 	struct ibv_wc wc[16];
-	unsigned int j;
+	unsigned int j, taken;
 	int k, i, kept, ret;
 
 	/*
@@ -428,6 +462,13 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 	if (ret)
 		return -ret;
+	/*
+	 * SHIFTU_TEST_DRAIN_STALL_MS: as a thread that waits for the CPU
+	 * here, while Soft-RoCE's tasklets that the stop scheduled run (a
+	 * receive marker posted after them waits for the next kick)
+	 */
+	if (twin && shiftu_test_drain_stall_ms())
+		usleep(shiftu_test_drain_stall_ms() * 1000U);
 	/* where the application's requests end in the provider's rings */
 	if (!twin && vq->rings == SHIFTU_RINGS_PROVIDER)
 		shiftu_provq_mark(vq);
@@ -441,7 +482,10 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (ret)
 			return -ret;
 	}
+	/* counted from here: stopping the QP and posting may have stalled */
 	kick = shiftu_mono_ns();
+	deadline = kick + DRAIN_NS;
+	taken = drain_taken(d);
 	while (!d->smark || !d->rmark) {
 		bool none = true;
 
@@ -458,6 +502,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);
 			kick = shiftu_mono_ns() + KICK_NS;
 			d->kicks++;
+			d->idle_kicks++;
 		}
 		d->polls++;
 		for (j = 0; j < 2; j++) {
@@ -495,7 +540,7 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 					return -ENOMEM;
 		}
 		if (none) {
-			if (shiftu_mono_ns() > deadline)
+			if (drain_expired(d, &deadline, &taken))
 				return -ETIMEDOUT;
 			/* a poller waiting to stash what it took from us */
 			shiftu_unlock_cqs(cqs[0], cqs[1]);
@@ -874,6 +919,33 @@ static void go_dead(struct shiftu_vqp *vq, const struct drained_wc *flushed, int
 	vq->state = SHIFTU_SEND_DEAD;
 	shiftu_qp_set_flags(&vq->reg, vq->reg.flags & ~SHIFTU_QP_F_PROTECTED);
 	shiftu_vqp_set_slow(vq, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * A failback (ours, or the peer's we follow) given up before we spoke on
+ * the default QP: that QP is connected to the peer's, whose receive queue
+ * a control receive heads, posted for the count we never sent.  Left
+ * connected, the application's next message, which now goes straight to
+ * the default QP, lands in that receive and is taken for the count: in
+ * many_gen.sh a WRITE_WITH_IMM's immediate, 574, was read as "the peer
+ * has received 574 messages" by a peer that had sent none, which gave its
+ * QP up too, the message lost with it.  The default QP is stopped instead:
+ * what the application posts there completes flushed, as on the QP that
+ * failed; the peer, which never hears, is left to its own errors.  No
+ * answer of the peer's is awaited there any more (the backup thread's
+ * looks at the application's CQ for it end).  Context: fo_lock and both
+ * CQs' locks held.
+ */
+static void back_abandon(struct shiftu_vqp *vq)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int ret;
+
+	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
+	ret = shiftu_real.modify_qp(vq->reg.app_qp, &a, IBV_QP_STATE);
+	if (ret)
+		shiftu_warn("qp %u on %s: cannot stop its default QP: %s: the peer may take its next message for a failback's count",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
 }
 
 /*
@@ -1342,6 +1414,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 dead:
 	/* before the receives moved, the held sends were posted nowhere */
 	go_dead(vq, flushed, n, unposted ? posted_end(vq) : vq->sq.head);
+	if (kind == MOVE_BACK && !vq->hs_sent)
+		back_abandon(vq);
 	shiftu_unlock_cqs(c, rc);
 	free(flushed);
 	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
@@ -1661,6 +1735,30 @@ static enum fo_result replay_held(struct shiftu_vqp *vq)
 	return r;
 }
 
+/*
+ * A control receive took a message of the peer's application (a
+ * WRITE_WITH_IMM) instead of its library's: the peer is not where the
+ * protocol has it, its immediate is no count, and the message cannot
+ * reach the application's receive.  The QP is given up, its errors going
+ * to the application, rather than replay by a count that is not one (in
+ * many_gen.sh an immediate of 574 was taken for "574 received").
+ * Context: fo_lock held.
+ */
+static enum fo_result hs_foreign(struct shiftu_vqp *vq, const struct shiftu_hs_msg *m)
+{
+	if (vq->state == SHIFTU_SEND_DEAD)
+		return FO_NONE;
+	shiftu_warn("qp %u on %s: a message of the peer's application (WRITE_WITH_IMM, immediate %u) took the control receive on its %s, where the peer's count was due: unprotected",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->imm,
+		    m->on_default ? "default QP" : "backup QP");
+	/* nothing more is awaited on the default QP */
+	__atomic_store_n(&vq->ctrl_default, 0, __ATOMIC_RELAXED);
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	go_dead(vq, NULL, 0, posted_end(vq));
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	return FO_DEAD;
+}
+
 void shiftu_hs_message(const struct shiftu_hs_msg *m)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -1675,6 +1773,10 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	uint64_t peer;
 
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	if (m->foreign) {
+		r = hs_foreign(vq, m);
+		goto out;
+	}
 	/*
 	 * The peer's receive count, 31 bits of it: it counts our two-sided
 	 * sends, so it lies at most the work outstanding below our own

@@ -48,6 +48,9 @@ struct shiftu_hs_msg {
 	struct shiftu_vqp *vq;
 	uint32_t imm;
 	bool on_default;		/* came on the default QP, not the twin */
+	/* not a SEND_WITH_IMM: a WRITE_WITH_IMM of the peer's application
+	 * took the control receive, and its immediate is no count */
+	bool foreign;
 	/* on the default QP: its control receive's generation; on a twin:
 	 * the twin's renewals when the message was polled */
 	uint16_t gen;

@@ -5,7 +5,7 @@
  *
  *   SHIFTU_TEST_TWIN_RESET_MS, SHIFTU_TEST_FAILBACK_DELAY_MS,
  *   SHIFTU_TEST_SERVE_DELAY_MS, SHIFTU_TEST_WATCH_DELAY_MS,
- *   SHIFTU_TEST_REPLAY_FAIL
+ *   SHIFTU_TEST_REPLAY_FAIL, SHIFTU_TEST_DRAIN_STALL_MS
  *	read with the rest of the configuration (config.c) into its test
  *	part; what each does and its range: testbuild.h
  *   SHIFTU_TEST_RESET_FILE	a path	(none)
@@ -58,6 +58,8 @@ int shiftu_test_knobs_from_env(struct shiftu_config *cfg, char *(*get)(const cha
 		     &cfg->test.watch_delay_ms);
 	nbad += knob(get, "SHIFTU_TEST_REPLAY_FAIL", SHIFTU_REPLAY_FAIL_MAX,
 		     &cfg->test.replay_fail);
+	nbad += knob(get, "SHIFTU_TEST_DRAIN_STALL_MS", SHIFTU_DRAIN_STALL_MS_MAX,
+		     &cfg->test.drain_stall_ms);
 	return nbad;
 }
 
@@ -80,6 +82,9 @@ void shiftu_test_knobs_log(const struct shiftu_config *cfg)
 	if (t->replay_fail)
 		shiftu_info("config: SHIFTU_TEST_REPLAY_FAIL=%u: a replay posts %u requests and fails the rest (a test setting)",
 			    t->replay_fail, t->replay_fail - 1);
+	if (t->drain_stall_ms)
+		shiftu_info("config: SHIFTU_TEST_DRAIN_STALL_MS=%u: a drain of a twin stalls %u ms between stopping the twin and posting its markers (a test setting)",
+			    t->drain_stall_ms, t->drain_stall_ms);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -28,6 +28,10 @@
  *	passive side), then removes the file: its responder forgets the
  *	message it was in, as Soft-RoCE's did in the 300-fault soak
  *	(shadow.c)
+ *   SHIFTU_TEST_DRAIN_STALL_MS		0..20000	(0)
+ *	a drain of a twin stalls this long, CQ locks held, after it
+ *	stopped the twin and before it posts its markers, as a thread
+ *	starved of the CPU does (failover.c)
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -46,6 +50,7 @@
 #define SHIFTU_SERVE_DELAY_MS_MAX	1000
 #define SHIFTU_WATCH_DELAY_MS_MAX	10000
 #define SHIFTU_REPLAY_FAIL_MAX		65536
+#define SHIFTU_DRAIN_STALL_MS_MAX	20000
 
 #ifdef SHIFTU_TEST_BUILD
 /*
@@ -87,6 +92,11 @@ static inline uint32_t shiftu_test_replay_fail(void)
 
 /* SHIFTU_TEST_RESET_FILE, or NULL (read once) */
 const char *shiftu_test_reset_file(void) SHIFTU_HIDDEN;
+
+static inline uint32_t shiftu_test_drain_stall_ms(void)
+{
+	return shiftu_config()->test.drain_stall_ms;
+}
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
 					     char *(*get)(const char *))
@@ -129,6 +139,11 @@ static inline uint32_t shiftu_test_replay_fail(void)
 static inline const char *shiftu_test_reset_file(void)
 {
 	return NULL;
+}
+
+static inline uint32_t shiftu_test_drain_stall_ms(void)
+{
+	return 0;
 }
 #endif /* SHIFTU_TEST_BUILD */
 

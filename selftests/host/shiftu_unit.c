@@ -954,6 +954,8 @@ static char *bad_env(const char *name)
 		return "10001";
 	if (!strcmp(name, "SHIFTU_TEST_REPLAY_FAIL"))
 		return "65537";
+	if (!strcmp(name, "SHIFTU_TEST_DRAIN_STALL_MS"))
+		return "20001";
 	return NULL;
 }
 
