@@ -20,28 +20,17 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_user_rxe.h>
 
+#include "fakering.h"
 #include "provq.h"
 #include "wrid.h"
 
 #include "kselftest_harness.h"
 
-#define SLOTS	16
-#define ELEM	256		/* a send WQE with its sges fits */
-
-static struct rxe_queue_buf *ring(void)
-{
-	struct rxe_queue_buf *q = calloc(1, sizeof(*q) + SLOTS * ELEM);
-
-	q->index_mask = SLOTS - 1;
-	q->log2_elem_size = 8;
-	return q;
-}
-
 /* slot @i: request @wr_id, @op of @len bytes, completed with @status */
 static void put(struct rxe_queue_buf *q, uint32_t i, uint64_t wr_id, uint32_t op,
 		uint32_t len, uint32_t status)
 {
-	struct rxe_send_wqe *w = (void *)(q->data + (size_t)(i & (SLOTS - 1)) * ELEM);
+	struct rxe_send_wqe *w = at(q, i);
 
 	w->wr.wr_id = wr_id;
 	w->wr.opcode = op;

@@ -16,26 +16,10 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_user_rxe.h>
 
+#include "fakering.h"
 #include "provq.h"
 
 #include "kselftest_harness.h"
-
-#define SLOTS	16
-#define ELEM	256		/* a send WQE with its sges fits */
-
-static struct rxe_queue_buf *ring(void)
-{
-	struct rxe_queue_buf *q = calloc(1, sizeof(*q) + SLOTS * ELEM);
-
-	q->index_mask = SLOTS - 1;
-	q->log2_elem_size = 8;
-	return q;
-}
-
-static struct rxe_send_wqe *at(struct rxe_queue_buf *q, uint32_t i)
-{
-	return (void *)(q->data + (size_t)(i & (SLOTS - 1)) * ELEM);
-}
 
 static void put(struct rxe_queue_buf *q, uint32_t i, uint32_t op, uint32_t rkey)
 {
