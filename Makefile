@@ -8,7 +8,8 @@
 #   make tools        shiftmon
 #   make lib          libshiftu (userlib/)
 #   make check        install what is missing, build, host unit tests, the lab
-#                     (KVER's every test, the other kernels' module tests;
+#                     (the module's one-host tests on the other kernels,
+#                     every other test on KVER;
 #                     KERNELS=all: every test on every kernel;
 #                     TWO_LANES=2: the two-host tests in two pairs of
 #                     guests side by side)
