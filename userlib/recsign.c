@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * recsign.c: records signed under the cluster key, and checked
- * (recsign.h).  HMAC-SHA256 is libcrypto's, loaded at the first key read.
+ * recsign.c: records signed under the cluster key or a host's key, and
+ * checked (recsign.h).  HMAC-SHA256 and Ed25519 are libcrypto's, loaded at
+ * the first key read.
  *
  * Context: any thread, may sleep (the key file, dlopen).  No logging:
  * libshiftu and shiftmon each say what went wrong their way.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* types and prototypes only: the functions come from dlsym() */
 #include <openssl/evp.h>
@@ -22,6 +27,8 @@
 
 #define TAG_MAGIC	"s1/"
 #define MAC_CONTEXT	"shift-rec-v1"
+#define HOST_MAGIC	"s2/"
+#define SIG_CONTEXT	"shift-rec-v2"
 /* the longest string a MAC is computed over: a libshiftu value or an
  * agent's record, their names, the sender, the sequence */
 #define MAC_INPUT_MAX	4096
@@ -30,6 +37,16 @@
 static struct {
 	__typeof__(HMAC) *hmac;
 	__typeof__(EVP_sha256) *sha256;
+	__typeof__(EVP_PKEY_new_raw_private_key) *new_priv;
+	__typeof__(EVP_PKEY_new_raw_public_key) *new_pub;
+	__typeof__(EVP_PKEY_get_raw_public_key) *get_pub;
+	__typeof__(EVP_PKEY_free) *pkey_free;
+	__typeof__(EVP_MD_CTX_new) *md_new;
+	__typeof__(EVP_MD_CTX_free) *md_free;
+	__typeof__(EVP_DigestSignInit) *sign_init;
+	__typeof__(EVP_DigestSign) *sign;
+	__typeof__(EVP_DigestVerifyInit) *verify_init;
+	__typeof__(EVP_DigestVerify) *verify;
 } crypto;			/* written once, in crypto_once */
 static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
 static int crypto_err;		/* after crypto_once */
@@ -49,20 +66,63 @@ static void crypto_load(void)
 		crypto_err = -ELIBACC;
 		return;
 	}
-	crypto.hmac = (__typeof__(HMAC) *)dlsym(h, "HMAC");
-	crypto.sha256 = (__typeof__(EVP_sha256) *)dlsym(h, "EVP_sha256");
-	if (!crypto.hmac || !crypto.sha256) {
+#define SYM(f, name)	(crypto.f = (__typeof__(crypto.f))dlsym(h, name))
+	if (!SYM(hmac, "HMAC") || !SYM(sha256, "EVP_sha256") ||
+	    !SYM(new_priv, "EVP_PKEY_new_raw_private_key") ||
+	    !SYM(new_pub, "EVP_PKEY_new_raw_public_key") ||
+	    !SYM(get_pub, "EVP_PKEY_get_raw_public_key") ||
+	    !SYM(pkey_free, "EVP_PKEY_free") || !SYM(md_new, "EVP_MD_CTX_new") ||
+	    !SYM(md_free, "EVP_MD_CTX_free") || !SYM(sign_init, "EVP_DigestSignInit") ||
+	    !SYM(sign, "EVP_DigestSign") || !SYM(verify_init, "EVP_DigestVerifyInit") ||
+	    !SYM(verify, "EVP_DigestVerify")) {
 		snprintf(crypto_why, sizeof(crypto_why),
-			 "libcrypto has no HMAC or EVP_sha256");
+			 "libcrypto lacks HMAC or Ed25519 (OpenSSL 3 has both): %s", dlerror());
 		crypto_err = -ELIBACC;
 		/* the handle stays: nothing else may be loaded in its place */
 	}
+#undef SYM
+}
+
+/* libcrypto, once per process: 0 or -ELIBACC with the reason in @why. */
+static int crypto_ready(char *why, size_t whylen)
+{
+	pthread_once(&crypto_once, crypto_load);
+	if (crypto_err)
+		snprintf(why, whylen, "%s", crypto_why);
+	return crypto_err;
+}
+
+/* @n bytes from the 2 * @n hex digits at @hex into @out: 0 or -EINVAL. */
+static int unhex(const char *hex, size_t n, uint8_t *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int hi = shift_hexval(hex[2 * i]), lo = shift_hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = hi << 4 | lo;
+	}
+	return 0;
+}
+
+static void tohex(const uint8_t *in, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		*out++ = hex[in[i] >> 4];
+		*out++ = hex[in[i] & 15];
+	}
+	*out = '\0';
 }
 
 /* The key line @found, hex, into @k. */
 static int parse_key(const char *found, struct shift_sign_key *k, char *why, size_t whylen)
 {
-	size_t n, i;
+	size_t n;
 
 	n = strlen(found);
 	if (n & 1 || n < 2 * SHIFT_SIGN_KEY_MIN || n > 2 * SHIFT_SIGN_KEY_MAX) {
@@ -71,15 +131,10 @@ static int parse_key(const char *found, struct shift_sign_key *k, char *why, siz
 			 n, 2 * SHIFT_SIGN_KEY_MIN, 2 * SHIFT_SIGN_KEY_MAX);
 		return -EINVAL;
 	}
-	for (i = 0; i < n / 2; i++) {
-		int hi = shift_hexval(found[2 * i]), lo = shift_hexval(found[2 * i + 1]);
-
-		if (hi < 0 || lo < 0) {
-			snprintf(why, whylen, "the key line is not hex");
-			shift_sign_key_clear(k);
-			return -EINVAL;
-		}
-		k->key[i] = hi << 4 | lo;
+	if (unhex(found, n / 2, k->key)) {
+		snprintf(why, whylen, "the key line is not hex");
+		shift_sign_key_clear(k);
+		return -EINVAL;
 	}
 	k->len = n / 2;
 	k->set = true;
@@ -102,13 +157,10 @@ int shift_sign_key_read(const char *path, struct shift_sign_key *k, char *why,
 	explicit_bzero(buf, sizeof(buf));
 	if (err)
 		return err;
-	pthread_once(&crypto_once, crypto_load);
-	if (crypto_err) {
-		snprintf(why, whylen, "%s", crypto_why);
+	err = crypto_ready(why, whylen);
+	if (err)
 		shift_sign_key_clear(k);
-		return crypto_err;
-	}
-	return 0;
+	return err;
 }
 
 void shift_sign_key_clear(struct shift_sign_key *k)
@@ -154,23 +206,20 @@ uint64_t shift_sign_seq_next(uint64_t *last)
 	return seq;
 }
 
-/* HMAC-SHA256 of the canonical string (recsign.h) into @mac. */
-static int compute(const struct shift_sign_key *k, const char *name,
-		   const char *text, size_t textlen, const char *sender,
-		   uint64_t seq, uint8_t mac[SHIFT_SIGN_MAC_LEN])
+/*
+ * The canonical string (recsign.h) of context @ctx in @in (MAC_INPUT_MAX
+ * bytes): its length, or -ENOBUFS.
+ */
+static ssize_t canon(const char *ctx, const char *name, const char *text, size_t textlen,
+		     const char *sender, uint64_t seq, unsigned char *in)
 {
-	static const char ctx[] = MAC_CONTEXT;
-	size_t nl = strlen(name), sl = strlen(sender), off = 0;
-	unsigned char in[MAC_INPUT_MAX];
-	unsigned int maclen = 0;
+	size_t cl = strlen(ctx), nl = strlen(name), sl = strlen(sender), off;
 	int i;
 
-	if (!k->set || !crypto.hmac)
-		return -EINVAL;
-	if (sizeof(ctx) + nl + 1 + textlen + 1 + sl + 1 + 8 > sizeof(in))
+	if (cl + 1 + nl + 1 + textlen + 1 + sl + 1 + 8 > MAC_INPUT_MAX)
 		return -ENOBUFS;
-	memcpy(in, ctx, sizeof(ctx));		/* with its NUL */
-	off = sizeof(ctx);
+	memcpy(in, ctx, cl + 1);		/* with its NUL */
+	off = cl + 1;
 	memcpy(in + off, name, nl + 1);
 	off += nl + 1;
 	memcpy(in + off, text, textlen);
@@ -180,39 +229,61 @@ static int compute(const struct shift_sign_key *k, const char *name,
 	off += sl + 1;
 	for (i = 7; i >= 0; i--)
 		in[off++] = seq >> (8 * i);
-	if (!crypto.hmac(crypto.sha256(), k->key, (int)k->len, in, off, mac, &maclen) ||
+	return off;
+}
+
+/* HMAC-SHA256 of the canonical string into @mac. */
+static int compute(const struct shift_sign_key *k, const char *name,
+		   const char *text, size_t textlen, const char *sender,
+		   uint64_t seq, uint8_t mac[SHIFT_SIGN_MAC_LEN])
+{
+	unsigned char in[MAC_INPUT_MAX];
+	unsigned int maclen = 0;
+	ssize_t len;
+
+	if (!k->set || !crypto.hmac)
+		return -EINVAL;
+	len = canon(MAC_CONTEXT, name, text, textlen, sender, seq, in);
+	if (len < 0)
+		return len;
+	if (!crypto.hmac(crypto.sha256(), k->key, (int)k->len, in, len, mac, &maclen) ||
 	    maclen != SHIFT_SIGN_MAC_LEN)
 		return -EIO;
 	return 0;
+}
+
+/* Append "@sep@magic@sender/SEQ/" and @n bytes of @sig in hex to @text. */
+static void append_tag(char *text, size_t len, char sep, const char *magic,
+		       const char *sender, uint64_t seq, const uint8_t *sig, size_t n)
+{
+	char *p = text + len;
+
+	p += sprintf(p, "%c%s%s/%016llx/", sep, magic, sender, (unsigned long long)seq);
+	tohex(sig, n, p);
+}
+
+/* Does a token of @n signature bytes fit after @len bytes in @size? */
+static bool tag_fits(size_t len, size_t size, const char *sender, size_t n)
+{
+	return len + 1 + 3 + strlen(sender) + 1 + 16 + 1 + 2 * n + 1 <= size;
 }
 
 int shift_sign_append(const struct shift_sign_key *k, const char *name,
 		      char *text, size_t size, char sep, const char *sender,
 		      uint64_t seq)
 {
-	static const char hex[] = "0123456789abcdef";
 	uint8_t mac[SHIFT_SIGN_MAC_LEN];
-	size_t len = strlen(text), need;
-	char *p;
-	int err, i;
+	size_t len = strlen(text);
+	int err;
 
 	if (!shift_sign_sender_ok(sender))
 		return -EINVAL;
-	need = len + 1 + strlen(TAG_MAGIC) + strlen(sender) + 1 + 16 + 1 +
-	       2 * SHIFT_SIGN_MAC_LEN + 1;
-	if (need > size)
+	if (!tag_fits(len, size, sender, SHIFT_SIGN_MAC_LEN))
 		return -ENOBUFS;
 	err = compute(k, name, text, len, sender, seq, mac);
 	if (err)
 		return err;
-	p = text + len;
-	p += sprintf(p, "%c" TAG_MAGIC "%s/%016llx/", sep, sender,
-		     (unsigned long long)seq);
-	for (i = 0; i < SHIFT_SIGN_MAC_LEN; i++) {
-		*p++ = hex[mac[i] >> 4];
-		*p++ = hex[mac[i] & 15];
-	}
-	*p = '\0';
+	append_tag(text, len, sep, TAG_MAGIC, sender, seq, mac, SHIFT_SIGN_MAC_LEN);
 	return 0;
 }
 
@@ -227,35 +298,40 @@ static bool same_mac(const uint8_t *a, const uint8_t *b)
 	return !d;
 }
 
-int shift_sign_check(const struct shift_sign_key *k, const char *name,
-		     char *text, char sep, char *sender, size_t senderlen,
-		     uint64_t *seq)
+/*
+ * The token at the end of @text (after the last @sep) with @magic: its
+ * sender into @who, its sequence into *@seq, its @n signature bytes into
+ * @sig, and where it starts into *@tok.  -ENOMSG (none; -EPROTO: one with
+ * the other magic, "s1/" or "s2/"), -EBADMSG (malformed: @who is "" unless
+ * the sender was valid).
+ */
+static int parse_tag(const char *text, char sep, const char *magic, char *who,
+		     uint64_t *seq, uint8_t *sig, size_t n, const char **tok)
 {
-	uint8_t mac[SHIFT_SIGN_MAC_LEN], want[SHIFT_SIGN_MAC_LEN];
-	char who[SHIFT_SIGN_SENDER_MAX];
-	const char *tok, *s, *q, *m;
+	const char *t, *s, *q, *m;
 	uint64_t v = 0;
-	size_t n;
-	int i, err;
+	size_t i;
 
-	if (senderlen)
-		sender[0] = '\0';
-	tok = strrchr(text, sep);
-	if (!tok || strncmp(tok + 1, TAG_MAGIC, strlen(TAG_MAGIC)))
+	who[0] = '\0';
+	t = strrchr(text, sep);
+	if (!t)
 		return -ENOMSG;
-	s = tok + 1 + strlen(TAG_MAGIC);
+	if (strncmp(t + 1, magic, 3))
+		return !strncmp(t + 1, TAG_MAGIC, 3) || !strncmp(t + 1, HOST_MAGIC, 3) ?
+		       -EPROTO : -ENOMSG;
+	s = t + 4;
 	q = strchr(s, '/');
-	if (!q || q == s || (size_t)(q - s) >= sizeof(who))
+	if (!q || q == s || (size_t)(q - s) >= SHIFT_SIGN_SENDER_MAX)
 		return -EBADMSG;
 	memcpy(who, s, q - s);
 	who[q - s] = '\0';
-	if (!shift_sign_sender_ok(who))
+	if (!shift_sign_sender_ok(who)) {
+		who[0] = '\0';
 		return -EBADMSG;
-	if (senderlen)
-		snprintf(sender, senderlen, "%s", who);
+	}
 	q++;
-	for (n = 0; n < 16; n++) {
-		int d = shift_hexval(q[n]);
+	for (i = 0; i < 16; i++) {
+		int d = shift_hexval(q[i]);
 
 		if (d < 0)
 			return -EBADMSG;
@@ -264,20 +340,397 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
 	if (q[16] != '/')
 		return -EBADMSG;
 	m = q + 17;
-	if (strlen(m) != 2 * SHIFT_SIGN_MAC_LEN)
+	if (strlen(m) != 2 * n || unhex(m, n, sig))
 		return -EBADMSG;
-	for (i = 0; i < SHIFT_SIGN_MAC_LEN; i++) {
-		int hi = shift_hexval(m[2 * i]), lo = shift_hexval(m[2 * i + 1]);
+	*seq = v;
+	*tok = t;
+	return 0;
+}
 
-		if (hi < 0 || lo < 0)
-			return -EBADMSG;
-		mac[i] = hi << 4 | lo;
-	}
+int shift_sign_check(const struct shift_sign_key *k, const char *name,
+		     char *text, char sep, char *sender, size_t senderlen,
+		     uint64_t *seq)
+{
+	uint8_t mac[SHIFT_SIGN_MAC_LEN], want[SHIFT_SIGN_MAC_LEN];
+	char who[SHIFT_SIGN_SENDER_MAX];
+	const char *tok;
+	uint64_t v;
+	int err;
+
+	err = parse_tag(text, sep, TAG_MAGIC, who, &v, mac, SHIFT_SIGN_MAC_LEN, &tok);
+	if (senderlen)
+		snprintf(sender, senderlen, "%s", who);
+	if (err)
+		return err == -EPROTO ? -EBADMSG : err;
 	err = compute(k, name, text, tok - text, who, v, want);
 	if (err)
 		return err == -ENOBUFS ? -EBADMSG : err;
 	if (!same_mac(mac, want))
 		return -EBADMSG;
+	text[tok - text] = '\0';
+	*seq = v;
+	return 0;
+}
+
+/* ---- host keys (Ed25519) ---------------------------------------------- */
+
+/*
+ * Read the hosts file @path, which is not secret but must not be anybody's
+ * to change: a regular file owned by root or the effective user, not
+ * writable by group or others.  Into a malloc()ed *@out, NUL-terminated.
+ */
+static int public_file_read(const char *path, char **out, char *why, size_t whylen)
+{
+	struct stat st;
+	ssize_t got;
+	size_t len = 0;
+	char *buf;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open it: %s", strerror(-err));
+		return err;
+	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		snprintf(why, whylen, "cannot stat it: %s", strerror(-err));
+		goto out_close;
+	}
+	err = -EPERM;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		goto out_close;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, whylen, "owned by uid %u: it must be root's or uid %u's",
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+		goto out_close;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "mode %04o: group or others may write it (chmod go-w)",
+			 (unsigned int)(st.st_mode & 07777));
+		goto out_close;
+	}
+	if (st.st_size > SHIFT_SIGN_HOSTS_FILE_MAX) {
+		snprintf(why, whylen, "%lld bytes: more than %d", (long long)st.st_size,
+			 SHIFT_SIGN_HOSTS_FILE_MAX);
+		err = -EFBIG;
+		goto out_close;
+	}
+	err = -ENOMEM;
+	buf = malloc(SHIFT_SIGN_HOSTS_FILE_MAX + 2);
+	if (!buf) {
+		snprintf(why, whylen, "out of memory");
+		goto out_close;
+	}
+	while ((got = read(fd, buf + len, SHIFT_SIGN_HOSTS_FILE_MAX + 1 - len)) > 0)
+		len += got;
+	if (got < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot read it: %s", strerror(-err));
+		goto out_free;
+	}
+	if (len > SHIFT_SIGN_HOSTS_FILE_MAX) {
+		snprintf(why, whylen, "more than %d bytes", SHIFT_SIGN_HOSTS_FILE_MAX);
+		err = -EFBIG;
+		goto out_free;
+	}
+	if (memchr(buf, '\0', len)) {
+		snprintf(why, whylen, "it holds a NUL byte");
+		err = -EINVAL;
+		goto out_free;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	close(fd);
+	return 0;
+
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return err;
+}
+
+/* The private key in @keyfile as an EVP_PKEY in *@pkey. */
+static int private_read(const char *keyfile, void **pkey, char *why, size_t whylen)
+{
+	uint8_t seed[SHIFT_SIGN_ED25519_LEN];
+	char buf[KEY_FILE_MAX + 2], *line;
+	unsigned int at;
+	int err;
+
+	err = shift_private_file_line(keyfile, buf, sizeof(buf), "key", "key", &line, &at,
+				      why, whylen);
+	if (err)
+		return err;
+	err = -EINVAL;
+	if (strlen(line) != 2 * SHIFT_SIGN_ED25519_LEN || unhex(line, sizeof(seed), seed)) {
+		snprintf(why, whylen,
+			 "line %u: a host key is %d hex digits (openssl rand -hex %d)", at,
+			 2 * SHIFT_SIGN_ED25519_LEN, SHIFT_SIGN_ED25519_LEN);
+		goto out;
+	}
+	err = crypto_ready(why, whylen);
+	if (err)
+		goto out;
+	*pkey = crypto.new_priv(EVP_PKEY_ED25519, NULL, seed, sizeof(seed));
+	if (!*pkey) {
+		snprintf(why, whylen, "libcrypto refused the Ed25519 key");
+		err = -EIO;
+	}
+out:
+	explicit_bzero(seed, sizeof(seed));
+	explicit_bzero(buf, sizeof(buf));
+	return err;
+}
+
+/* The raw public key of the EVP_PKEY @pkey in hex into @hex. */
+static int public_hex(void *pkey, char *hex)
+{
+	uint8_t pub[SHIFT_SIGN_ED25519_LEN];
+	size_t len = sizeof(pub);
+
+	if (!crypto.get_pub(pkey, pub, &len) || len != sizeof(pub))
+		return -EIO;
+	tohex(pub, sizeof(pub), hex);
+	return 0;
+}
+
+int shift_sign_host_public(const char *keyfile, char *hex, char *why, size_t whylen)
+{
+	void *pkey = NULL;
+	int err;
+
+	err = private_read(keyfile, &pkey, why, whylen);
+	if (err)
+		return err;
+	err = public_hex(pkey, hex);
+	if (err)
+		snprintf(why, whylen, "libcrypto cannot give the public key");
+	crypto.pkey_free(pkey);
+	return err;
+}
+
+static int pub_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct shift_sign_pub *)a)->host,
+		      ((const struct shift_sign_pub *)b)->host);
+}
+
+/* One line "HOST HEX" of the hosts file into @p. */
+static int hosts_line(char *line, unsigned int no, struct shift_sign_pub *p, char *why,
+		      size_t whylen)
+{
+	uint8_t pub[SHIFT_SIGN_ED25519_LEN];
+	char *host, *hex, *rest;
+
+	host = strtok_r(line, " \t", &rest);
+	hex = strtok_r(NULL, " \t", &rest);
+	if (!hex || strtok_r(NULL, " \t", &rest)) {
+		snprintf(why, whylen, "line %u: not \"HOST PUBLIC-KEY\"", no);
+		return -EINVAL;
+	}
+	if (!shift_sign_sender_ok(host)) {
+		snprintf(why, whylen, "line %u: '%.64s' is not a host name (1 to %d of A-Z a-z 0-9 . _ -)",
+			 no, host, SHIFT_SIGN_SENDER_MAX - 1);
+		return -EINVAL;
+	}
+	if (strlen(hex) != 2 * SHIFT_SIGN_ED25519_LEN || unhex(hex, sizeof(pub), pub)) {
+		snprintf(why, whylen, "line %u: %s's key is not %d hex digits", no, host,
+			 2 * SHIFT_SIGN_ED25519_LEN);
+		return -EINVAL;
+	}
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->pkey = crypto.new_pub(EVP_PKEY_ED25519, NULL, pub, sizeof(pub));
+	if (!p->pkey) {
+		snprintf(why, whylen, "line %u: libcrypto refused %s's key", no, host);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Every line of the hosts file @buf into @h. */
+static int hosts_parse(char *buf, struct shift_sign_hosts *h, char *why, size_t whylen)
+{
+	char *line, *next;
+	unsigned int no = 0, i;
+	int err;
+
+	for (line = buf; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		no++;
+		line[strcspn(line, "\r")] = '\0';
+		line += strspn(line, " \t");
+		if (!*line || *line == '#')
+			continue;
+		if (h->n == SHIFT_SIGN_HOSTS_MAX) {
+			snprintf(why, whylen, "line %u: more than %d hosts", no,
+				 SHIFT_SIGN_HOSTS_MAX);
+			return -EINVAL;
+		}
+		/* room for 16, then doubled whenever full */
+		if (!h->n || (h->n >= 16 && !(h->n & (h->n - 1)))) {
+			struct shift_sign_pub *p = realloc(h->pub, (h->n ? 2 * h->n : 16) *
+							   sizeof(*p));
+
+			if (!p) {
+				snprintf(why, whylen, "out of memory");
+				return -ENOMEM;
+			}
+			h->pub = p;
+		}
+		err = hosts_line(line, no, &h->pub[h->n], why, whylen);
+		if (err)
+			return err;
+		h->n++;
+	}
+	qsort(h->pub, h->n, sizeof(*h->pub), pub_cmp);
+	for (i = 1; i < h->n; i++)
+		if (!strcmp(h->pub[i].host, h->pub[i - 1].host)) {
+			snprintf(why, whylen, "%s is listed twice", h->pub[i].host);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+static const struct shift_sign_pub *host_find(const struct shift_sign_hosts *h,
+					      const char *host)
+{
+	struct shift_sign_pub key;
+
+	snprintf(key.host, sizeof(key.host), "%s", host);
+	return h->n ? bsearch(&key, h->pub, h->n, sizeof(*h->pub), pub_cmp) : NULL;
+}
+
+int shift_sign_hosts_read(const char *keyfile, const char *hostsfile, const char *self,
+			  struct shift_sign_hosts *h, char *why, size_t whylen)
+{
+	char mine[2 * SHIFT_SIGN_ED25519_LEN + 1], theirs[2 * SHIFT_SIGN_ED25519_LEN + 1];
+	const struct shift_sign_pub *p;
+	char sub[160], *buf = NULL;
+	int err;
+
+	memset(h, 0, sizeof(*h));
+	err = private_read(keyfile, &h->priv, sub, sizeof(sub));
+	if (err) {
+		snprintf(why, whylen, "host key file %s: %s", keyfile, sub);
+		return err;
+	}
+	err = public_file_read(hostsfile, &buf, sub, sizeof(sub));
+	if (!err)
+		err = hosts_parse(buf, h, sub, sizeof(sub));
+	free(buf);
+	if (err) {
+		snprintf(why, whylen, "hosts file %s: %s", hostsfile, sub);
+		goto out_clear;
+	}
+	err = -ENOKEY;
+	p = host_find(h, self);
+	if (!p) {
+		snprintf(why, whylen, "hosts file %s does not list this host, %s (shiftmon host-key %s)",
+			 hostsfile, self, keyfile);
+		goto out_clear;
+	}
+	if (public_hex(h->priv, mine) || public_hex(p->pkey, theirs)) {
+		snprintf(why, whylen, "libcrypto cannot give a public key");
+		err = -EIO;
+		goto out_clear;
+	}
+	if (strcmp(mine, theirs)) {
+		snprintf(why, whylen, "hosts file %s lists %s with another key than %s's",
+			 hostsfile, self, keyfile);
+		goto out_clear;
+	}
+	h->set = true;
+	return 0;
+
+out_clear:
+	shift_sign_hosts_clear(h);
+	return err;
+}
+
+void shift_sign_hosts_clear(struct shift_sign_hosts *h)
+{
+	unsigned int i;
+
+	if (h->priv)
+		crypto.pkey_free(h->priv);
+	for (i = 0; i < h->n; i++)
+		crypto.pkey_free(h->pub[i].pkey);
+	free(h->pub);
+	memset(h, 0, sizeof(*h));
+}
+
+int shift_sign_host_append(const struct shift_sign_hosts *h, const char *name,
+			   char *text, size_t size, char sep, const char *sender,
+			   uint64_t seq)
+{
+	uint8_t sig[SHIFT_SIGN_SIG_LEN];
+	unsigned char in[MAC_INPUT_MAX];
+	size_t len = strlen(text), siglen = sizeof(sig);
+	EVP_MD_CTX *md;
+	ssize_t n;
+	int err = -EIO;
+
+	if (!h->set || !shift_sign_sender_ok(sender))
+		return -EINVAL;
+	if (!tag_fits(len, size, sender, SHIFT_SIGN_SIG_LEN))
+		return -ENOBUFS;
+	n = canon(SIG_CONTEXT, name, text, len, sender, seq, in);
+	if (n < 0)
+		return n;
+	md = crypto.md_new();
+	if (!md)
+		return -ENOMEM;
+	if (crypto.sign_init(md, NULL, NULL, NULL, h->priv) == 1 &&
+	    crypto.sign(md, sig, &siglen, in, n) == 1 && siglen == sizeof(sig)) {
+		append_tag(text, len, sep, HOST_MAGIC, sender, seq, sig, sizeof(sig));
+		err = 0;
+	}
+	crypto.md_free(md);
+	return err;
+}
+
+int shift_sign_host_check(const struct shift_sign_hosts *h, const char *name,
+			  char *text, char sep, char *sender, size_t senderlen,
+			  uint64_t *seq)
+{
+	char who[SHIFT_SIGN_SENDER_MAX];
+	uint8_t sig[SHIFT_SIGN_SIG_LEN];
+	unsigned char in[MAC_INPUT_MAX];
+	const struct shift_sign_pub *p;
+	const char *tok;
+	EVP_MD_CTX *md;
+	uint64_t v;
+	ssize_t n;
+	int err;
+
+	if (!h->set)
+		return -EINVAL;
+	err = parse_tag(text, sep, HOST_MAGIC, who, &v, sig, sizeof(sig), &tok);
+	if (senderlen)
+		snprintf(sender, senderlen, "%s", who);
+	if (err)
+		return err;
+	p = host_find(h, who);
+	if (!p)
+		return -ENOKEY;
+	n = canon(SIG_CONTEXT, name, text, tok - text, who, v, in);
+	if (n < 0)
+		return -EBADMSG;
+	md = crypto.md_new();
+	if (!md)
+		return -ENOMEM;
+	err = crypto.verify_init(md, NULL, NULL, NULL, p->pkey) == 1 &&
+	      crypto.verify(md, sig, sizeof(sig), in, n) == 1 ? 0 : -EBADMSG;
+	crypto.md_free(md);
+	if (err)
+		return err;
 	text[tok - text] = '\0';
 	*seq = v;
 	return 0;

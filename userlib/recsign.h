@@ -121,4 +121,78 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
 		     char *text, char sep, char *sender, size_t senderlen,
 		     uint64_t *seq);
 
+/*
+ * Host keys: the agents' port records signed by the host that owns the
+ * port, so that a host speaks for its own ports only, whoever else holds
+ * a key (the cluster key above is every host's and every job's: whoever
+ * has it can sign as any host).  Each host has a private key, a file
+ * checked as the cluster key's is, one line of 64 hex digits (32 bytes:
+ * an Ed25519 seed, RFC 8032; "openssl rand -hex 32" writes one); every
+ * host reads the cluster's public keys from a hosts file, which anybody
+ * may read but only its owner (root or the effective user) may write:
+ * lines "HOST HEX", HOST a SENDER above and HEX the 64 hex digits of its
+ * raw Ed25519 public key ("shiftmon host-key FILE" prints a host's line),
+ * '#' comments and empty lines ignored.  A host must be listed once, and
+ * the reader's own entry must be the public key of its private key.
+ *
+ *	s2/SENDER/SEQ/SIG
+ *
+ *   SIG	128 hex digits: the Ed25519 signature by SENDER's key of
+ *		"shift-rec-v2" NUL NAME NUL TEXT NUL SENDER NUL SEQ (8 bytes,
+ *		big endian), checked against SENDER's line of the hosts file
+ */
+#define SHIFT_SIGN_ED25519_LEN		32	/* a key, either half */
+#define SHIFT_SIGN_SIG_LEN		64	/* a signature */
+#define SHIFT_SIGN_HOSTS_MAX		16384	/* lines of a hosts file */
+#define SHIFT_SIGN_HOSTS_FILE_MAX	(2 << 20)
+/* what shift_sign_host_append() adds at most */
+#define SHIFT_SIGN_HOST_TAG_MAX	(1 + 3 + SHIFT_SIGN_SENDER_MAX - 1 + 1 + 16 + 1 + \
+				 2 * SHIFT_SIGN_SIG_LEN)
+
+struct shift_sign_pub {
+	char host[SHIFT_SIGN_SENDER_MAX];
+	void *pkey;			/* libcrypto's EVP_PKEY, to verify */
+};
+
+struct shift_sign_hosts {
+	bool set;			/* else: port records use the cluster key, or none */
+	void *priv;			/* this host's EVP_PKEY, to sign */
+	unsigned int n;			/* sorted by host, for bsearch() */
+	struct shift_sign_pub *pub;
+};
+
+/*
+ * Read this host's (@self's) private key from @keyfile and the cluster's
+ * public keys from @hostsfile into @h (and load libcrypto).  0; -EPERM
+ * (a file's owner or mode), -EFBIG, open()'s -errno; -EINVAL (a bad line,
+ * named by its number; a host listed twice; more than SHIFT_SIGN_HOSTS_MAX);
+ * -ENOKEY (@self not listed, or listed with another key than @keyfile's);
+ * -ELIBACC (libcrypto).  The reason is in @why, never the private key.
+ */
+int shift_sign_hosts_read(const char *keyfile, const char *hostsfile, const char *self,
+			  struct shift_sign_hosts *h, char *why, size_t whylen);
+
+/* Free what shift_sign_hosts_read() made; @h is then unset. */
+void shift_sign_hosts_clear(struct shift_sign_hosts *h);
+
+/*
+ * The public key of the private key file @keyfile, in hex, into @hex
+ * (2 * SHIFT_SIGN_ED25519_LEN + 1 bytes): a hosts file's line.  0 or as
+ * shift_sign_hosts_read().
+ */
+int shift_sign_host_public(const char *keyfile, char *hex, char *why, size_t whylen);
+
+/* shift_sign_append() and shift_sign_check() with host keys (s2 tokens). */
+int shift_sign_host_append(const struct shift_sign_hosts *h, const char *name,
+			   char *text, size_t size, char sep, const char *sender,
+			   uint64_t seq);
+/*
+ * As shift_sign_check(); also -ENOKEY when the sender is not in the hosts
+ * file (@sender holds it), and -EPROTO when the token is a cluster key's
+ * (s1): a host key's reader takes none.
+ */
+int shift_sign_host_check(const struct shift_sign_hosts *h, const char *name,
+			  char *text, char sep, char *sender, size_t senderlen,
+			  uint64_t *seq);
+
 #endif /* _SHIFT_RECSIGN_H */

@@ -4,6 +4,10 @@
  * every change to one (its text, name, sender, sequence, MAC), a record
  * without a signature and one signed with another key are refused; the
  * key file is refused when others may read it or another user owns it;
+ * with host keys, a record is accepted only signed by the key the hosts
+ * file lists for its sender (another host's key, an unlisted host, any
+ * change, the other scheme's token are refused), and the hosts file only
+ * when nobody but its owner may write it and it lists this host's key;
  * sequences compare across their wrap; and libshiftu's store signs what
  * it writes and drops, counts and names what it cannot trust.
  *
@@ -267,6 +271,271 @@ TEST_F(sign, key_file_refused)
 	ASSERT_EQ(0, key_file(self->tmp, "crlf", KEY_HEX "\r\n", 0600, p, sizeof(p)));
 	EXPECT_EQ(0, shift_sign_key_read(p, &k, why, sizeof(why)));
 	EXPECT_EQ(32, k.len);
+}
+
+/*
+ * Host keys: hostA and hostB each hold their own Ed25519 key (KEY_HEX and
+ * KEY2_HEX as seeds) and the hosts file lists both; hostC's key is nobody's.
+ */
+#define KEY3_HEX	"0f0e0d0c0b0a09080706050403020100f0e0d0c0b0a090807060504030201000"
+
+FIXTURE(hostsign) {
+	char tmp[64];
+	char akey[PATH_MAX], bkey[PATH_MAX], ckey[PATH_MAX], hosts[PATH_MAX];
+	char apub[2 * SHIFT_SIGN_ED25519_LEN + 1], bpub[2 * SHIFT_SIGN_ED25519_LEN + 1];
+	struct shift_sign_hosts a, b;
+};
+
+FIXTURE_SETUP(hostsign)
+{
+	char why[320], text[512], cpub[2 * SHIFT_SIGN_ED25519_LEN + 1];
+
+	strcpy(self->tmp, "/tmp/shiftu_hostsign.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->tmp));
+	ASSERT_EQ(0, key_file(self->tmp, "a.key", KEY_HEX "\n", 0600, self->akey,
+			      sizeof(self->akey)));
+	ASSERT_EQ(0, key_file(self->tmp, "b.key", KEY2_HEX "\n", 0400, self->bkey,
+			      sizeof(self->bkey)));
+	ASSERT_EQ(0, key_file(self->tmp, "c.key", KEY3_HEX "\n", 0600, self->ckey,
+			      sizeof(self->ckey)));
+	ASSERT_EQ(0, shift_sign_host_public(self->akey, self->apub, why, sizeof(why)))
+		TH_LOG("%s", why);
+	ASSERT_EQ(0, shift_sign_host_public(self->bkey, self->bpub, why, sizeof(why)));
+	ASSERT_EQ(0, shift_sign_host_public(self->ckey, cpub, why, sizeof(why)));
+	EXPECT_STRNE(self->apub, self->bpub);
+	snprintf(text, sizeof(text), "# the cluster\n\nhostB %s\r\n  hostA\t%s\n", self->bpub,
+		 self->apub);
+	ASSERT_EQ(0, key_file(self->tmp, "hosts", text, 0644, self->hosts, sizeof(self->hosts)));
+	ASSERT_EQ(0, shift_sign_hosts_read(self->akey, self->hosts, "hostA", &self->a, why,
+					   sizeof(why)))
+		TH_LOG("%s", why);
+	ASSERT_EQ(0, shift_sign_hosts_read(self->bkey, self->hosts, "hostB", &self->b, why,
+					   sizeof(why)))
+		TH_LOG("%s", why);
+}
+
+FIXTURE_TEARDOWN(hostsign)
+{
+	shift_sign_hosts_clear(&self->a);
+	shift_sign_hosts_clear(&self->b);
+	nftw(self->tmp, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+#define REC	"DOWN\tETHERNET\teth0\t::ffff:10.0.0.1\t3\t1\t00000000000000ab\t9"
+
+TEST_F(hostsign, round_trip)
+{
+	char text[512] = REC, who[SHIFT_SIGN_SENDER_MAX];
+	uint64_t seq = 0;
+
+	ASSERT_EQ(0, shift_sign_host_append(&self->a, "port:rxe0/1", text, sizeof(text), '\t',
+					    "hostA", 0x0123456789abcdefULL));
+	EXPECT_NE(NULL, strstr(text, "\ts2/hostA/0123456789abcdef/"));
+	EXPECT_EQ(strlen(REC) + 1 + 3 + 5 + 1 + 16 + 1 + 128, strlen(text));
+	ASSERT_EQ(0, shift_sign_host_check(&self->b, "port:rxe0/1", text, '\t', who,
+					   sizeof(who), &seq));
+	EXPECT_STREQ(REC, text);
+	EXPECT_STREQ("hostA", who);
+	EXPECT_EQ(0x0123456789abcdefULL, seq);
+}
+
+/* The signature is Ed25519 of what recsign.h says, as openssl(1) checks it. */
+TEST_F(hostsign, openssl_agrees)
+{
+	static const unsigned char canon[] = "shift-rec-v2\0port:rxe0/1\0" REC "\0hostA\0"
+					     "\x00\x00\x00\x00\x00\x00\x01\x02";
+	char text[512] = REC, path[PATH_MAX + 16], cmd[4 * PATH_MAX], *sig;
+	uint8_t raw[SHIFT_SIGN_SIG_LEN], der[12 + SHIFT_SIGN_ED25519_LEN];
+	unsigned int i;
+	int fd;
+
+	if (system("command -v openssl >/dev/null 2>&1"))
+		SKIP(return, "no openssl(1) to compare with");
+	ASSERT_EQ(0, shift_sign_host_append(&self->a, "port:rxe0/1", text, sizeof(text), '\t',
+					    "hostA", 0x102));
+	snprintf(path, sizeof(path), "%s/canon", self->tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)sizeof(canon) - 1, write(fd, canon, sizeof(canon) - 1));
+	close(fd);
+	sig = strrchr(text, '/') + 1;
+	ASSERT_EQ(2 * SHIFT_SIGN_SIG_LEN, strlen(sig));
+	for (i = 0; i < SHIFT_SIGN_SIG_LEN; i++)
+		ASSERT_EQ(1, sscanf(sig + 2 * i, "%2hhx", &raw[i]));
+	snprintf(path, sizeof(path), "%s/sig", self->tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)sizeof(raw), write(fd, raw, sizeof(raw)));
+	close(fd);
+	/* hostA's public key as DER: RFC 8410's SubjectPublicKeyInfo prefix */
+	memcpy(der, "\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00", 12);
+	for (i = 0; i < SHIFT_SIGN_ED25519_LEN; i++)
+		ASSERT_EQ(1, sscanf(self->apub + 2 * i, "%2hhx", &der[12 + i]));
+	snprintf(path, sizeof(path), "%s/pub.der", self->tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)sizeof(der), write(fd, der, sizeof(der)));
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && openssl pkeyutl -verify -pubin -keyform DER -inkey pub.der -rawin "
+		 "-in canon -sigfile sig >/dev/null 2>&1", self->tmp);
+	EXPECT_EQ(0, system(cmd));
+	/* and refuses it for another text */
+	snprintf(cmd, sizeof(cmd), "cd %s && echo x >> canon && "
+		 "openssl pkeyutl -verify -pubin -keyform DER -inkey pub.der -rawin "
+		 "-in canon -sigfile sig >/dev/null 2>&1", self->tmp);
+	EXPECT_NE(0, system(cmd));
+}
+
+/* A host speaks for itself only: whoever holds another key cannot sign as it. */
+TEST_F(hostsign, impersonation)
+{
+	char t[512], who[SHIFT_SIGN_SENDER_MAX], why[320], hosts[PATH_MAX];
+	char cpub[2 * SHIFT_SIGN_ED25519_LEN + 1];
+	struct shift_sign_hosts c;
+	uint64_t seq;
+
+	/* hostB's key, claiming to be hostA */
+	strcpy(t, REC);
+	ASSERT_EQ(0, shift_sign_host_append(&self->b, "port:rxe0/1", t, sizeof(t), '\t',
+					    "hostA", 5));
+	EXPECT_EQ(-EBADMSG, shift_sign_host_check(&self->a, "port:rxe0/1", t, '\t', who,
+						  sizeof(who), &seq));
+	EXPECT_STREQ("hostA", who);
+	/* a key the hosts file does not list, as a host it does not list */
+	ASSERT_EQ(0, shift_sign_host_public(self->ckey, cpub, why, sizeof(why)));
+	snprintf(t, sizeof(t), "hostC %s\n", cpub);
+	ASSERT_EQ(0, key_file(self->tmp, "hostsC", t, 0644, hosts, sizeof(hosts)));
+	ASSERT_EQ(0, shift_sign_hosts_read(self->ckey, hosts, "hostC", &c, why, sizeof(why)));
+	strcpy(t, REC);
+	ASSERT_EQ(0, shift_sign_host_append(&c, "port:rxe0/1", t, sizeof(t), '\t', "hostC", 5));
+	EXPECT_EQ(-ENOKEY, shift_sign_host_check(&self->a, "port:rxe0/1", t, '\t', who,
+						 sizeof(who), &seq));
+	EXPECT_STREQ("hostC", who);
+	shift_sign_hosts_clear(&c);
+}
+
+TEST_F(hostsign, tampered)
+{
+	char good[512] = REC, t[512], who[SHIFT_SIGN_SENDER_MAX], *p;
+	uint64_t seq;
+
+	ASSERT_EQ(0, shift_sign_host_append(&self->a, "port:rxe0/1", good, sizeof(good), '\t',
+					    "hostA", 100));
+	/* the state */
+	strcpy(t, good);
+	p = strstr(t, "DOWN");
+	memcpy(p, "UP\t\t", 4);
+	EXPECT_EQ(-EBADMSG, shift_sign_host_check(&self->b, "port:rxe0/1", t, '\t', who,
+						  sizeof(who), &seq));
+	/* moved to another port */
+	strcpy(t, good);
+	EXPECT_EQ(-EBADMSG, shift_sign_host_check(&self->b, "port:rxe1/1", t, '\t', who,
+						  sizeof(who), &seq));
+	/* the sequence */
+	strcpy(t, good);
+	p = strstr(t, "/0000000000000064/");
+	ASSERT_NE(NULL, p);
+	p[16] = '5';
+	EXPECT_EQ(-EBADMSG, shift_sign_host_check(&self->b, "port:rxe0/1", t, '\t', who,
+						  sizeof(who), &seq));
+	/* a bit of the signature, and a short one */
+	strcpy(t, good);
+	p = strrchr(t, '/') + 1;
+	p[0] = p[0] == '0' ? '1' : '0';
+	EXPECT_EQ(-EBADMSG, shift_sign_host_check(&self->b, "port:rxe0/1", t, '\t', who,
+						  sizeof(who), &seq));
+	strcpy(t, good);
+	t[strlen(t) - 2] = '\0';
+	EXPECT_EQ(-EBADMSG, shift_sign_host_check(&self->b, "port:rxe0/1", t, '\t', who,
+						  sizeof(who), &seq));
+	/* the good one still checks */
+	strcpy(t, good);
+	EXPECT_EQ(0, shift_sign_host_check(&self->b, "port:rxe0/1", t, '\t', who, sizeof(who),
+					   &seq));
+	EXPECT_EQ(100, seq);
+}
+
+/* A host key's reader takes no cluster key's token, and the other way round. */
+TEST_F(hostsign, schemes_apart)
+{
+	char t[512] = REC, kp[PATH_MAX], why[192], who[SHIFT_SIGN_SENDER_MAX];
+	struct shift_sign_key k;
+	uint64_t seq;
+
+	EXPECT_EQ(-ENOMSG, shift_sign_host_check(&self->a, "port:rxe0/1", t, '\t', who,
+						 sizeof(who), &seq));
+	EXPECT_STREQ(REC, t);
+	ASSERT_EQ(0, key_file(self->tmp, "cluster", KEY_HEX "\n", 0600, kp, sizeof(kp)));
+	ASSERT_EQ(0, shift_sign_key_read(kp, &k, why, sizeof(why)));
+	ASSERT_EQ(0, shift_sign_append(&k, "port:rxe0/1", t, sizeof(t), '\t', "hostA", 5));
+	EXPECT_EQ(-EPROTO, shift_sign_host_check(&self->a, "port:rxe0/1", t, '\t', who,
+						 sizeof(who), &seq));
+	strcpy(t, REC);
+	ASSERT_EQ(0, shift_sign_host_append(&self->a, "port:rxe0/1", t, sizeof(t), '\t',
+					    "hostA", 5));
+	EXPECT_EQ(-EBADMSG, shift_sign_check(&k, "port:rxe0/1", t, '\t', who, sizeof(who),
+					     &seq));
+	/* no room, no sender, no key */
+	strcpy(t, "x");
+	EXPECT_EQ(-ENOBUFS, shift_sign_host_append(&self->a, "n", t, 100, '\t', "hostA", 5));
+	EXPECT_EQ(-EINVAL, shift_sign_host_append(&self->a, "n", t, sizeof(t), '\t', "a/b", 5));
+	shift_sign_hosts_clear(&self->b);
+	EXPECT_EQ(-EINVAL, shift_sign_host_append(&self->b, "n", t, sizeof(t), '\t', "hostB", 5));
+}
+
+/* The hosts file: anybody's to read, only its owner's to write; each host once. */
+TEST_F(hostsign, hosts_file_refused)
+{
+	struct shift_sign_hosts h;
+	char why[320], p[PATH_MAX], text[512];
+
+	snprintf(text, sizeof(text), "hostA %s\nhostB %s\n", self->apub, self->bpub);
+	ASSERT_EQ(0, key_file(self->tmp, "h1", text, 0664, p, sizeof(p)));
+	EXPECT_EQ(-EPERM, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "mode 0664: group or others may write it")) TH_LOG("%s", why);
+	EXPECT_FALSE(h.set);
+	if (geteuid() == 0) {
+		ASSERT_EQ(0, key_file(self->tmp, "h2", text, 0644, p, sizeof(p)));
+		ASSERT_EQ(0, chown(p, 65534, 65534));
+		EXPECT_EQ(-EPERM, shift_sign_hosts_read(self->akey, p, "hostA", &h, why,
+							sizeof(why)));
+		EXPECT_NE(NULL, strstr(why, "owned by uid 65534"));
+	}
+	/* listed twice */
+	snprintf(text, sizeof(text), "hostA %s\nhostB %s\nhostA %s\n", self->apub, self->bpub,
+		 self->apub);
+	ASSERT_EQ(0, key_file(self->tmp, "h3", text, 0644, p, sizeof(p)));
+	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "hostA is listed twice"));
+	/* a bad line, named */
+	snprintf(text, sizeof(text), "hostA %s\nhostB %.60s\n", self->apub, self->bpub);
+	ASSERT_EQ(0, key_file(self->tmp, "h4", text, 0644, p, sizeof(p)));
+	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "line 2: hostB's key is not 64 hex digits"));
+	snprintf(text, sizeof(text), "hostA %s extra\n", self->apub);
+	ASSERT_EQ(0, key_file(self->tmp, "h5", text, 0644, p, sizeof(p)));
+	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "line 1: not \"HOST PUBLIC-KEY\""));
+	snprintf(text, sizeof(text), "host/A %s\n", self->apub);
+	ASSERT_EQ(0, key_file(self->tmp, "h6", text, 0644, p, sizeof(p)));
+	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
+	/* this host not in it, or with another key */
+	EXPECT_EQ(-ENOKEY, shift_sign_hosts_read(self->akey, self->hosts, "hostC", &h, why,
+						 sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "does not list this host, hostC"));
+	EXPECT_EQ(-ENOKEY, shift_sign_hosts_read(self->akey, self->hosts, "hostB", &h, why,
+						 sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "lists hostB with another key"));
+	/* the private key: its owner's alone, and an Ed25519 seed's length */
+	ASSERT_EQ(0, key_file(self->tmp, "open.key", KEY_HEX "\n", 0644, p, sizeof(p)));
+	EXPECT_EQ(-EPERM, shift_sign_hosts_read(p, self->hosts, "hostA", &h, why, sizeof(why)));
+	ASSERT_EQ(0, key_file(self->tmp, "long.key", KEY_HEX "00\n", 0600, p, sizeof(p)));
+	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(p, self->hosts, "hostA", &h, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "a host key is 64 hex digits"));
+	EXPECT_EQ(-ENOENT, shift_sign_hosts_read(self->akey, "/nonexistent/hosts", "hostA", &h,
+						 why, sizeof(why)));
+	EXPECT_FALSE(h.set);
 }
 
 /* No sequence is a maximum: each is after the one before, across the wrap. */

@@ -107,6 +107,7 @@ enum ag_drop {
 	AG_DROP_BAD_SIGNATURE,		/* one that does not check under our key */
 	AG_DROP_WRONG_SENDER,		/* good, but another host's: not its own port */
 	AG_DROP_FUTURE,			/* seq ahead of our clock: a pin */
+	AG_DROP_UNKNOWN_SENDER,		/* host keys: a sender the hosts file lacks */
 
 	__AG_DROP_MAX
 };
@@ -116,6 +117,7 @@ static const char *const ag_drop_names[__AG_DROP_MAX] = {
 	[AG_DROP_BAD_SIGNATURE] = "bad_signature",
 	[AG_DROP_WRONG_SENDER] = "wrong_sender",
 	[AG_DROP_FUTURE] = "future",
+	[AG_DROP_UNKNOWN_SENDER] = "unknown_sender",
 };
 
 /* A port of this host, as the kernel last announced it. */
@@ -150,6 +152,8 @@ struct agent {
 	uint64_t instance;
 	uint64_t seq;			/* the last published (recsign.h) */
 	struct shift_sign_key key;	/* --store-key-file: set, records signed */
+	struct shift_sign_hosts hosts;	/* --host-key-file: set, signed by host */
+	bool signing;			/* one of the two */
 	bool verbose;
 	struct sm_listener l;
 	struct lport *lp;
@@ -523,7 +527,7 @@ static void accept_rec(struct agent *a, const char *host,
 	 * are older); unsigned, as before keys: another run's record is new.
 	 */
 	if (rp->applied != SHIFT_FT_PATH_UNKNOWN &&
-	    (a->key.set || rp->rec.instance == rec->instance) &&
+	    (a->signing || rp->rec.instance == rec->instance) &&
 	    !shift_seq_after(rec->seq, rp->rec.seq)) {
 		if (a->verbose)
 			alog("skip %s %s seq %" PRIu64 " (%s): already have %" PRIu64,
@@ -610,7 +614,7 @@ static void stats_write(struct agent *a, uint64_t now)
 	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f)
 		goto failed;
-	fprintf(f, "signing %d\n", a->key.set);
+	fprintf(f, "signing %d\n", a->signing);
 	for (i = 0; i < __AG_DROP_MAX; i++)
 		fprintf(f, "records_dropped_%s %" PRIu64 "\n", ag_drop_names[i], a->drops[i]);
 	fd = -1;
@@ -676,7 +680,7 @@ static int rec_open(struct agent *a, const char *host, const char *port, char *t
 	uint64_t seq;
 	int r;
 
-	if (!a->key.set) {
+	if (!a->signing) {
 		if (!a->unauth_logged)
 			alog("UNAUTHENTICATED: applying the records of other hosts (%s first) without a signature: no --store-key-file, so any client that can write shift:v1:* moves this host's traffic (Documentation/trust.rst)",
 			     host);
@@ -684,13 +688,23 @@ static int rec_open(struct agent *a, const char *host, const char *port, char *t
 		goto parse;
 	}
 	snprintf(name, sizeof(name), "port:%s", port);
-	r = shift_sign_check(&a->key, name, text, '\t', who, sizeof(who), &seq);
+	if (a->hosts.set)
+		r = shift_sign_host_check(&a->hosts, name, text, '\t', who, sizeof(who), &seq);
+	else
+		r = shift_sign_check(&a->key, name, text, '\t', who, sizeof(who), &seq);
 	if (r == -ENOMSG) {
 		dropped(a, host, port, AG_DROP_UNSIGNED, via, "not signed");
 		return -1;
 	}
+	if (r == -ENOKEY) {
+		snprintf(why, sizeof(why), "signed by %s, whom the hosts file does not list",
+			 who);
+		dropped(a, host, port, AG_DROP_UNKNOWN_SENDER, via, why);
+		return -1;
+	}
 	if (r) {
 		dropped(a, host, port, AG_DROP_BAD_SIGNATURE, via,
+			r == -EPROTO ? "signed with a cluster key, not its host's key" :
 			r == -EBADMSG ? "bad signature" : strerror(-r));
 		return -1;
 	}
@@ -707,7 +721,7 @@ static int rec_open(struct agent *a, const char *host, const char *port, char *t
 		return -1;
 	}
 parse:
-	if (sm_rec_parse(text, port, rec) || (a->key.set && rec->seq != seq)) {
+	if (sm_rec_parse(text, port, rec) || (a->signing && rec->seq != seq)) {
 		alog("ignoring a malformed record of %s %s (%s)", host, port, via);
 		return -1;
 	}
@@ -727,9 +741,12 @@ static int rec_seal(struct agent *a, const struct lport *lp, struct sm_rec *r,
 	r->seq = shift_sign_seq_next(&a->seq);
 	if (sm_rec_format(r, text, len))
 		return -1;
-	if (!a->key.set)
+	if (!a->signing)
 		return 0;
 	snprintf(name, sizeof(name), "port:%s", lp->field);
+	if (a->hosts.set)
+		return shift_sign_host_append(&a->hosts, name, text, len, '\t', a->host,
+					      r->seq) ? -1 : 0;
 	return shift_sign_append(&a->key, name, text, len, '\t', a->host, r->seq) ? -1 : 0;
 }
 
@@ -1289,6 +1306,59 @@ static void on_event(enum sm_listen_what what, const struct sm_row *row,
 	}
 }
 
+/*
+ * The keys the agent signs and checks port records with: the cluster key
+ * (--store-key-file), or this host's key and the hosts file (--host-key-file
+ * and --hosts-file), not both; none is allowed.  0, or -1 (said).
+ */
+static int agent_keys(struct agent *a)
+{
+	const char *key, *hkey, *hosts;
+	char why[320];
+	int r;
+
+	key = sm_opts.store_key ? sm_opts.store_key : getenv(SM_STORE_KEY_ENV);
+	hkey = sm_opts.host_key ? sm_opts.host_key : getenv(SM_HOST_KEY_ENV);
+	hosts = sm_opts.hosts_file ? sm_opts.hosts_file : getenv(SM_HOSTS_FILE_ENV);
+	key = key && *key ? key : NULL;
+	hkey = hkey && *hkey ? hkey : NULL;
+	hosts = hosts && *hosts ? hosts : NULL;
+	if (!key && !hkey && !hosts)
+		return 0;
+	/* the name others check our signature's sender against */
+	if (!shift_sign_sender_ok(a->host)) {
+		fprintf(stderr,
+			"Unable to start agent: host name '%s' cannot sign records: 1 to %d of A-Z a-z 0-9 . _ - (see --host)\n",
+			a->host, SHIFT_SIGN_SENDER_MAX - 1);
+		return -1;
+	}
+	if (hkey || hosts) {
+		if (!hkey || !hosts) {
+			fprintf(stderr, "Unable to start agent: %s without %s: host keys need both\n",
+				hkey ? "--host-key-file" : "--hosts-file",
+				hkey ? "--hosts-file" : "--host-key-file");
+			return -1;
+		}
+		if (key) {
+			fprintf(stderr,
+				"Unable to start agent: --store-key-file and --host-key-file: one or the other (host keys replace the cluster key for port records)\n");
+			return -1;
+		}
+		r = shift_sign_hosts_read(hkey, hosts, a->host, &a->hosts, why, sizeof(why));
+		if (r) {
+			fprintf(stderr, "Unable to start agent: %s\n", why);
+			return -1;
+		}
+	} else {
+		r = shift_sign_key_read(key, &a->key, why, sizeof(why));
+		if (r) {
+			fprintf(stderr, "Unable to start agent: key file %s: %s\n", key, why);
+			return -1;
+		}
+	}
+	a->signing = true;
+	return 0;
+}
 /* ---- the command ---- */
 
 static bool have_net_admin(void)
@@ -1303,7 +1373,7 @@ static bool have_net_admin(void)
 
 static int agent_setup(struct agent *a)
 {
-	const char *host = sm_opts.host, *key, *stats;
+	const char *host = sm_opts.host, *stats;
 
 	if (!host || !*host) {
 		if (gethostname(a->host, sizeof(a->host))) {
@@ -1331,23 +1401,8 @@ static int agent_setup(struct agent *a)
 			a->st.err);
 		return -1;
 	}
-	key = sm_opts.store_key ? sm_opts.store_key : getenv(SM_STORE_KEY_ENV);
-	if (key && *key) {
-		char why[192];
-		int r = shift_sign_key_read(key, &a->key, why, sizeof(why));
-
-		if (r) {
-			fprintf(stderr, "Unable to start agent: key file %s: %s\n", key, why);
-			return -1;
-		}
-		/* the name others check our signature's sender against */
-		if (!shift_sign_sender_ok(a->host)) {
-			fprintf(stderr,
-				"Unable to start agent: host name '%s' cannot sign records: 1 to %d of A-Z a-z 0-9 . _ - (see --host)\n",
-				a->host, SHIFT_SIGN_SENDER_MAX - 1);
-			return -1;
-		}
-	}
+	if (agent_keys(a))
+		return -1;
 	stats = getenv(SM_AGENT_STATS_ENV);
 	snprintf(a->stats_path, sizeof(a->stats_path), "%s",
 		 stats && *stats ? stats : SM_AGENT_STATS);
@@ -1425,6 +1480,7 @@ int cmd_agent(int argc, char **argv)
 	alog("host %s, instance %016" PRIx64 ", store %s%s%s, records %s, at most %u rows a remote host, %u remote ports",
 	     a.host, a.instance, a.st.url, a.st.auth.set ? " as user " : "",
 	     a.st.auth.set ? a.st.auth.user : "",
+	     a.hosts.set ? "signed and checked with host keys" :
 	     a.key.set ? "signed and checked" : "UNSIGNED (no --store-key-file)",
 	     a.host_rows, a.remote_ports);
 	stats_write(&a, sm_mono_ns());
@@ -1488,6 +1544,7 @@ int cmd_agent(int argc, char **argv)
 	sm_store_close(&a.st);
 	sm_listen_close(&a.l);
 	shift_sign_key_clear(&a.key);
+	shift_sign_hosts_clear(&a.hosts);
 	free(a.drop_hosts);
 	free(a.lp);
 	free(a.rp);

@@ -46,8 +46,10 @@ static const struct sm_cmd cmds[] = {
 	{ "metrics", cmd_metrics, "",
 	  "the table as metrics, for node_exporter's textfile collector" },
 	{ "agent", cmd_agent,
-	  "[--store URL] [--store-auth-file FILE] [--store-key-file FILE] [--host NAME] [--host-rows N] [--remote-ports N] [-v]",
+	  "[--store URL] [--store-auth-file FILE] [--store-key-file FILE | --host-key-file FILE --hosts-file FILE] [--host NAME] [--host-rows N] [--remote-ports N] [-v]",
 	  "publish this host's ports to the cluster store, apply the others'" },
+	{ "host-key", cmd_host_key, "[--host NAME] [FILE]",
+	  "this host's line of the hosts file, from its private key" },
 	{ "help", cmd_help, "[COMMAND]", "this text" },
 };
 
@@ -86,6 +88,14 @@ static void print_usage(FILE *f, const char *only)
 		"                       agent: sign this host's records and apply only\n"
 		"                       signed ones, with the cluster key in FILE (hex,\n"
 		"                       its owner's alone; default $SHIFT_STORE_KEY_FILE)\n"
+		"      --host-key-file FILE\n"
+		"                       agent: sign this host's records with its own key\n"
+		"                       (hex, its owner's alone; default\n"
+		"                       $SHIFT_HOST_KEY_FILE); host-key: its public line\n"
+		"      --hosts-file FILE\n"
+		"                       agent: the cluster's public keys, one \"HOST KEY\"\n"
+		"                       line each; records are applied only signed by\n"
+		"                       their own host (default $SHIFT_HOSTS_FILE)\n"
 		"      --host NAME      agent: this host's name (default: hostname)\n"
 		"      --host-rows N    agent: path rows towards one remote host, at\n"
 		"                       most (default 128)\n"
@@ -176,6 +186,8 @@ int main(int argc, char **argv)
 		{ "store",	required_argument,	NULL, 'S' },
 		{ "store-auth-file", required_argument,	NULL, 'A' },
 		{ "store-key-file", required_argument,	NULL, 'K' },
+		{ "host-key-file", required_argument,	NULL, 'Y' },
+		{ "hosts-file",	required_argument,	NULL, 'F' },
 		{ "host",	required_argument,	NULL, 'N' },
 		{ "host-rows",	required_argument,	NULL, 'R' },
 		{ "remote-ports", required_argument,	NULL, 'P' },
@@ -201,6 +213,8 @@ int main(int argc, char **argv)
 		case 'S': sm_opts.store = hide_password(optarg); break;
 		case 'A': sm_opts.store_auth = optarg; break;
 		case 'K': sm_opts.store_key = optarg; break;
+		case 'Y': sm_opts.host_key = optarg; break;
+		case 'F': sm_opts.hosts_file = optarg; break;
 		case 'N': sm_opts.host = optarg; break;
 		case 'R': sm_opts.host_rows = optarg; break;
 		case 'P': sm_opts.remote_ports = optarg; break;

@@ -38,6 +38,8 @@ struct sm_opts {
 	const char *store;	/* --store URL: agent, show --cluster */
 	const char *store_auth;	/* --store-auth-file FILE: the same */
 	const char *store_key;	/* --store-key-file FILE: agent */
+	const char *host_key;	/* --host-key-file FILE: agent, host-key */
+	const char *hosts_file;	/* --hosts-file FILE: agent */
 	const char *host;	/* --host NAME: agent */
 	const char *host_rows;	/* --host-rows N: agent */
 	const char *remote_ports; /* --remote-ports N: agent */
@@ -248,6 +250,7 @@ int cmd_pair(int argc, char **argv);		/* pair.c */
 int cmd_report(int argc, char **argv);		/* report.c */
 int cmd_metrics(int argc, char **argv);		/* metrics.c */
 int cmd_agent(int argc, char **argv);		/* agent.c */
+int cmd_host_key(int argc, char **argv);	/* hostkey.c */
 int sm_show_cluster(int argc, char **argv);	/* cluster.c */
 
 /* show.c: "ports"/"port"... to a bit per kind (1 << SM_PORT...), 0: none */

@@ -72,6 +72,8 @@
 #define SM_STORE_HOST_FMT	"shift:v1:host:%s"
 #define SM_STORE_CHANNEL	"shift:v1:events"
 #define SM_STORE_KEY_ENV	"SHIFT_STORE_KEY_FILE"
+#define SM_HOST_KEY_ENV		"SHIFT_HOST_KEY_FILE"
+#define SM_HOSTS_FILE_ENV	"SHIFT_HOSTS_FILE"
 
 /*
  * The agent's counters, for `shiftmon metrics`: a file the agent rewrites
