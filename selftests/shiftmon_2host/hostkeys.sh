@@ -1,0 +1,179 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# hostkeys: with host keys (each agent its own Ed25519 key, the cluster's
+# public keys in a hosts file), a host speaks for its own ports only, even
+# against whoever holds a key.  Host 1's root, who holds host 1's key,
+# signs a DOWN of host 2's rxe0 as host 2 and PUBLISHes it: host 1's agent
+# drops it (bad_signature) and its page keeps no row; signed as a host the
+# hosts file does not list, it is dropped too (unknown_sender); a genuine
+# pull on host 2 still reaches host 1's page, signed with host 2's key,
+# and its plug clears it.  The control: with one cluster key on both
+# agents, the same forgery signed by a holder of that key puts host 1's
+# path to host 2's rxe0 DOWN.  The signatures are made here with
+# openssl(1) from recsign.h's description, not by shiftmon.
+#
+#     host 1                                         host 2
+#     agent (host1.key) ── redis 10.0.2.1 ── mgmt ── agent (host2.key)
+#        │                    ▲
+#     page: paths             └── PUBLISH, signed by host 1's root as host 2
+set -e
+. "$(dirname "$0")/lib.sh"
+
+ft_require_cmd openssl od
+smr_setup
+smr_redis_start
+H2=$(lab-peer hostname) || fail "host 2's name"
+rgid=$(ft_gid_of 10.0.0.2)
+export SHIFT_AGENT_STATS=$FT_TMP/agent.stats
+umask 077
+CKEY=$FT_TMP/cluster.key K1=$FT_TMP/host1.key HOSTS=$FT_TMP/hosts
+P2=/tmp/shiftmon_2host.$FT_TEST		# host 2's files: $P2.key, .hosts, .ckey
+ft_defer "lab-peer 'rm -f $P2.key $P2.hosts $P2.ckey'"
+
+# canon CONTEXT NAME TEXT SENDER SEQ: recsign.h's canonical string
+canon()
+{
+	printf '%s\0%s\0%s\0%s\0' "$1" "$2" "$3" "$4"
+	# shellcheck disable=SC2059 # the format is the bytes
+	printf "$(printf '%016x' "$5" | sed 's/../\\x&/g')"
+}
+
+# hex to bytes, and back
+# shellcheck disable=SC2059 # the format is the bytes
+unhex() { printf "$(tr -d '\n' | sed 's/../\\x&/g')"; }
+tohex() { od -An -v -tx1 | tr -d ' \n'; }
+
+# s1 KEYFILE NAME TEXT SENDER SEQ: the cluster key's token
+s1()
+{
+	canon shift-rec-v1 "$2" "$3" "$4" "$5" > "$FT_TMP/canon"
+	printf 's1/%s/%016x/%s' "$4" "$5" "$(openssl dgst -sha256 -mac HMAC \
+		-macopt "hexkey:$(cat "$1")" -r "$FT_TMP/canon" | cut -d' ' -f1)"
+}
+
+# s2 KEYFILE NAME TEXT SENDER SEQ: the token of the host key in KEYFILE (a
+# seed: RFC 8410's PrivateKeyInfo prefix makes it a DER key)
+s2()
+{
+	canon shift-rec-v2 "$2" "$3" "$4" "$5" > "$FT_TMP/canon"
+	{ printf 302e020100300506032b657004220420; cat "$1"; } | unhex > "$FT_TMP/priv.der"
+	openssl pkeyutl -sign -rawin -keyform DER -inkey "$FT_TMP/priv.der" \
+		-in "$FT_TMP/canon" -out "$FT_TMP/sig" || fail "openssl pkeyutl -sign"
+	rm -f "$FT_TMP/priv.der"
+	printf 's2/%s/%016x/%s' "$4" "$5" "$(tohex < "$FT_TMP/sig")"
+}
+
+# forged SIGN KEYFILE SENDER: the channel message of a DOWN of host 2's
+# rxe0, with its agent's real instance and a fresh seq (the clock's: after
+# what was applied, not ahead), signed by SIGN with KEYFILE as SENDER
+forged()
+{
+	local inst seq text
+	inst=$(rcli hget "shift:v1:host:$H2" rxe0/1 | cut -f7)
+	[ -n "$inst" ] || smr_fail "no record of $H2 rxe0/1 in the store"
+	seq=$(date +%s%6N)
+	text=$(printf 'DOWN\tETHERNET\teth0\t::ffff:10.0.0.2\t9\t1\t%s\t%s' "$inst" "$seq")
+	printf '%s\trxe0/1\t%s\t%s' "$H2" "$text" "$("$1" "$2" port:rxe0/1 "$text" "$3" "$seq")"
+}
+
+# no_row WHAT: host 1's page has no path row, 2 s after WHAT
+no_row()
+{
+	local rows
+	sleep 2
+	rows=$("$FTPAGE" paths)
+	[ -z "$rows" ] || { echo "$rows" | sed 's/^/# page: /'; smr_fail "$1: a path row in host 1's page"; }
+}
+
+# dropped REASON: shiftmon metrics' count of REASON on host 1
+dropped()
+{
+	"$SM" metrics | awk -v r="reason=\"$1\"" \
+		'$1 ~ /^shift_agent_records_dropped_total/ && index($1, r) { print $2 + 0 }'
+}
+
+stop_agents()
+{
+	kill "$SMR_PID1"
+	lab-peer "kill $SMR_PEER_PID"
+	wait "$SMR_PID1" 2> /dev/null || true
+	"$SMR_PATHS_CLEAR"
+}
+
+# ---- control: one cluster key, held by host 1's root too
+openssl rand -hex 32 > "$CKEY"
+lab-peer "install -m 0600 /dev/null $P2.ckey && echo $(cat "$CKEY") > $P2.ckey"
+smr_agent_start --store-key-file "$CKEY"
+smr_agent_peer_start --store-key-file "$P2.ckey"
+smr_wait_store "$H2" rxe0/1 ACTIVE
+msg=$(forged s1 "$CKEY" "$H2")
+"$PATHWAIT" "$rgid" DOWN -t 5000 -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
+	smr_fail "control: a cluster key holder's DOWN of $H2 rxe0/1 did not reach host 1's page"
+log "control, cluster key: host 1's root signed a DOWN of $H2 rxe0/1 as $H2 with the cluster key; host 1's page put the path to $rgid DOWN"
+stop_agents
+
+# ---- host keys: each host its own, the hosts file from shiftmon host-key
+openssl rand -hex 32 > "$K1"
+lab-peer "install -m 0600 /dev/null $P2.key && openssl rand -hex 32 > $P2.key" ||
+	fail "host 2's key"
+{
+	echo "# the cluster's host keys"
+	"$SM" host-key "$K1"
+	lab-peer "$SM host-key $P2.key"
+} > "$HOSTS" || fail "shiftmon host-key"
+chmod 0644 "$HOSTS"
+lab-peer "install -m 0644 /dev/null $P2.hosts && cat > $P2.hosts" < "$HOSTS"
+[ "$(grep -c '^[^#]' "$HOSTS")" = 2 ] || { cat "$HOSTS"; fail "the hosts file has no two lines"; }
+# refused: a hosts file others may write, one without this host
+chmod 0664 "$HOSTS"
+if "$SM" agent --store "$SMR_STORE" --host-key-file "$K1" --hosts-file "$HOSTS" 2> "$FT_TMP/refused"; then
+	smr_fail "an agent started with a hosts file of mode 0664"
+fi
+grep -q "hosts file $HOSTS: mode 0664: group or others may write it" "$FT_TMP/refused" ||
+	{ cat "$FT_TMP/refused"; smr_fail "no refusal naming the hosts file's mode"; }
+chmod 0644 "$HOSTS"
+if "$SM" agent --store "$SMR_STORE" --host nothere --host-key-file "$K1" --hosts-file "$HOSTS" \
+	2> "$FT_TMP/refused"; then
+	smr_fail "an agent started as a host the hosts file does not list"
+fi
+grep -q "does not list this host, nothere" "$FT_TMP/refused" ||
+	{ cat "$FT_TMP/refused"; smr_fail "no refusal naming the missing host"; }
+smr_agent_start --host-key-file "$K1" --hosts-file "$HOSTS"
+smr_agent_peer_start --host-key-file "$P2.key" --hosts-file "$P2.hosts"
+smr_wait_store "$H2" rxe0/1 ACTIVE
+rcli hget "shift:v1:host:$H2" rxe0/1 | grep -q "	s2/$H2/" ||
+	smr_fail "host 2's record in the store is not signed with its host key"
+grep -q "records signed and checked with host keys" "$SMR_LOG1" ||
+	smr_fail "host 1's agent did not say it uses host keys"
+
+# a genuine pull on host 2: DOWN in host 1's page; plugged: gone
+port=7103
+srv=$(lab-peer --bg "exec socat TCP-LISTEN:$port,reuseaddr,fork EXEC:$SMR_DIR/pull-server") ||
+	fail "pull-server on host 2"
+ft_defer "lab-peer 'kill $srv'"
+peer_listening "$port" || fail "pull-server on host 2 did not listen"
+"$PATHWAIT" "$rgid" DOWN -t 5000 --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
+	smr_fail "host keys: host 2's pull never reached host 1's page"
+"$PATHWAIT" "$rgid" ABSENT -t 5000 --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
+	smr_fail "host keys: host 2's plug never cleared host 1's page"
+smr_wait_store "$H2" rxe0/1 ACTIVE
+log "host keys: a pull on $H2 put its rxe0 DOWN in host 1's page, its plug cleared it"
+
+# the forgeries: host 1's key as host 2, a key nobody listed, the cluster key
+sleep 1.2	# the counters reach the file at most once a second
+b0=$(dropped bad_signature) n0=$(dropped unknown_sender)
+rcli publish shift:v1:events "$(forged s2 "$K1" "$H2")" > /dev/null
+no_row "a DOWN of $H2 signed with host 1's key"
+openssl rand -hex 32 > "$FT_TMP/stranger.key"
+rcli publish shift:v1:events "$(forged s2 "$FT_TMP/stranger.key" stranger)" > /dev/null
+no_row "a DOWN of $H2 signed by an unlisted host"
+rcli publish shift:v1:events "$(forged s1 "$CKEY" "$H2")" > /dev/null
+no_row "a DOWN of $H2 signed with the cluster key"
+grep -q "^agent: DROPPED a record of $H2 rxe0/1 (event): bad signature" "$SMR_LOG1" ||
+	smr_fail "host 1's agent did not say it dropped the record signed with another host's key"
+sleep 1.2
+b=$(($(dropped bad_signature) - b0)) n=$(($(dropped unknown_sender) - n0))
+[ "$b" -ge 2 ] && [ "$n" -ge 1 ] ||
+	{ "$SM" metrics | grep agent | sed 's/^/# /'; smr_fail "metrics: dropped bad_signature +$b, unknown_sender +$n"; }
+"$SM" metrics | grep -q '^shift_agent_signing 1$' || smr_fail "metrics: shift_agent_signing is not 1"
+log "host keys: host 1's root signing as $H2, an unlisted host and the cluster key's token left host 1's page alone; metrics: dropped bad_signature +$b, unknown_sender +$n"
