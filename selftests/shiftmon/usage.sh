@@ -43,6 +43,8 @@ bad report rxe0 256 fe80::1 up
 bad report "" 1 fe80::1 up
 bad report rxe0 1 fe80::1
 bad metrics extra
+bad host-key a b
+SHIFT_HOST_KEY_FILE= bad host-key
 bad help nosuch
 log "bad arguments: usage on stderr, exit 2"
 
