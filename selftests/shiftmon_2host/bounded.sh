@@ -4,9 +4,10 @@
 # reported DOWN once the remote port is ACTIVE again or REMOVED (and leaves
 # a row an application reported since), or, at a resync, once its host's
 # hash no longer has the port; it holds at most --host-rows rows towards
-# one remote host, saying so once; and it remembers at most --remote-ports
+# one remote host, saying so once; it remembers at most --remote-ports
 # remote ports, forgetting the one heard from the longest ago among those
-# that hold no row, and saying once when every one does.
+# that hold no row, and saying once when every one does; and a new agent
+# deletes the rows an earlier one left that no record in the store explains.
 #
 # The remote ports are forged: records published on the store's channel for
 # hosts that do not exist (ghost, ghost2, ghost3; ghost4 has a hash too),
@@ -129,3 +130,19 @@ ft_expect "rows toward ghost3" "$(rows 0b)" 6
 ft_expect "full lines logged" "$(grep -c '^agent: Unable to track ' "$SMR_LOG1")" 1
 kill -0 "$SMR_PID1" || smr_fail "host 1's agent died"
 log "--remote-ports 6: row-less entries taken, the oldest first; a seventh port with rows is refused, logged once"
+
+# ---- rows an earlier agent left: the next one deletes them at its resync ----
+# ghost, ghost2 and ghost3 were only on the channel: no record in the store
+# explains the rows of the agent stopped here; an application's row stays
+left=$("$FTPAGE" paths -f report_source | grep -c AGENT || true)
+[ "$left" -gt 0 ] || smr_fail "no agent row to leave behind"
+kill "$SMR_PID1"
+wait "$SMR_PID1" 2> /dev/null || true
+"$FTNL" report rxe0 1 ::ffff:10.13.0.1 down app
+ft_defer "$FTNL path-del rxe0 1 ::ffff:10.13.0.1"
+ft_expect "the stopped agent's rows" "$("$FTPAGE" paths -f report_source | grep -c AGENT || true)" "$left"
+smr_agent_start --host-rows 8 --remote-ports 6
+applied "^agent: resync: .*; $left path rows that no DOWN record explains deleted"
+ft_expect "agent rows after the resync" "$("$FTPAGE" paths -f report_source | grep -c AGENT || true)" 0
+ft_expect "the application's row" "$("$FTNL" path rxe0 1 ::ffff:10.13.0.1 -f report_source)" "report_source=APP"
+log "an earlier agent's $left rows, which no record in the store explains, deleted at the next agent's resync; an application's row kept"

@@ -899,11 +899,49 @@ static void prune_host(struct agent *a, const char *host, const redisReply *h)
 	}
 }
 
+/*
+ * The rows an agent's DOWN reports made that no DOWN record now explains:
+ * an earlier agent's, for a port whose host left the store or whose
+ * REMOVED or UP this agent never heard while it was not running, or this
+ * agent's own for ports it forgot.  Deleted after each resync, when every
+ * record in the store has been applied.  Returns the number deleted.
+ */
+static unsigned int sweep_orphans(struct agent *a)
+{
+	struct sm_rows rows = { 0 };
+	unsigned int n = 0;
+	size_t i, k;
+
+	if (!a->l.present ||
+	    sm_nl_dump(&a->l.nl, SHIFT_FT_CMD_PATH_GET, &rows, "read", "paths"))
+		return 0;
+	for (i = 0; i < rows.n; i++) {
+		const struct sm_row *r = &rows.v[i];
+		struct lport one = { 0 };
+		bool held = false;
+
+		if (!SM_HAS(r, SHIFT_FT_A_REPORT_SOURCE) ||
+		    r->report_source != SHIFT_FT_SRC_AGENT ||
+		    !SM_HAS(r, SHIFT_FT_A_REMOTE_GID) || !SM_HAS(r, SHIFT_FT_A_PORT_INDEX))
+			continue;
+		for (k = 0; k < a->nrp && !held; k++)
+			held = a->rp[k].applied == SHIFT_FT_PATH_DOWN &&
+			       has_gid(&a->rp[k].rec, r->remote_gid);
+		if (held)
+			continue;
+		one.port_index = r->port_index;
+		if (!report(a, &one, r->remote_gid, SHIFT_FT_PATH_UP))
+			n++;
+	}
+	sm_rows_free(&rows);
+	return n;
+}
+
 /* After (re)connecting: our state out, everybody else's in. */
 static int resync(struct agent *a, uint64_t now)
 {
-	char key[SM_HOST_LEN + 32], text[SM_REC_LEN];
-	unsigned int replies = 0, ports = 0, nhosts = 0;
+	char key[SM_HOST_LEN + 32], text[SM_REC_LEN], swept[80] = "";
+	unsigned int replies = 0, ports = 0, nhosts = 0, orphans;
 	redisReply *hosts, *h;
 	size_t i, j;
 	int n;
@@ -979,8 +1017,12 @@ static int resync(struct agent *a, uint64_t now)
 		freeReplyObject(h);
 	}
 	freeReplyObject(hosts);
-	alog("resync: %u other host%s, %u port%s", nhosts, nhosts == 1 ? "" : "s",
-	     ports, ports == 1 ? "" : "s");
+	orphans = sweep_orphans(a);
+	if (orphans)
+		snprintf(swept, sizeof(swept), "; %u path row%s that no DOWN record explains deleted",
+			 orphans, orphans == 1 ? "" : "s");
+	alog("resync: %u other host%s, %u port%s%s", nhosts, nhosts == 1 ? "" : "s",
+	     ports, ports == 1 ? "" : "s", swept);
 	return 0;
 }
 
