@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -955,6 +956,23 @@ static struct {
 	char src[DROP_SOURCES][SHIFT_SIGN_SENDER_MAX + 48];
 } drops = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static bool unsigned_warned;		/* atomic */
+/*
+ * The newest sequence read for each key, so that an older signed value put
+ * back in the store (a replay: a QP that had the same GID and number
+ * before, a failback request already answered) is dropped.  A bounded
+ * table, by a hash of the key: a key whose slot another key took is then
+ * checked for its signature and age only, never dropped for another's.
+ */
+#define SEEN_SLOTS		1024
+#define SEEN_TRIES		64
+static struct {
+	/* a leaf, only tried, as drops.lock: a forked child may find it held */
+	pthread_mutex_t lock;
+	struct {
+		uint64_t hash;		/* 0: free */
+		uint64_t seq;
+	} slot[SEEN_SLOTS];
+} seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The host name, as a SENDER: other bytes become '-'. */
 static void sender_init(void)
@@ -1009,6 +1027,41 @@ log:
 			    kv->desc, key, source, why);
 	else
 		shiftu_dbg("store %s: dropped %s from %s: %s", kv->desc, key, source, why);
+}
+
+/* FNV-1a of @key, never 0 (a free slot). */
+static uint64_t key_hash(const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *key; key++)
+		h = (h ^ (uint8_t)*key) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/*
+ * Is @seq, read for @key, older than a sequence read for it before?  The
+ * newest is kept.  Under contention (or in a child forked while another
+ * thread held the table) the check is skipped rather than waited for.
+ */
+static bool kv_replayed(const char *key, uint64_t seq)
+{
+	uint64_t h = key_hash(key);
+	unsigned int i;
+	bool old = false;
+	__typeof__(seen.slot[0]) *sl = &seen.slot[h % SEEN_SLOTS];
+
+	for (i = 0; pthread_mutex_trylock(&seen.lock); i++) {
+		if (i == SEEN_TRIES)
+			return false;
+		sched_yield();
+	}
+	if (sl->hash == h && shift_seq_after(sl->seq, seq))
+		old = true;
+	else if (sl->hash != h || shift_seq_after(seq, sl->seq))
+		sl->hash = h, sl->seq = seq;
+	pthread_mutex_unlock(&seen.lock);
+	return old;
 }
 
 /* Is the REDIS store @cfg on this host (a loopback address or name)? */
@@ -1089,6 +1142,11 @@ static int kv_unseal(struct shiftu_kv *kv, const char *key, char *buf, char *val
 	}
 	if (shift_seq_after(seq, shift_sign_now_us() + SHIFT_SIGN_FUTURE_US)) {
 		kv_dropped(kv, key, src, "sequence %016" PRIx64 " from the future", seq);
+		return -EBADMSG;
+	}
+	if (kv_replayed(key, seq)) {
+		kv_dropped(kv, key, src, "sequence %016" PRIx64 " older than one read before (a replay)",
+			   seq);
 		return -EBADMSG;
 	}
 	return copy_out(buf, strlen(buf), val, len);

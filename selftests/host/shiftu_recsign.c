@@ -675,6 +675,31 @@ TEST_F(store, signed_values)
 	EXPECT_EQ(-ENOENT, shiftu_kv_get(self->kv, "qp:fe80:19", val, sizeof(val)));
 }
 
+/* A value older than one read before for its key is a replay: dropped. */
+TEST_F(store, replayed)
+{
+	char val[64], first[1100], log[8192];
+
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "fbreq:fe80:17", "1 REQ 2 3 4"));
+	file_read(self->cfg.dir, "shiftu%3Av1%3Afbreq%3Afe80%3A17", first, sizeof(first));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "fbreq:fe80:17", val, sizeof(val)));
+	/* read again: the same value is no replay */
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "fbreq:fe80:17", val, sizeof(val)));
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "fbreq:fe80:17", "2 REQ 5 6 7"));
+	ASSERT_EQ(0, shiftu_kv_get(self->kv, "fbreq:fe80:17", val, sizeof(val)));
+	EXPECT_STREQ("2 REQ 5 6 7", val);
+	EXPECT_EQ(0, dropped());
+	/* the first one, signed and genuine, put back */
+	file_write(self->cfg.dir, "shiftu%3Av1%3Afbreq%3Afe80%3A17", first);
+	EXPECT_EQ(-EBADMSG, shiftu_kv_get(self->kv, "fbreq:fe80:17", val, sizeof(val)));
+	EXPECT_EQ(1, dropped());
+	file_read(self->tmp, "log", log, sizeof(log));
+	EXPECT_NE(NULL, strstr(log, "older than one read before (a replay)")) TH_LOG("%s", log);
+	/* another key's history is its own */
+	ASSERT_EQ(0, shiftu_kv_put(self->kv, "fbreq:fe80:18", "1 REQ 2 3 4"));
+	EXPECT_EQ(0, shiftu_kv_get(self->kv, "fbreq:fe80:18", val, sizeof(val)));
+}
+
 /* Unsigned, forged or wrong-key values: dropped, counted, said once per source. */
 TEST_F(store, dropped_and_counted)
 {
