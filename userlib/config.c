@@ -23,27 +23,6 @@ static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
 SHIFTU_FORK_HOOK(config, .rank = SHIFTU_RANK_CONFIG, .name = "config_lock", .lock = &config_lock);
 static bool config_started;		/* under config_lock */
 
-static const char *const log_names[] = {
-	[SHIFTU_LOG_OFF] = "off",
-	[SHIFTU_LOG_ERROR] = "error",
-	[SHIFTU_LOG_WARN] = "warn",
-	[SHIFTU_LOG_INFO] = "info",
-	[SHIFTU_LOG_DEBUG] = "debug",
-};
-
-int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out)
-{
-	int i;
-
-	for (i = SHIFTU_LOG_OFF; i <= SHIFTU_LOG_MAX; i++) {
-		if (!strcmp(s, log_names[i])) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 int shiftu_parse_bool(const char *s, bool *out)
 {
 	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true")) {
@@ -290,18 +269,13 @@ static char *env_get(const char *name)
 
 static void config_read(void)
 {
-	enum shiftu_log_level lvl = SHIFTU_LOG_WARN;
-	const char *v;
-
-	/* The logger first, silently, so that complaints about the other
-	 * variables (and about these two) go where the user asked. */
-	if ((v = env_get("SHIFTU_LOG")))
-		shiftu_parse_log_level(v, &lvl);
-	shiftu_log_setup(lvl, env_get("SHIFTU_LOG_FILE"));
+	/* The logger first, so that complaints about the other variables
+	 * (and about its own) go where the user asked. */
+	shiftu_log_from_env();
 	shiftu_config_from_env(&config, env_get);
 	shiftu_log_set_time(config.log_time);
 	shiftu_dbg("config: log %s store %s auth %s key %s dir %s disabled %d probe %u ms health %s record %s",
-		   log_names[config.log_level], config.store.url,
+		   shiftu_log_level_name(config.log_level), config.store.url,
 		   config.store.auth.set ? "(in the URL)" :
 		   config.store.auth_file[0] ? config.store.auth_file : "(none)",
 		   config.store.key_file[0] ? config.store.key_file : "(none)",

@@ -109,7 +109,6 @@ const struct shiftu_config *shiftu_config_start(void);
 
 /* ---- parsers, exposed for the unit tests; each returns 0 or -EINVAL ---- */
 
-int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out);
 int shiftu_parse_bool(const char *s, bool *out);
 int shiftu_parse_probe_ms(const char *s, uint32_t *out);
 /* A decimal number of milliseconds in [@min, @max]. */

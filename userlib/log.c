@@ -4,18 +4,21 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "log.h"
 
 /*
  * Until shiftu_log_setup() runs, every line reaches shiftu_log_line(), which
- * reads the configuration (and so SHIFTU_LOG) first and filters again.
+ * reads SHIFTU_LOG and SHIFTU_LOG_FILE first (shiftu_log_from_env()) and
+ * filters again.  The logger reads its own variables: it is below the
+ * configuration, which logs.
  */
 int shiftu_log_level_cur = SHIFTU_LOG_DEBUG;
 
@@ -29,12 +32,33 @@ static bool log_configured;
 static int log_fd = STDERR_FILENO;
 static bool log_time;	/* SHIFTU_LOG_TIME (relaxed) */
 
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
 static const char *const level_names[] = {
+	[SHIFTU_LOG_OFF] = "off",
 	[SHIFTU_LOG_ERROR] = "error",
 	[SHIFTU_LOG_WARN] = "warn",
 	[SHIFTU_LOG_INFO] = "info",
 	[SHIFTU_LOG_DEBUG] = "debug",
 };
+
+int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out)
+{
+	int i;
+
+	for (i = SHIFTU_LOG_OFF; i <= SHIFTU_LOG_MAX; i++) {
+		if (!strcmp(s, level_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *shiftu_log_level_name(enum shiftu_log_level lvl)
+{
+	return lvl >= SHIFTU_LOG_OFF && lvl <= SHIFTU_LOG_MAX ? level_names[lvl] : "?";
+}
 
 void shiftu_log_set_level(enum shiftu_log_level lvl)
 {
@@ -72,6 +96,26 @@ int shiftu_log_setup(enum shiftu_log_level lvl, const char *path)
 	return err;
 }
 
+static void env_setup(void)
+{
+	enum shiftu_log_level lvl = SHIFTU_LOG_WARN;
+	const char *v;
+
+	if (__atomic_load_n(&log_configured, __ATOMIC_ACQUIRE))
+		return;		/* set up by hand (tests) */
+	/* secure_getenv: a preloaded library must not take a log file path
+	 * from the environment of a setuid program */
+	v = secure_getenv("SHIFTU_LOG");
+	if (v)
+		shiftu_parse_log_level(v, &lvl);
+	shiftu_log_setup(lvl, secure_getenv("SHIFTU_LOG_FILE"));
+}
+
+void shiftu_log_from_env(void)
+{
+	pthread_once(&env_once, env_setup);
+}
+
 void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
 {
 	char buf[1024];
@@ -83,9 +127,9 @@ void shiftu_log_line(enum shiftu_log_level lvl, const char *fmt, ...)
 
 	if (lvl < SHIFTU_LOG_ERROR || lvl > SHIFTU_LOG_MAX)
 		lvl = SHIFTU_LOG_ERROR;
-	/* a line before the configuration: read it (it sets the logger up) */
+	/* a line before the logger was set up: from the environment */
 	if (!__atomic_load_n(&log_configured, __ATOMIC_ACQUIRE)) {
-		shiftu_config();
+		shiftu_log_from_env();
 		if (!shiftu_log_enabled(lvl))
 			goto out;
 	}

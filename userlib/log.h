@@ -5,7 +5,7 @@
  * Lines look like "libshiftu[PID]: LEVEL: message" and go to SHIFTU_LOG_FILE
  * or stderr, one write(2) per line so that lines from several threads or
  * processes sharing the file do not interleave.  The level comes from
- * SHIFTU_LOG (config.c) or shiftu_set_options().  Nothing else in the library
+ * SHIFTU_LOG or shiftu_set_options().  Nothing else in the library
  * prints.  The logger never exits and never fails loudly: a line it cannot
  * write is dropped.
  */
@@ -17,7 +17,7 @@
 
 /*
  * Current level (SHIFTU_LOG_DEBUG until the logger is set up, so that early
- * lines reach shiftu_log_line(), which reads the configuration first).
+ * lines reach shiftu_log_line(), which reads SHIFTU_LOG first).
  * Written by shiftu_log_setup()/shiftu_log_set_level()
  * (relaxed: a thread that sees the old level for a while logs one line more
  * or less); read relaxed by shiftu_log_enabled().
@@ -36,6 +36,18 @@ static inline bool shiftu_log_enabled(enum shiftu_log_level lvl)
  * to stderr.  Not thread safe against itself.
  */
 int shiftu_log_setup(enum shiftu_log_level lvl, const char *path);
+
+/*
+ * Set the logger up from the environment (SHIFTU_LOG, SHIFTU_LOG_FILE; a bad
+ * level is taken as warn here, and config.c says so), once, unless
+ * shiftu_log_setup() ran first.  The configuration calls it before it reads
+ * the rest; a line logged before that calls it too.  Thread safe.
+ */
+void shiftu_log_from_env(void);
+
+/* SHIFTU_LOG's names: "off", "error", "warn", "info", "debug"; 0 or -EINVAL. */
+int shiftu_parse_log_level(const char *s, enum shiftu_log_level *out);
+const char *shiftu_log_level_name(enum shiftu_log_level lvl);
 
 /* Change the level only; thread safe. */
 void shiftu_log_set_level(enum shiftu_log_level lvl);
