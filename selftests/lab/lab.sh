@@ -56,8 +56,10 @@
 # Documentation/lab.rst), LAB_ACCEL (kvm|tcg, default: probe), LAB_KVER
 # (the kernel to boot; default KVER, which the top Makefile exports with
 # the kernel it built the module for, else scripts/kver.sh's), LAB_MEM
-# (default 1024 MiB), LAB_SMP (each guest's CPUs, default 1), LAB_RUN (run directory for link/console/monitor,
-# default the latest). Everything from a run is kept in
+# (default 1024 MiB), LAB_SMP (each guest's CPUs, default 1),
+# LAB_CMDLINE_EXTRA (appended to the guests' kernel command line, for
+# debugging options such as slub_debug=FZPU; default none), LAB_RUN (run
+# directory for link/console/monitor, default the latest). Everything from a run is kept in
 # build/lab/runs/<timestamp>/ (hostN/serial.log, hostN/out/{tap,dmesg,rc}).
 
 set -e
@@ -239,7 +241,7 @@ qemu_args()
 	args=(qemu-system-x86_64 -name "lab-host$id" -accel "$ACCEL"
 		-m "$LAB_MEM" -smp "$LAB_SMP" -nodefaults -nographic -no-reboot
 		-kernel "/boot/vmlinuz-$KVER" -initrd "$INITRAMFS"
-		-append "console=ttyS0 panic=-1 quiet mitigations=off virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE"
+		-append "console=ttyS0 panic=-1 quiet mitigations=off virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE${LAB_CMDLINE_EXTRA:+ $LAB_CMDLINE_EXTRA}"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=$dir/out,mount_tag=labout,security_model=none,multidevs=remap")
 	[ "$ACCEL" = kvm ] && args+=(-cpu host)
