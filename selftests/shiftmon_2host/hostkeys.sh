@@ -64,14 +64,15 @@ s2()
 }
 
 # forged SIGN KEYFILE SENDER: the channel message of a DOWN of host 2's
-# rxe0, with its agent's real instance and a fresh seq (the clock's: after
-# what was applied, not ahead), signed by SIGN with KEYFILE as SENDER
+# rxe0, with its agent's real instance and a seq a second after the store's
+# (host 2's clock: the guests' clocks drift apart, and a seq not after the
+# one applied is skipped), signed by SIGN with KEYFILE as SENDER
 forged()
 {
 	local inst seq text
-	inst=$(rcli hget "shift:v1:host:$H2" rxe0/1 | cut -f7)
-	[ -n "$inst" ] || smr_fail "no record of $H2 rxe0/1 in the store"
-	seq=$(date +%s%6N)
+	read -r inst seq < <(rcli hget "shift:v1:host:$H2" rxe0/1 | cut -f7,8 | tr '\t' ' ')
+	[ -n "$seq" ] || smr_fail "no record of $H2 rxe0/1 in the store"
+	seq=$((seq + 1000000))
 	text=$(printf 'DOWN\tETHERNET\teth0\t::ffff:10.0.0.2\t9\t1\t%s\t%s' "$inst" "$seq")
 	printf '%s\trxe0/1\t%s\t%s' "$H2" "$text" "$("$1" "$2" port:rxe0/1 "$text" "$3" "$seq")"
 }
@@ -107,6 +108,7 @@ smr_agent_start --store-key-file "$CKEY"
 smr_agent_peer_start --store-key-file "$P2.ckey"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 msg=$(forged s1 "$CKEY" "$H2")
+log "control: PUBLISH shift:v1:events '$msg'"
 "$PATHWAIT" "$rgid" DOWN -t 5000 -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
 	smr_fail "control: a cluster key holder's DOWN of $H2 rxe0/1 did not reach host 1's page"
 log "control, cluster key: host 1's root signed a DOWN of $H2 rxe0/1 as $H2 with the cluster key; host 1's page put the path to $rgid DOWN"
