@@ -1759,6 +1759,9 @@ static enum fo_result hs_foreign(struct shiftu_vqp *vq, const struct shiftu_hs_m
 	return FO_DEAD;
 }
 
+/* SHIFTU_TEST_FOLLOW_DELAY_MS has delayed a follow (the test build's) */
+static uint8_t follow_delayed;
+
 void shiftu_hs_message(const struct shiftu_hs_msg *m)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -1815,6 +1818,20 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	vq->hs_got = 1;
 	switch (act) {
 	case SHIFTU_HS_FOLLOW_BACK:
+		/*
+		 * SHIFTU_TEST_FOLLOW_DELAY_MS: late, as a side starved of the
+		 * CPU is, past the asker's wait for our answer (REJOIN_NS);
+		 * fo_lock held, so that the shadow thread's look at the
+		 * peer's requests waits too.  The process's first follow
+		 * only: the failback tried again must go back.
+		 */
+		if (shiftu_test_follow_delay_ms() && !__atomic_exchange_n(&follow_delayed, 1,
+									 __ATOMIC_RELAXED)) {
+			shiftu_info("qp %u on %s: following the peer back in %u ms (a test setting)",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    shiftu_test_follow_delay_ms());
+			usleep(shiftu_test_follow_delay_ms() * 1000U);
+		}
 		vq->hs_sent = 0;
 		r = move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
 		break;
