@@ -1702,12 +1702,20 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq)
 void shiftu_cancel_serve(struct shiftu_vqp *vq, uint32_t granted)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct shiftu_fb_cancel_in in;
 	enum fo_result r = FO_NONE;
 	int n_msgs = 0;
 
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	if (vq->fb_grant_open && vq->fb_granted == granted && vq->state == SHIFTU_SEND_FALLBACK &&
-	    vq->on_twin && vq->tw_old && vq->ctrl_default) {
+	in = (struct shiftu_fb_cancel_in){
+		.state = vq->state,
+		.on_twin = vq->on_twin,
+		.tw_old = vq->tw_old,
+		.expected = vq->ctrl_default,
+		.open = vq->fb_grant_open,
+		.same = vq->fb_granted == granted,
+	};
+	if (shiftu_fb_cancel_wins(&in)) {
 		shiftu_info("qp %u on %s: the peer cancels its failback (its request %u): joining its renewed twin",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, granted);
 		vq->fb_grant_open = 0;
@@ -1718,7 +1726,7 @@ void shiftu_cancel_serve(struct shiftu_vqp *vq, uint32_t granted)
 	} else {
 		shiftu_dbg("qp %u: the peer cancels its failback (its request %u): %s",
 			   vq->reg.app_qp->qp_num, granted,
-			   vq->fb_granted == granted && !vq->fb_grant_open ?
+			   in.same && !in.open ?
 				   "followed already, our answer is on its way" :
 				   "not the one open: nothing to do");
 	}
