@@ -120,7 +120,17 @@
  * renewed twins), backoff and timeouts other than the handshake's, an
  * empty SEND as the probe, unsignaled requests, SRQs, the drain's
  * mechanics, a peer process that dies (only its library giving up, which
- * the handshake's timeout covers).
+ * the handshake's timeout covers).  Nor, so, a going back the peer does
+ * not answer in time (shadow.c: rejoin_ns()): the side asks the peer
+ * through the store to cancel the failback (cancel_ask()), and the peer
+ * either joins its renewed twin or has followed (shiftu_cancel_serve()).
+ * What went wrong before (the side left its default QP at once, and a
+ * peer that followed late could learn of it only from the store, later
+ * than the side's wait on its twin) is a matter of time, which the model
+ * has none of: with no time, that peer always came, so the model would
+ * have passed it; failback_late_peer.sh is its check.  Modelling the
+ * cancel needs the twins' generations (a renewed twin's message to an old
+ * one is acked as a duplicate and lost), which the model lacks too.
  *
  * Build with a seeded defect (glue.c): make -C model SEED=SEED_31BIT.
  */

@@ -86,6 +86,7 @@ struct shiftu_config {
 					  * twin CQs */
 		uint32_t replay_fail;	/* a replay's post this far on fails */
 		uint32_t drain_stall_ms; /* a twin's drain stalls first */
+		uint32_t follow_delay_ms; /* following the peer back waits */
 	} test;
 #endif
 };

@@ -1166,6 +1166,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	}
 	/* a going back still due is this one, or one a move overtook */
 	__atomic_store_n(&vq->back_due_ns, 0, __ATOMIC_RELAXED);
+	/* a cancel asked for is the going back's this move ends, if any */
+	vq->fb_cancel = 0;
 	from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
 	/* leaving the default QP for a twin a failback drained: renew it */
 	if (kind == MOVE_REJOIN && !from_twin &&
@@ -1672,10 +1674,61 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq)
 	} else if (vq->on_twin && vq->tw_old) {
 		vq->hs_sent = vq->hs_got = 0;
 		vq->ctrl_default = 0;
+		vq->fb_grant_open = 0;
 		r = move_locked(vq, MOVE_REJOIN, false, "the peer renewed its twin", msgs, &n_msgs);
 	} else {
 		shiftu_dbg("qp %u: the peer asks to join its renewed twin: joined already",
 			   vq->reg.app_qp->qp_num);
+	}
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	fo_report(vq, r);
+	moved_deliver(vq, msgs, n_msgs);
+}
+
+/*
+ * The peer, going back by the failback we granted (its request
+ * @granted), has not heard from us, and asks us through the store to
+ * cancel it.  The cancel wins over a grant not acted on yet: our default
+ * QP stops waiting for the peer's message (one already come, or polled
+ * and waiting for fo_lock, is dropped as stale), and the work on our twin,
+ * still joined to the peer's old one, moves onto it renewed, where we speak
+ * first; the peer, still going back, takes that for a failover and
+ * follows us onto the twins (SHIFTU_HS_REJOIN).  A grant we followed
+ * already is not undone: our answer is on its way to the peer's default
+ * QP, where the peer still listens.  A cancel of another failback than
+ * the one open (an older one, taken late from the store) changes nothing.
+ * Context: the shadow thread, vq->lock held.
+ */
+void shiftu_cancel_serve(struct shiftu_vqp *vq, uint32_t granted)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	struct shiftu_fb_cancel_in in;
+	enum fo_result r = FO_NONE;
+	int n_msgs = 0;
+
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	in = (struct shiftu_fb_cancel_in){
+		.state = vq->state,
+		.on_twin = vq->on_twin,
+		.tw_old = vq->tw_old,
+		.expected = vq->ctrl_default,
+		.open = vq->fb_grant_open,
+		.same = vq->fb_granted == granted,
+	};
+	if (shiftu_fb_cancel_wins(&in)) {
+		shiftu_info("qp %u on %s: the peer cancels its failback (its request %u): joining its renewed twin",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, granted);
+		vq->fb_grant_open = 0;
+		vq->hs_sent = vq->hs_got = 0;
+		vq->ctrl_default = 0;
+		r = move_locked(vq, MOVE_REJOIN, false, "the peer cancelled its failback", msgs,
+				&n_msgs);
+	} else {
+		shiftu_dbg("qp %u: the peer cancels its failback (its request %u): %s",
+			   vq->reg.app_qp->qp_num, granted,
+			   in.same && !in.open ?
+				   "followed already, our answer is on its way" :
+				   "not the one open: nothing to do");
 	}
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	fo_report(vq, r);
@@ -1759,6 +1812,9 @@ static enum fo_result hs_foreign(struct shiftu_vqp *vq, const struct shiftu_hs_m
 	return FO_DEAD;
 }
 
+/* SHIFTU_TEST_FOLLOW_DELAY_MS has delayed a follow (the test build's) */
+static uint8_t follow_delayed;
+
 void shiftu_hs_message(const struct shiftu_hs_msg *m)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -1815,6 +1871,22 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	vq->hs_got = 1;
 	switch (act) {
 	case SHIFTU_HS_FOLLOW_BACK:
+		/*
+		 * SHIFTU_TEST_FOLLOW_DELAY_MS: late, as a side starved of the
+		 * CPU is, past the asker's wait for our answer (REJOIN_NS);
+		 * fo_lock held, so that the shadow thread's look at the
+		 * peer's requests waits too.  The process's first follow
+		 * only: the failback tried again must go back.
+		 */
+		if (shiftu_test_follow_delay_ms() && !__atomic_exchange_n(&follow_delayed, 1,
+									 __ATOMIC_RELAXED)) {
+			shiftu_info("qp %u on %s: following the peer back in %u ms (a test setting)",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    shiftu_test_follow_delay_ms());
+			usleep(shiftu_test_follow_delay_ms() * 1000U);
+		}
+		/* acted on: a cancel of it that comes now is too late */
+		vq->fb_grant_open = 0;
 		vq->hs_sent = 0;
 		r = move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
 		break;

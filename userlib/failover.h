@@ -72,6 +72,14 @@ void shiftu_rejoin(struct shiftu_vqp *vq, const char *why);
 void shiftu_rejoin_serve(struct shiftu_vqp *vq);
 
 /*
+ * The peer asks us to cancel the two-sided failback we granted it (its
+ * request @granted), which it went back by and heard nothing of: if we
+ * have not followed it yet, we join its renewed twin and speak first.
+ * Context: the shadow thread, vq->lock held.
+ */
+void shiftu_cancel_serve(struct shiftu_vqp *vq, uint32_t granted);
+
+/*
  * Failing back: after the shadow thread reconnected the default QP with the
  * peer, probe it (false: it could not be posted), @by_send with an empty
  * SEND that a control receive of the peer's takes; shiftu_probe_step()

@@ -427,6 +427,23 @@ struct shiftu_vqp {
 	uint8_t tw_old;
 	uint8_t rejoin_want;
 	uint8_t rejoin_ask;
+	/*
+	 * A going back the peer does not answer (shadow.c): rather than
+	 * leave the default QP, where a peer late but alive still comes,
+	 * the side going back asks the peer through the store to cancel the
+	 * failback it granted, and listens on both QPs.  @fb_going: the
+	 * request whose grant we go back by (the cancel names it: an
+	 * epoch, so that a cancel of an older failback changes nothing);
+	 * @fb_cancel: 0 none, 1 to be asked, 2 asked, since @fb_cancel_ns
+	 * (shadow thread; reset by every move, fo_lock).  The peer's side:
+	 * @fb_granted, the request of the two-sided failback it granted and
+	 * has not followed yet, while @fb_grant_open (fo_lock).
+	 */
+	uint32_t fb_going;
+	uint32_t fb_granted;
+	uint8_t fb_cancel;
+	uint8_t fb_grant_open;
+	uint64_t fb_cancel_ns;
 	uint64_t twin_recvs;		/* the application's receives posted there */
 	uint64_t hs_peer;		/* 31 bits on the wire, extended (serial.h) */
 	uint64_t replay_start;

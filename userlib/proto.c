@@ -102,3 +102,10 @@ enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_s
 		return leads ? SHIFTU_FB_LEADS : SHIFTU_FB_BUSY;
 	return SHIFTU_FB_GRANT;
 }
+
+bool shiftu_fb_cancel_wins(const struct shiftu_fb_cancel_in *in)
+{
+	/* a grant followed, or one the peer's rejoin took, is no longer open */
+	return in->open && in->same && in->state == SHIFTU_SEND_FALLBACK && in->on_twin &&
+	       in->tw_old && in->expected;
+}

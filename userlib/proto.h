@@ -243,4 +243,30 @@ enum shiftu_fb_reply {
  */
 enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_sided) SHIFTU_HIDDEN;
 
+/*
+ * The peer, going back by the two-sided failback we granted and hearing
+ * nothing from us, asks us through the store to cancel it (shadow.c:
+ * cancel_ask()); as our QP stands (failover.c: shiftu_cancel_serve()).
+ */
+struct shiftu_fb_cancel_in {
+	uint8_t state;		/* our QP's send state, as shiftu_hs_in's */
+	bool on_twin;		/* its work is on its twin */
+	bool tw_old;		/* that twin is still joined to the peer's old
+				 * one (vq->tw_old) */
+	bool expected;		/* the failback's message is awaited on our
+				 * default QP (vq->ctrl_default) */
+	bool open;		/* a two-sided grant of ours is not followed
+				 * yet (vq->fb_grant_open) */
+	bool same;		/* the cancel names that grant's request
+				 * (vq->fb_granted): not an older failback's */
+};
+
+/*
+ * Whether the cancel @in wins over our grant: we drop it and join the
+ * peer's renewed twin, speaking first.  Not once we followed (our answer
+ * is on its way to the peer's default QP, where it listens), nor for a
+ * cancel of another failback than the one open.
+ */
+bool shiftu_fb_cancel_wins(const struct shiftu_fb_cancel_in *in) SHIFTU_HIDDEN;
+
 #endif /* _SHIFTU_PROTO_H */

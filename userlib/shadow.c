@@ -1168,6 +1168,8 @@ enum pass_why {
 	PASS_FBREQ,	/* a failback request's (failback_step()): backed off
 			 * if it failed */
 	PASS_REJOIN,	/* a request to join our twin (rejoin_ask()) */
+	PASS_CANCEL,	/* a request to cancel a granted failback
+			 * (cancel_ask()) */
 	PASS_FORGET,	/* a key to forget (forget_take()) */
 };
 
@@ -1181,7 +1183,7 @@ struct pass_req {
 	enum pass_why why;
 	int qi;			/* the QP's place in pass_vqs[], -1 for none */
 	uint32_t rkey;
-	uint32_t seq;		/* PASS_REJOIN: its fb_seq */
+	uint32_t seq;		/* PASS_REJOIN, PASS_CANCEL: its fb_seq */
 };
 
 /* A QP's requests in the pass: indices into the batch, -1 for none. */
@@ -1512,18 +1514,35 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 #define FB_MAX_MS	5000
 #define FB_BUSY_MS	1000
 
-/* How long a QP holds its sends for the peer's count (handshake.h); going
- * back, how long before it joins the peer on the twins again. */
+/* How long a QP holds its sends for the peer's count (handshake.h), on
+ * its twin after a rejoin too. */
 #define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
 /*
  * How long a failback that told the peer waits for its answer on the
- * default QP before it rejoins: the answer comes from the peer's next
- * poll or watcher round, which a busy host makes late (64 QPs going back
- * together in the lab: 2 s was too short, and each rejoin costs a whole
- * new failback).  A failure it can see (its port or path down, an error
- * on the default QP) rejoins at once.
+ * default QP before it asks the peer to cancel (below; rejoin_ns()): the
+ * answer comes from the peer's next poll or watcher round, which a busy
+ * host makes late (64 QPs going back together in the lab: 2 s was too
+ * short, and each cancel costs a whole new failback).  A failure it can
+ * see (its port or path down, an error on the default QP) rejoins at once.
  */
 #define REJOIN_NS	(5ULL * 1000 * 1000 * 1000)
+/*
+ * Silence alone does not make it leave the default QP, though: a peer
+ * starved of the CPU (make check's two lanes: 5.7 s) is late, not gone,
+ * and one that came after the rejoin went back all the same, its answer
+ * lost in a default QP stopped, and joined the twins only once the
+ * store had told it, which on such a host took longer than the asking
+ * side's wait for it there (HS_TIMEOUT_NS): both gave the QP up.  So
+ * past rejoin_ns() it asks the peer through the store to cancel the
+ * failback it granted (cancel_ask()), and keeps listening: on the default
+ * QP for a peer that followed, on the renewed twin for one that took the
+ * cancel.  A peer that has done neither CANCEL_WAIT_NS after the store
+ * took the cancel is taken for gone: the work goes onto the twin and
+ * waits HS_TIMEOUT_NS more there (shiftu_rejoin()).  It granted the
+ * failback moments before, so that is rare; a failure the side can see
+ * still rejoins at once.
+ */
+#define CANCEL_WAIT_NS	(2 * HS_TIMEOUT_NS)
 
 /*
  * How long a failback request waits for the peer's answer, from the
@@ -1557,6 +1576,21 @@ static uint64_t fb_answer_ns(void)
 
 	return ns < FB_ANSWER_NS ? FB_ANSWER_NS :
 	       ns > FB_ANSWER_MAX_NS ? FB_ANSWER_MAX_NS : ns;
+}
+
+/*
+ * How long a going back waits for the peer's answer before it asks the
+ * peer to cancel: REJOIN_NS, or longer on a host whose store answers
+ * slowly.  The answer does not come through the store, but from the
+ * peer's poll or backup thread, which the same starved CPU makes late:
+ * the store's round trips (store_ns) are what this side can measure of
+ * that, as fb_answer_ns() does.  A cancel costs a whole failback.
+ */
+static uint64_t rejoin_ns(void)
+{
+	uint64_t ns = REJOIN_NS + 4 * store_ns;
+
+	return ns > FB_ANSWER_MAX_NS ? FB_ANSWER_MAX_NS : ns;
 }
 
 /*
@@ -1898,6 +1932,8 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	}
 	vq->fb_stage = 2;
 	vq->fb_probe_ns = shiftu_mono_ns() + FB_PROBE_NS;
+	/* the grant a cancel names, should the peer not answer (cancel_ask()) */
+	vq->fb_going = seq;
 }
 
 /*
@@ -1941,6 +1977,52 @@ static void rejoin_asked(struct shiftu_vqp *vq, const struct pass_req *r)
 	vq->rejoin_ask = 0;
 	shiftu_info("qp %u on %s: asked the peer to join its renewed twin",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+}
+
+/*
+ * Our going back heard nothing from the peer (rejoin_ns()): ask it,
+ * through the store, to cancel the failback it granted (@vq->fb_going),
+ * in the pass's last batch, as rejoin_ask() does.  The peer answers on one
+ * of our QPs, not through the store (shiftu_cancel_serve()).  Context:
+ * vq->lock held.
+ */
+static void cancel_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	if (!kv_up())
+		return;
+	i = req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
+		return;
+	gid_hex(vq->dgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
+		 vq->steps.rtr.dest_qp_num);
+	/* the last word names the grant: a late cancel of an older one
+	 * finds another open, or none, and changes nothing */
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u cancel %u %u %u", ++vq->fb_seq,
+		 vq->peer.qpn, vq->peer.psn, vq->fb_going);
+	reqs[i].why = PASS_CANCEL;
+	reqs[i].qi = pass_index(pq);
+	reqs[i].seq = vq->fb_seq;
+}
+
+/* Its answer: the wait for the peer counts from the store's.  vq->lock. */
+static void cancel_asked(struct shiftu_vqp *vq, const struct pass_req *r)
+{
+	if (r->kv.ret) {
+		/* asked again at the next pass, as a rejoin is */
+		if (vq->fb_seq == r->seq)
+			vq->fb_seq--;
+		return;
+	}
+	if (vq->fb_cancel != 1 || !shiftu_going_back(vq))
+		return;		/* the peer answered meanwhile, or a move came */
+	vq->fb_cancel = 2;
+	vq->fb_cancel_ns = shiftu_mono_ns();
+	shiftu_info("qp %u on %s: asked the peer to cancel the failback it granted (request %u), listening on both QPs",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->fb_going);
 }
 
 /* Of two sides that both want to fail back, the one with the lower GID and
@@ -2003,6 +2085,11 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	    tq != vq->bak_qp->qp_num || tp != vq->bak_psn)
 		return;		/* none, answered, or meant for an earlier process */
 	vq->fb_answered = seq;
+	if (!strcmp(word, "cancel")) {
+		/* its last word: the request it went back by */
+		shiftu_cancel_serve(vq, tw);
+		return;
+	}
 	if (!strcmp(word, "rejoin")) {
 		shiftu_info("qp %u on %s: the peer's failback was cut short: it asks us to join its renewed twin",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
@@ -2087,6 +2174,9 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			}
 			vq->fb_stage = 0;
 			vq->fb_wait_ns = shiftu_mono_ns() + 10000000000ULL;
+			/* open until its message comes (or a cancel of it) */
+			vq->fb_granted = seq;
+			vq->fb_grant_open = 1;
 			/* the peer renews its twin as it goes back, ours waits
 			 * for its message (or its request to join: rejoin) */
 			vq->tw_old = 1;
@@ -2297,6 +2387,13 @@ static void late_batch(unsigned int from)
 		if (vq) {
 			shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
 			rejoin_asked(vq, &reqs[i]);
+			shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
+			continue;
+		}
+		vq = req_vq(i, PASS_CANCEL);
+		if (vq) {
+			shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
+			cancel_asked(vq, &reqs[i]);
 			shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 			continue;
 		}
@@ -2630,8 +2727,15 @@ static bool shadow_pass(void)
 				shiftu_rejoin(vq, "its default QP failed while it went back");
 			else if (!primary_ok(vq))
 				shiftu_rejoin(vq, "its port or path went down while it went back");
-			else if (shiftu_mono_ns() - vq->hs_told_ns > REJOIN_NS)
-				shiftu_rejoin(vq, "no word from the peer on its default QP");
+			else if (vq->fb_cancel == 2 &&
+				 shiftu_mono_ns() - vq->fb_cancel_ns > CANCEL_WAIT_NS)
+				shiftu_rejoin(vq, "no word from the peer on either QP since it was asked to cancel");
+			else if (!vq->fb_cancel && shiftu_mono_ns() - vq->hs_told_ns > rejoin_ns()) {
+				shiftu_info("qp %u on %s: no word from the peer on its default QP in %.1f s: asking it to cancel the failback",
+					    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+					    (shiftu_mono_ns() - vq->hs_told_ns) / 1e9);
+				vq->fb_cancel = 1;
+			}
 			pending = true;
 		} else if (vq->state == SHIFTU_SEND_HANDSHAKE) {
 			if (shiftu_mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
@@ -2640,6 +2744,8 @@ static bool shadow_pass(void)
 		}
 		if (vq->rejoin_ask)
 			rejoin_ask(vq, pq);
+		else if (vq->fb_cancel == 1 && shiftu_going_back(vq))
+			cancel_ask(vq, pq);
 		if (vq->state == SHIFTU_SEND_FALLBACK)
 			failback_step(vq, pq);
 		else if (vq->fb_stage == 2)

@@ -32,6 +32,12 @@
  *	a drain of a twin stalls this long, CQ locks held, after it
  *	stopped the twin and before it posts its markers, as a thread
  *	starved of the CPU does (failover.c)
+ *   SHIFTU_TEST_FOLLOW_DELAY_MS		0..20000	(0)
+ *	a QP that granted the peer's two-sided failback takes the peer's
+ *	message on its default QP this long late: it waits, fo_lock held,
+ *	before it follows the peer back, as a side starved of the CPU
+ *	does, past the peer's wait for its answer; the process's first
+ *	follow only (failover.c)
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -51,6 +57,7 @@
 #define SHIFTU_WATCH_DELAY_MS_MAX	10000
 #define SHIFTU_REPLAY_FAIL_MAX		65536
 #define SHIFTU_DRAIN_STALL_MS_MAX	20000
+#define SHIFTU_FOLLOW_DELAY_MS_MAX	20000
 
 #ifdef SHIFTU_TEST_BUILD
 /*
@@ -97,6 +104,10 @@ static inline uint32_t shiftu_test_drain_stall_ms(void)
 {
 	return shiftu_config()->test.drain_stall_ms;
 }
+static inline uint32_t shiftu_test_follow_delay_ms(void)
+{
+	return shiftu_config()->test.follow_delay_ms;
+}
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
 					     char *(*get)(const char *))
@@ -142,6 +153,10 @@ static inline const char *shiftu_test_reset_file(void)
 }
 
 static inline uint32_t shiftu_test_drain_stall_ms(void)
+{
+	return 0;
+}
+static inline uint32_t shiftu_test_follow_delay_ms(void)
 {
 	return 0;
 }

@@ -30,6 +30,11 @@
  * neither going back already nor leading; a side that leads says so;
  * none before the failover's message of the peer was handled.
  *
+ * And the peer's cancel of a two-sided failback we granted
+ * (shiftu_fb_cancel_wins()) over all its inputs: it wins only over a
+ * grant still open, the one it names, on the old twin, its message still
+ * awaited; never once we followed or for an older failback.
+ *
  * And two moves in a row, the second while the first one's replays are
  * outstanding: every request completes once over both (two_moves).
  */
@@ -538,6 +543,62 @@ TEST(fb_cases)
 	/* our own port still down: down, whatever else */
 	in.down = true;
 	EXPECT_EQ(SHIFTU_FB_DOWN, shiftu_fb_answer(&in, &two));
+}
+
+TEST(fb_cancels)
+{
+	unsigned int bits, wins = 0;
+	size_t st;
+
+	for (st = 0; st < sizeof(states) / sizeof(states[0]); st++)
+		for (bits = 0; bits < 32; bits++) {
+			struct shiftu_fb_cancel_in in = {
+				.state = states[st], .on_twin = bits & 1, .tw_old = bits & 2,
+				.expected = bits & 4, .open = bits & 8, .same = bits & 16,
+			};
+			bool w = shiftu_fb_cancel_wins(&in);
+
+			wins += w;
+			/* only from the old twin a grant left us on: never a
+			 * QP on its default QP, going back, or given up */
+			if (w)
+				EXPECT_TRUE(in.state == SHIFTU_SEND_FALLBACK && in.on_twin &&
+					    in.tw_old)
+					TH_LOG("state %#x, inputs %#x: cancel won off the old twin",
+					       in.state, bits);
+			/* followed already, or another failback's: nothing */
+			if (!in.open || !in.same)
+				EXPECT_FALSE(w)
+					TH_LOG("state %#x, inputs %#x: a followed or older grant cancelled",
+					       in.state, bits);
+		}
+	/* reachable, and in one case only */
+	EXPECT_EQ(1U, wins);
+}
+
+/* The cases the cancel is told in (Documentation/libshiftu.rst). */
+TEST(fb_cancel_cases)
+{
+	/* we granted, the asker's message has not come (or waits for fo_lock) */
+	struct shiftu_fb_cancel_in in = {
+		.state = SHIFTU_SEND_FALLBACK, .on_twin = true, .tw_old = true,
+		.expected = true, .open = true, .same = true,
+	};
+
+	EXPECT_TRUE(shiftu_fb_cancel_wins(&in));
+	/* we followed first: back on the default QP, the grant closed */
+	in = (struct shiftu_fb_cancel_in){ .state = SHIFTU_SEND_DEFAULT, .same = true };
+	EXPECT_FALSE(shiftu_fb_cancel_wins(&in));
+	/* the peer asked us to rejoin first, and we did: renewed, closed */
+	in = (struct shiftu_fb_cancel_in){ .state = SHIFTU_SEND_FALLBACK, .on_twin = true,
+					   .same = true };
+	EXPECT_FALSE(shiftu_fb_cancel_wins(&in));
+	/* a cancel of an older failback, taken late from the store */
+	in = (struct shiftu_fb_cancel_in){
+		.state = SHIFTU_SEND_FALLBACK, .on_twin = true, .tw_old = true,
+		.expected = true, .open = true,
+	};
+	EXPECT_FALSE(shiftu_fb_cancel_wins(&in));
 }
 
 TEST_HARNESS_MAIN
