@@ -124,7 +124,9 @@ lab-peer "install -m 0600 /dev/null $P2.key && openssl rand -hex 32 > $P2.key" |
 	lab-peer "$SM host-key $P2.key"
 } > "$HOSTS" || fail "shiftmon host-key"
 chmod 0644 "$HOSTS"
-lab-peer "install -m 0644 /dev/null $P2.hosts && cat > $P2.hosts" < "$HOSTS"
+# lab-peer passes no standard input: the lines go in the command
+lab-peer "install -m 0644 /dev/null $P2.hosts && echo '$(grep -v '^#' "$HOSTS")' > $P2.hosts" ||
+	fail "host 2's hosts file"
 [ "$(grep -c '^[^#]' "$HOSTS")" = 2 ] || { cat "$HOSTS"; fail "the hosts file has no two lines"; }
 # refused: a hosts file others may write, one without this host
 chmod 0664 "$HOSTS"
