@@ -86,6 +86,7 @@ struct shiftu_config {
 					  * twin CQs */
 		uint32_t replay_fail;	/* a replay's post this far on fails */
 		uint32_t drain_stall_ms; /* a twin's drain stalls first */
+		uint32_t scout_delay_ms; /* the look ahead reads no ring */
 	} test;
 #endif
 };

@@ -2378,6 +2378,23 @@ static unsigned int scout_keys(struct shiftu_vqp *vq, uint32_t *out)
 }
 
 /*
+ * SHIFTU_TEST_SCOUT_DELAY_MS: no ring is read until that long after the
+ * first QP could have been (the test build; never in production, where
+ * the knob reads 0).  Shadow thread.
+ */
+static bool scout_held(uint64_t now)
+{
+	static uint64_t from;
+	uint32_t ms = shiftu_test_scout_delay_ms();
+
+	if (!ms)
+		return false;
+	if (!from)
+		from = now;
+	return now - from < ms * 1000000ULL;
+}
+
+/*
  * @vq's look ahead, if due: a GET for each key its ring names that its map
  * does not answer yet.  Context: shadow thread, vq->lock held (fo_lock
  * only tried: a move holds it for long, and the next look comes soon).
@@ -2398,7 +2415,7 @@ static void scout_req(struct shiftu_vqp *vq, const struct pass_qp *pq, uint64_t 
 		 * costs nothing to read) */
 		if (__atomic_load_n(&vq->sq.head, __ATOMIC_RELAXED))
 			vq->scouts++;
-		n = scout_keys(vq, keys);
+		n = scout_held(now) ? 0 : scout_keys(vq, keys);
 	} else {
 		n = 0;
 	}
