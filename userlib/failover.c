@@ -1556,7 +1556,7 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	shiftu_warn("qp %u on %s: %s in %.1f s: %" PRIu64 " requests flushed, unprotected",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-		    vq->keys_held ? "the store gave no backup for the peer's rkeys" :
+		    vq->keys_held && vq->rkeys_wanted ? "the store gave no backup for the peer's rkeys" :
 		    "no word from the peer", (shiftu_mono_ns() - vq->hs_since_ns) / 1e9, n);
 	fo_report(vq, FO_DEAD);
 }
