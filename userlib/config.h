@@ -87,6 +87,7 @@ struct shiftu_config {
 		uint32_t replay_fail;	/* a replay's post this far on fails */
 		uint32_t drain_stall_ms; /* a twin's drain stalls first */
 		uint32_t follow_delay_ms; /* following the peer back waits */
+		uint32_t scout_delay_ms; /* the look ahead reads no ring */
 	} test;
 #endif
 };

@@ -97,12 +97,13 @@ static int lkey_of(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
 /*
  * A copy of @wr in @w with its list in @sge (MAX_SGE entries), not linked;
  * with @twin, as the twin takes it: keys translated.  Returns 0 or an
- * errno.  Context: fo_lock.
+ * errno: EAGAIN for a peer's key the look ahead has not fetched yet (now
+ * asked for: keys_wait()).  Context: fo_lock.
  */
 static int copy_wr(struct shiftu_vqp *vq, const struct ibv_send_wr *wr, bool twin,
 		   struct ibv_send_wr *w, struct ibv_sge *sge)
 {
-	int i;
+	int i, ret = 0;
 
 	if (wr->num_sge > MAX_SGE)
 		return EINVAL;
@@ -117,15 +118,14 @@ static int copy_wr(struct shiftu_vqp *vq, const struct ibv_send_wr *wr, bool twi
 	}
 	if (!twin)
 		return 0;
-	if ((wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_READ ||
-	     wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) &&
-	    shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w->wr.rdma.rkey))
-		return EINVAL;
+	if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_READ ||
+	    wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		ret = shiftu_backup_rkey(vq, wr->wr.rdma.rkey, &w->wr.rdma.rkey);
 	/* an atomic posted after the failover is new work, not a replay */
-	if ((wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	     wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
-	    shiftu_backup_rkey(vq, wr->wr.atomic.rkey, &w->wr.atomic.rkey))
-		return EINVAL;
+	if (shiftu_op_atomic(wr->opcode))
+		ret = shiftu_backup_rkey(vq, wr->wr.atomic.rkey, &w->wr.atomic.rkey);
+	if (ret)
+		return ret == -EAGAIN ? EAGAIN : EINVAL;
 	return 0;
 }
 
@@ -713,6 +713,89 @@ static int post_recv_on(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 }
 
 /*
+ * Whether the peer's backup rkeys that the replay of the sends from @from
+ * on needs are known (as replay() would post them: those the peer
+ * executed need none).  Returns 0; -EAGAIN when the look ahead has not
+ * fetched one yet, *@rkey the first (all of them are now asked for:
+ * shiftu_backup_rkey()); -ENOENT when the store had none, which the
+ * replay then fails on, as it always did.  Context: fo_lock.
+ */
+static int keys_ready(struct shiftu_vqp *vq, uint64_t from, uint32_t *rkey)
+{
+	const struct shiftu_swqe *e;
+	struct shiftu_send_plan p;
+	uint32_t bak;
+	int ret = 0, r;
+	uint64_t i;
+
+	if (!vq->on_twin)
+		return 0;
+	shiftu_plan_sends(&p, &vq->sq, from, &vq->sq_gap, vq->sent2, vq->hs_got, vq->hs_peer);
+	if (p.count_bad)
+		return 0;	/* nothing is posted */
+	for (i = from; i < vq->sq.head; i++) {
+		e = shiftu_swqe_at(&vq->sq, i);
+		if (shiftu_plan_done(&p, i, e->opcode) || !shiftu_plan_replays(&p, i, e->opcode))
+			continue;
+		if (e->opcode != IBV_WR_RDMA_WRITE && e->opcode != IBV_WR_RDMA_READ &&
+		    e->opcode != IBV_WR_RDMA_WRITE_WITH_IMM && !shiftu_op_atomic(e->opcode))
+			continue;
+		r = shiftu_backup_rkey(vq, e->rkey, &bak);
+		if (r == -ENOENT)
+			return r;
+		if (r && !ret) {
+			ret = r;
+			*rkey = e->rkey;
+		}
+	}
+	return ret;
+}
+
+/*
+ * The sends from @from on cannot go to the twin yet: a peer's key they
+ * name was not looked up ahead (the QP failed soon after its first posts,
+ * or posts to memory it never named before).  Looking it up here would
+ * wait for the store on an application's thread, under fo_lock; failing
+ * the replay gave the application errors for a key the store has.  So
+ * they are held, with the posts after them, as for the peer's count
+ * (SHIFTU_SEND_HANDSHAKE), until the shadow thread has the key
+ * (shiftu_keys_came()), HS_TIMEOUT_NS at most (shiftu_hs_timeout()).
+ * Returns true when they are held.  Context: fo_lock.
+ */
+static bool keys_wait(struct shiftu_vqp *vq, uint64_t from)
+{
+	uint32_t rkey = 0;
+
+	if (keys_ready(vq, from, &rkey) != -EAGAIN)
+		return false;
+	if (vq->state != SHIFTU_SEND_HANDSHAKE) {
+		vq->state = SHIFTU_SEND_HANDSHAKE;
+		vq->replay_start = from;
+	}
+	if (!vq->keys_held) {
+		/* the store's deadline runs from here */
+		vq->hs_since_ns = shiftu_mono_ns();
+		vq->keys_held = 1;
+		shiftu_info("qp %u on %s: the peer's rkey %#x not looked up ahead yet: sends held until the store has it",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, rkey);
+	}
+	return true;
+}
+
+/* The held sends carry a message, and the peer's count has not come. */
+static bool count_due(struct shiftu_vqp *vq)
+{
+	uint64_t i;
+
+	if (vq->hs_got)
+		return false;
+	for (i = vq->replay_start; i < vq->sq.head; i++)
+		if (shiftu_op_two_sided(shiftu_swqe_at(&vq->sq, i)->opcode))
+			return true;
+	return false;
+}
+
+/*
  * The outstanding sends from @from on go to the QP the work moved to, but
  * for those the peer's receive count shows it had already received (RC
  * executes in order: a request before a message the peer received has
@@ -972,6 +1055,7 @@ static enum fo_result moved(struct shiftu_vqp *vq, uint64_t replayed)
 {
 	__atomic_fetch_add(&vq->reg.replayed_wrs, replayed, __ATOMIC_RELAXED);
 	shiftu_stat_add(SHIFTU_STAT_REPLAYED_WRS, replayed);
+	vq->keys_held = 0;
 	if (vq->on_twin) {
 		vq->state = SHIFTU_SEND_FALLBACK;
 		shiftu_qp_set_send_state(&vq->reg, SHIFTU_SEND_FALLBACK);
@@ -1389,6 +1473,10 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		vq->replay_start = start;
 		vq->hs_since_ns = t0;
 		vq->hs_told_ns = shiftu_mono_ns();
+		vq->keys_held = 0;
+		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
+	} else if (keys_wait(vq, start)) {
+		vq->hs_told_ns = shiftu_mono_ns();
 		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
 	} else {
 		ret = replay(vq, start, &replayed);
@@ -1408,7 +1496,8 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, done[kind],
 		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
 		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
-		    asking ? "sends held until the peer joins" : "sends held for the peer's count",
+		    asking ? "sends held until the peer joins" :
+		    vq->keys_held ? "sends held for the peer's rkeys" : "sends held for the peer's count",
 		    (shiftu_mono_ns() - t0) / 1e6, (t_q - t0) / 1e6, (t_d - t_q) / 1e6);
 	free(flushed);
 	return r;
@@ -1467,9 +1556,10 @@ void shiftu_hs_timeout(struct shiftu_vqp *vq, uint64_t after_ns)
 	go_dead(vq, NULL, 0, vq->replay_start);
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	shiftu_warn("qp %u on %s: no word from the peer in %.1f s: %" PRIu64 " requests flushed, unprotected",
+	shiftu_warn("qp %u on %s: %s in %.1f s: %" PRIu64 " requests flushed, unprotected",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-		    (shiftu_mono_ns() - vq->hs_since_ns) / 1e9, n);
+		    vq->keys_held && vq->rkeys_wanted ? "the store gave no backup for the peer's rkeys" :
+		    "no word from the peer", (shiftu_mono_ns() - vq->hs_since_ns) / 1e9, n);
 	fo_report(vq, FO_DEAD);
 }
 
@@ -1760,6 +1850,7 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
  */
 static enum fo_result replay_held(struct shiftu_vqp *vq)
 {
+	bool keys = vq->keys_held;
 	enum fo_result r;
 	uint64_t replayed;
 	int ret;
@@ -1767,16 +1858,21 @@ static enum fo_result replay_held(struct shiftu_vqp *vq)
 	shiftu_lock_cqs(vq->scq, vq->rcq);
 	/* a rejoin we asked for: the peer spoke first, we answer */
 	ret = vq->hs_sent ? 0 : shiftu_ctrl_send(vq, true);
+	if (!ret && keys_wait(vq, vq->replay_start)) {
+		shiftu_unlock_cqs(vq->scq, vq->rcq);
+		return FO_NONE;
+	}
 	if (!ret)
 		ret = replay(vq, vq->replay_start, &replayed);
 	if (ret) {
-		shiftu_warn("qp %u on %s: the peer's count came, but answering or replaying failed: %s: unprotected",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+		shiftu_warn("qp %u on %s: %s, but answering or replaying failed: %s: unprotected",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			    keys ? "the look ahead answered" : "the peer's count came", strerror(ret));
 		go_dead(vq, NULL, 0, vq->sq.head);
 		r = FO_DEAD;
 	} else {
-		shiftu_info("qp %u on %s: the peer's count came after %.3f ms: %" PRIu64 " requests replayed",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+		shiftu_info("qp %u on %s: the peer's %s came after %.3f ms: %" PRIu64 " requests replayed",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, keys ? "rkeys" : "count",
 			    (shiftu_mono_ns() - vq->hs_since_ns) / 1e6, replayed);
 		r = moved(vq, replayed);
 		if (r == FO_DONE)
@@ -1786,6 +1882,21 @@ static enum fo_result replay_held(struct shiftu_vqp *vq)
 	}
 	shiftu_unlock_cqs(vq->scq, vq->rcq);
 	return r;
+}
+
+void shiftu_keys_came(struct shiftu_vqp *vq)
+{
+	enum fo_result r = FO_NONE;
+	uint32_t rkey;
+
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	/* a key still unanswered waits; one the store had none of fails
+	 * the replay (as it always did) */
+	if (vq->state == SHIFTU_SEND_HANDSHAKE && vq->keys_held && vq->on_twin &&
+	    !count_due(vq) && keys_ready(vq, vq->replay_start, &rkey) != -EAGAIN)
+		r = replay_held(vq);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	fo_report(vq, r);
 }
 
 /*
@@ -2216,6 +2327,15 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 		/* recorded: a two-sided failback replays what the twin held */
 		shiftu_record_send(vq, wr);
 		ret = post_twin(vq, wr);
+		/* held with those after it until the key is fetched; a failback
+		 * under way (its fence) is not held: it fails as it did */
+		if (ret == EAGAIN && vq->state == SHIFTU_SEND_FALLBACK &&
+		    keys_wait(vq, vq->sq.head - 1)) {
+			ret = 0;
+			continue;
+		}
+		if (ret == EAGAIN)
+			ret = EINVAL;
 		if (ret) {
 			vq->sq.head--;
 			vq->sent2 -= shiftu_op_two_sided(wr->opcode);

@@ -170,6 +170,15 @@ void shiftu_failover_qp_gone(struct shiftu_vqp *vq);
  */
 void shiftu_failover_app_stop(struct shiftu_vqp *vq, enum ibv_qp_state to);
 
+/*
+ * The look ahead answered the backup rkeys of the peer's that @vq's held
+ * sends wait for (@vq->keys_held): they are replayed, unless the peer's
+ * count is still awaited too; a key the store had none of gives the QP
+ * up, its errors to the application.  Context: the shadow thread, vq->lock
+ * held.
+ */
+void shiftu_keys_came(struct shiftu_vqp *vq);
+
 /* The peer's control message @m arrived (handshake.h).  No lock held. */
 void shiftu_hs_message(const struct shiftu_hs_msg *m);
 

@@ -365,6 +365,9 @@ struct shiftu_vqp {
 	struct shiftu_peer peer;
 	uint64_t peer_node_guid;	/* the peer's default device */
 	struct shiftu_rkey_map *rkeys;	/* peer default rkey -> backup rkey */
+	/* its map's entries a move or post waits for, not answered yet
+	 * (fo_lock; the shadow thread reads it relaxed, as a hint) */
+	unsigned int rkeys_wanted;
 	uint64_t scout_ns;		/* its next look ahead (shadow.c) */
 	unsigned int scouts;		/* looks ahead so far */
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
@@ -449,6 +452,13 @@ struct shiftu_vqp {
 	uint64_t replay_start;
 	struct shiftu_sq_gap sq_gap;	/* sends on no QP (fo_lock; proto.h) */
 	uint64_t hs_since_ns;		/* the move that waits began */
+	/*
+	 * The sends held from @replay_start on (SHIFTU_SEND_HANDSHAKE) wait
+	 * for the peer's backup rkeys the look ahead has not fetched (too), not
+	 * only for the peer's count: the shadow thread replays them once it
+	 * has (shiftu_keys_came()).  fo_lock.
+	 */
+	uint8_t keys_held;
 	uint64_t hs_told_ns;		/* it had told the peer */
 
 	/*
@@ -490,6 +500,8 @@ struct shiftu_cq;
 struct shiftu_rkey_map {
 	uint32_t rkey, bak_rkey;
 	uint64_t miss_ns;		/* not 0: the store had none then */
+	/* a move or post waits for it: ask the store at the next pass */
+	uint8_t wanted;
 	struct shiftu_rkey_map *next;
 };
 

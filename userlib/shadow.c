@@ -905,19 +905,35 @@ int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
 	 * What the look ahead found (scout_apply()), and nothing else: this
 	 * runs in a move or a post on the twin, on an application's thread
 	 * and under fo_lock, where a store that does not answer would hold
-	 * the application for seconds.  A key the store did not have, or one
-	 * the QP's requests named only after the last look, has none.
+	 * the application for seconds.  A key the QP's requests named only
+	 * after the last look is wanted instead: the shadow thread asks the
+	 * store for it at once, and the caller holds its sends until then
+	 * (failover.c: keys_wait()).  A key the store did not have has none.
 	 */
 	for (r = vq->rkeys; r; r = r->next)
 		if (r->rkey == rkey) {
+			if (r->wanted)
+				return -EAGAIN;
 			if (r->miss_ns)
 				break;
 			*out = r->bak_rkey;
 			return 0;
 		}
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (r) {
+			r->rkey = rkey;
+			r->wanted = 1;
+			r->next = vq->rkeys;
+			vq->rkeys = r;
+			__atomic_store_n(&vq->rkeys_wanted, vq->rkeys_wanted + 1, __ATOMIC_RELAXED);
+			shiftu_shadow_poke();
+			return -EAGAIN;
+		}
+	}
 	shiftu_warn("qp %u: no backup for the peer's rkey %#x (mr:%016" PRIx64 ":%u): %s",
 		    vq->reg.app_qp->qp_num, rkey, vq->peer.node_guid, rkey,
-		    r ? "the store had none when looked up ahead" : "not looked up ahead yet");
+		    r ? "the store had none when looked up ahead" : "out of memory");
 	return -ENOENT;
 }
 
@@ -2414,7 +2430,11 @@ static void late_batch(unsigned int from)
 /*
  * The look ahead: the backup keys of the peer's memory that a QP's
  * requests name, fetched before a failure needs them: a replay never asks
- * the store (shiftu_backup_rkey()), and a key not found here fails it.
+ * the store (shiftu_backup_rkey()).  A key not looked up yet when a move
+ * needs it (a failure soon after the QP's first posts, on a loaded host:
+ * many_procs.sh) is wanted: the move holds its sends, the next pass asks
+ * for it, and the move goes on once the answer is in
+ * (shiftu_keys_came()); a key the store did not have fails it.
  * (Looked up by the replay, one round trip each on the thread that moves
  * the QP, a peer with 64 QPs heard 64 failovers one after the other, and
  * with the store on a loaded host its answers came after the 10 s a side
@@ -2475,6 +2495,37 @@ static unsigned int scout_keys(struct shiftu_vqp *vq, uint32_t *out)
 }
 
 /*
+ * SHIFTU_TEST_SCOUT_DELAY_MS: no ring is read until that long after the
+ * first QP could have been (the test build; never in production, where
+ * the knob reads 0).  Shadow thread.
+ */
+static bool scout_held(uint64_t now)
+{
+	static uint64_t from;
+	uint32_t ms = shiftu_test_scout_delay_ms();
+
+	if (!ms)
+		return false;
+	if (!from)
+		from = now;
+	return now - from < ms * 1000000ULL;
+}
+
+/* A GET of the peer's backup key of @rkey for @vq, in the pass's batch. */
+static void scout_get(struct shiftu_vqp *vq, const struct pass_qp *pq, uint32_t rkey)
+{
+	int r = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+
+	if (r < 0)
+		return;		/* asked at a later pass */
+	snprintf(reqs[r].key, sizeof(reqs[r].key), "mr:%016" PRIx64 ":%u",
+		 vq->peer.node_guid, rkey);
+	reqs[r].why = PASS_SCOUT;
+	reqs[r].qi = pass_index(pq);
+	reqs[r].rkey = rkey;
+}
+
+/*
  * @vq's look ahead, if due: a GET for each key its ring names that its map
  * does not answer yet.  Context: shadow thread, vq->lock held (fo_lock
  * only tried: a move holds it for long, and the next look comes soon).
@@ -2484,7 +2535,6 @@ static void scout_req(struct shiftu_vqp *vq, const struct pass_qp *pq, uint64_t 
 	uint32_t keys[SCOUT_MAX];
 	struct shiftu_rkey_map *m;
 	unsigned int n, i;
-	int r;
 
 	if (!__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || !vq->peer_known ||
 	    vq->state == SHIFTU_SEND_DEAD)
@@ -2495,27 +2545,25 @@ static void scout_req(struct shiftu_vqp *vq, const struct pass_qp *pq, uint64_t 
 		 * costs nothing to read) */
 		if (__atomic_load_n(&vq->sq.head, __ATOMIC_RELAXED))
 			vq->scouts++;
-		n = scout_keys(vq, keys);
+		n = scout_held(now) ? 0 : scout_keys(vq, keys);
 	} else {
 		n = 0;
 	}
 	if (!scout_due || vq->scout_ns < scout_due)
 		scout_due = vq->scout_ns;
-	if (!n || shiftu_trylock(&vq->fo_lock, SHIFTU_LOCK_FO))
+	/* keys a held move waits for are asked at every pass, due or not */
+	if ((!n && !__atomic_load_n(&vq->rkeys_wanted, __ATOMIC_RELAXED)) ||
+	    shiftu_trylock(&vq->fo_lock, SHIFTU_LOCK_FO))
 		return;
 	for (i = 0; i < n; i++) {
 		m = rkey_find(vq, keys[i]);
 		if (m && (!m->miss_ns || now - m->miss_ns < SCOUT_MISS_NS))
 			continue;
-		r = req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
-		if (r < 0)
-			break;
-		snprintf(reqs[r].key, sizeof(reqs[r].key), "mr:%016" PRIx64 ":%u",
-			 vq->peer.node_guid, keys[i]);
-		reqs[r].why = PASS_SCOUT;
-		reqs[r].qi = pass_index(pq);
-		reqs[r].rkey = keys[i];
+		scout_get(vq, pq, keys[i]);
 	}
+	for (m = vq->rkeys; m && vq->rkeys_wanted; m = m->next)
+		if (m->wanted)
+			scout_get(vq, pq, m->rkey);
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 }
 
@@ -2552,6 +2600,12 @@ static void scout_apply(uint64_t now)
 		if (m) {
 			m->bak_rkey = reqs[i].kv.ret ? 0 : (uint32_t)v;
 			m->miss_ns = reqs[i].kv.ret ? now : 0;
+			/* answered: its move goes on (shiftu_keys_came()) */
+			if (m->wanted) {
+				m->wanted = 0;
+				__atomic_store_n(&vq->rkeys_wanted, vq->rkeys_wanted - 1,
+						 __ATOMIC_RELAXED);
+			}
 			if (!reqs[i].kv.ret)
 				shiftu_dbg("qp %u: the peer's rkey %#x is %#x on its backup (looked up ahead)",
 					   vq->reg.app_qp->qp_num, m->rkey, m->bak_rkey);
@@ -2738,7 +2792,12 @@ static bool shadow_pass(void)
 			}
 			pending = true;
 		} else if (vq->state == SHIFTU_SEND_HANDSHAKE) {
-			if (shiftu_mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
+			/* the keys its held sends wait for are answered */
+			if (vq->keys_held && !__atomic_load_n(&vq->rkeys_wanted, __ATOMIC_RELAXED))
+				shiftu_keys_came(vq);
+			/* the store's answers are bounded as the peer's count is */
+			if (vq->state == SHIFTU_SEND_HANDSHAKE &&
+			    shiftu_mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
 				shiftu_hs_timeout(vq, HS_TIMEOUT_NS);
 			pending = true;
 		}

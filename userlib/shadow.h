@@ -169,8 +169,10 @@ int shiftu_twin_renew(struct shiftu_vqp *vq);
 
 /*
  * The backup lkey of local @lkey on @vq's device, and the peer's backup
- * rkey of @rkey (fetched from the store on first use, then cached).
- * Return 0 or -ENOENT.  Cold; any thread.
+ * rkey of @rkey (as the shadow thread's look ahead fetched it from the
+ * store).  Return 0 or -ENOENT; shiftu_backup_rkey() -EAGAIN for a key
+ * not looked up yet, which it asks the shadow thread for (the caller
+ * waits: shiftu_keys_came()).  Cold; any thread; fo_lock for the rkey.
  */
 int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out);
 int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out);

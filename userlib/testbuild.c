@@ -7,6 +7,7 @@
  *   SHIFTU_TEST_SERVE_DELAY_MS, SHIFTU_TEST_WATCH_DELAY_MS,
  *   SHIFTU_TEST_REPLAY_FAIL, SHIFTU_TEST_DRAIN_STALL_MS,
  *   SHIFTU_TEST_FOLLOW_DELAY_MS
+ *   SHIFTU_TEST_SCOUT_DELAY_MS
  *	read with the rest of the configuration (config.c) into its test
  *	part; what each does and its range: testbuild.h
  *   SHIFTU_TEST_RESET_FILE	a path	(none)
@@ -63,6 +64,8 @@ int shiftu_test_knobs_from_env(struct shiftu_config *cfg, char *(*get)(const cha
 		     &cfg->test.drain_stall_ms);
 	nbad += knob(get, "SHIFTU_TEST_FOLLOW_DELAY_MS", SHIFTU_FOLLOW_DELAY_MS_MAX,
 		     &cfg->test.follow_delay_ms);
+	nbad += knob(get, "SHIFTU_TEST_SCOUT_DELAY_MS", SHIFTU_SCOUT_DELAY_MS_MAX,
+		     &cfg->test.scout_delay_ms);
 	return nbad;
 }
 
@@ -91,6 +94,9 @@ void shiftu_test_knobs_log(const struct shiftu_config *cfg)
 	if (t->follow_delay_ms)
 		shiftu_info("config: SHIFTU_TEST_FOLLOW_DELAY_MS=%u: a QP that granted the peer's failback follows the peer back %u ms late (a test setting)",
 			    t->follow_delay_ms, t->follow_delay_ms);
+	if (t->scout_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_SCOUT_DELAY_MS=%u: the look ahead reads no send ring for %u ms (a test setting)",
+			    t->scout_delay_ms, t->scout_delay_ms);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

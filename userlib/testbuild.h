@@ -38,6 +38,10 @@
  *	before it follows the peer back, as a side starved of the CPU
  *	does, past the peer's wait for its answer; the process's first
  *	follow only (failover.c)
+ *   SHIFTU_TEST_SCOUT_DELAY_MS		0..60000	(0)
+ *	the look ahead reads no QP's send ring for this long after its
+ *	first chance to (shadow.c): a failover in that time meets keys of
+ *	the peer's that nothing fetched ahead
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -58,6 +62,7 @@
 #define SHIFTU_REPLAY_FAIL_MAX		65536
 #define SHIFTU_DRAIN_STALL_MS_MAX	20000
 #define SHIFTU_FOLLOW_DELAY_MS_MAX	20000
+#define SHIFTU_SCOUT_DELAY_MS_MAX	60000
 
 #ifdef SHIFTU_TEST_BUILD
 /*
@@ -104,9 +109,15 @@ static inline uint32_t shiftu_test_drain_stall_ms(void)
 {
 	return shiftu_config()->test.drain_stall_ms;
 }
+
 static inline uint32_t shiftu_test_follow_delay_ms(void)
 {
 	return shiftu_config()->test.follow_delay_ms;
+}
+
+static inline uint32_t shiftu_test_scout_delay_ms(void)
+{
+	return shiftu_config()->test.scout_delay_ms;
 }
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
@@ -156,7 +167,13 @@ static inline uint32_t shiftu_test_drain_stall_ms(void)
 {
 	return 0;
 }
+
 static inline uint32_t shiftu_test_follow_delay_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_scout_delay_ms(void)
 {
 	return 0;
 }

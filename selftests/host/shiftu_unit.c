@@ -958,6 +958,8 @@ static char *bad_env(const char *name)
 		return "20001";
 	if (!strcmp(name, "SHIFTU_TEST_FOLLOW_DELAY_MS"))
 		return "20001";
+	if (!strcmp(name, "SHIFTU_TEST_SCOUT_DELAY_MS"))
+		return "60001";
 	return NULL;
 }
 
