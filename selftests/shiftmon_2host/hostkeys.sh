@@ -142,7 +142,7 @@ if "$SM" agent --store "$SMR_STORE" --host nothere --host-key-file "$K1" --hosts
 fi
 grep -q "does not list this host, nothere" "$FT_TMP/refused" ||
 	{ cat "$FT_TMP/refused"; smr_fail "no refusal naming the missing host"; }
-smr_agent_start --host-key-file "$K1" --hosts-file "$HOSTS"
+smr_agent_start --host-key-file "$K1" --hosts-file "$HOSTS" -v
 smr_agent_peer_start --host-key-file "$P2.key" --hosts-file "$P2.hosts"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 rcli hget "shift:v1:host:$H2" rxe0/1 | grep -q "	s2/$H2/" ||
@@ -164,15 +164,22 @@ smr_wait_store "$H2" rxe0/1 ACTIVE
 log "host keys: a pull on $H2 put its rxe0 DOWN in host 1's page, its plug cleared it"
 
 # the forgeries: host 1's key as host 2, a key nobody listed, the cluster key
+# publish WHAT MSG: MSG on the channel, and no path row 2 s after
+publish()
+{
+	local n
+	log "$1: PUBLISH shift:v1:events '$2'"
+	n=$(rcli publish shift:v1:events "$2")
+	[ "$n" -ge 1 ] || smr_fail "$1: no agent subscribed to the channel ($n)"
+	no_row "$1"
+}
+
 sleep 1.2	# the counters reach the file at most once a second
 b0=$(dropped bad_signature) n0=$(dropped unknown_sender)
-rcli publish shift:v1:events "$(forged s2 "$K1" "$H2")" > /dev/null
-no_row "a DOWN of $H2 signed with host 1's key"
+publish "a DOWN of $H2 signed with host 1's key" "$(forged s2 "$K1" "$H2")"
 openssl rand -hex 32 > "$FT_TMP/stranger.key"
-rcli publish shift:v1:events "$(forged s2 "$FT_TMP/stranger.key" stranger)" > /dev/null
-no_row "a DOWN of $H2 signed by an unlisted host"
-rcli publish shift:v1:events "$(forged s1 "$CKEY" "$H2")" > /dev/null
-no_row "a DOWN of $H2 signed with the cluster key"
+publish "a DOWN of $H2 signed by an unlisted host" "$(forged s2 "$FT_TMP/stranger.key" stranger)"
+publish "a DOWN of $H2 signed with the cluster key" "$(forged s1 "$CKEY" "$H2")"
 grep -q "^agent: DROPPED a record of $H2 rxe0/1 (event): bad signature" "$SMR_LOG1" ||
 	smr_fail "host 1's agent did not say it dropped the record signed with another host's key"
 sleep 1.2
