@@ -168,6 +168,13 @@ static inline void record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *
 	e->send_flags = w->send_flags;
 	if (unlikely(SHIFTU_TWO_SIDED & (1U << (w->opcode & 31))))
 		vq->sent2++;
+	/* its rkey is not where an RDMA request's is, and a held one is
+	 * posted from here with its operands (shiftu_swqe_wr()) */
+	if (unlikely(shiftu_wr_atomic(w->opcode))) {
+		e->rkey = w->wr.atomic.rkey;
+		e->compare_add = w->wr.atomic.compare_add;
+		e->swap = w->wr.atomic.swap;
+	}
 	e->seq2 = vq->sent2;
 	if (unlikely(w->send_flags & IBV_SEND_INLINE)) {
 		record_inline(r, e, w, max_sge);

@@ -167,20 +167,6 @@ static int post_twin_recv(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 	return ret;
 }
 
-/* The recorded work request @e as a send_wr on the stack. */
-static void swqe_wr(const struct shiftu_swqe *e, struct ibv_send_wr *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->wr_id = e->wr_id;
-	w->sg_list = (struct ibv_sge *)e->sge;
-	w->num_sge = e->num_sge;
-	w->opcode = e->opcode;
-	w->send_flags = e->send_flags;
-	w->imm_data = e->imm_data;
-	w->wr.rdma.remote_addr = e->remote_addr;
-	w->wr.rdma.rkey = e->rkey;
-}
-
 static bool signaled(const struct shiftu_vqp *vq, const struct ibv_send_wr *wr)
 {
 	return vq->init_attr.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
@@ -835,7 +821,7 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 		/* completed by an earlier replay: on no QP */
 		if (shiftu_plan_done(&p, i, e->opcode))
 			continue;
-		swqe_wr(e, &w);
+		shiftu_swqe_wr(e, &w);
 		if (!shiftu_plan_replays(&p, i, e->opcode)) {
 			if (signaled(vq, &w)) {
 				swqe_wc(vq, e, &wc);
@@ -2065,7 +2051,7 @@ static bool release_held(struct shiftu_vqp *vq)
 	int ret = 0;
 
 	for (i = vq->held_start; i < vq->sq.head && !ret; i++) {
-		swqe_wr(shiftu_swqe_at(&vq->sq, i), &w);
+		shiftu_swqe_wr(shiftu_swqe_at(&vq->sq, i), &w);
 		ret = vq->post_send(vq->reg.app_qp, &w, &bad);
 	}
 	shiftu_lock_cqs(c, vq->rcq);

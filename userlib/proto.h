@@ -42,7 +42,7 @@ static inline bool shiftu_op_two_sided(uint32_t opcode)
 
 static inline bool shiftu_op_atomic(uint32_t opcode)
 {
-	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	return shiftu_wr_atomic(opcode);
 }
 
 /*

@@ -202,9 +202,11 @@ static void take_send(struct shiftu_vqp *vq, const struct rxe_send_wqe *w,
 	e->opcode = op;
 	e->send_flags = w->wr.send_flags;
 	e->imm_data = w->wr.ex.imm_data;
-	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if (shiftu_wr_atomic(op)) {
 		e->remote_addr = w->wr.wr.atomic.remote_addr;
 		e->rkey = w->wr.wr.atomic.rkey;
+		e->compare_add = w->wr.wr.atomic.compare_add;
+		e->swap = w->wr.wr.atomic.swap;
 	} else {
 		e->remote_addr = w->wr.wr.rdma.remote_addr;
 		e->rkey = w->wr.wr.rdma.rkey;

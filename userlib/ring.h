@@ -21,9 +21,12 @@
  */
 struct shiftu_swqe {
 	uint64_t wr_id;
-	uint64_t remote_addr;
-	uint32_t rkey;
+	uint64_t remote_addr;		/* wr.rdma's, or wr.atomic's */
+	uint32_t rkey;			/* the same */
 	uint32_t imm_data;		/* big endian, as posted */
+	/* an atomic's operands: one held (never posted yet) is posted from here */
+	uint64_t compare_add;
+	uint64_t swap;
 	uint32_t opcode;		/* enum ibv_wr_opcode */
 	uint32_t send_flags;
 	uint32_t num_sge;		/* IBV_SEND_INLINE: 1, sge[0] -> inl */
@@ -42,6 +45,37 @@ struct shiftu_swqe {
 static inline uint32_t shiftu_swqe_sges(uint32_t max_sge)
 {
 	return max_sge ? max_sge : 1;
+}
+
+/* @opcode is an atomic's (its fields are wr.atomic's, not wr.rdma's). */
+static inline int shiftu_wr_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * The recorded request @e as a work request in @w, not linked, its
+ * scatter list the record's own: what a replay or a release of held
+ * requests posts.
+ */
+static inline void shiftu_swqe_wr(const struct shiftu_swqe *e, struct ibv_send_wr *w)
+{
+	__builtin_memset(w, 0, sizeof(*w));
+	w->wr_id = e->wr_id;
+	w->sg_list = (struct ibv_sge *)e->sge;
+	w->num_sge = e->num_sge;
+	w->opcode = e->opcode;
+	w->send_flags = e->send_flags;
+	w->imm_data = e->imm_data;
+	if (shiftu_wr_atomic(e->opcode)) {
+		w->wr.atomic.remote_addr = e->remote_addr;
+		w->wr.atomic.rkey = e->rkey;
+		w->wr.atomic.compare_add = e->compare_add;
+		w->wr.atomic.swap = e->swap;
+	} else {
+		w->wr.rdma.remote_addr = e->remote_addr;
+		w->wr.rdma.rkey = e->rkey;
+	}
 }
 
 /* Receive work requests likewise. */

@@ -6,7 +6,8 @@
  * the QP unprotected, with one log line, at the device's max_cqe); a QP
  * asked for at exactly the device's max_qp_wr is created (unprotected, one
  * log line); an inline request recorded for a QP granted no scatter entry
- * stays inside its slot, its bytes whole.
+ * stays inside its slot, its bytes whole; an atomic is recorded with its
+ * rkey and operands, and rebuilt from the record as it was posted.
  *
  * The library's exported verbs (interpose.c) run over a fake provider
  * (shiftu_real's pointers replaced) that refuses what a device past its
@@ -362,6 +363,65 @@ TEST_F(dev, inline_no_sge)
 	TH_LOG("recorded: \"%.8s\"; %d bytes of the next slot written", (char *)(uintptr_t)e->sge[0].addr,
 	       dirty);
 	EXPECT_EQ(0, dirty);
+}
+
+/*
+ * An atomic recorded: its remote address, its rkey (wr.atomic's, not
+ * where wr.rdma's is, over its compare_add) and both operands, so that one
+ * held while the QP waits (a failback's fence, the peer's count) is posted
+ * as the application posted it.  Before, the record kept wr.rdma's rkey,
+ * the low half of compare_add, and no operand: a held atomic went out with
+ * rkey 0 and adds of 0.
+ */
+TEST_F(dev, atomic_recorded)
+{
+	struct ibv_cq *cq = ibv_create_cq(&fake_ctx, 64, NULL, NULL, 0);
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	static uint64_t result;
+	struct ibv_sge sge = { .addr = (uintptr_t)&result, .length = 8, .lkey = 0x11 };
+	struct ibv_send_wr wr = {
+		.wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_ATOMIC_CMP_AND_SWP,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.atomic = { .remote_addr = 0x1000, .compare_add = 0x0123456789abcdefULL,
+			       .swap = 0xfedcba9876543210ULL, .rkey = 0x4242 },
+	}, *bad, w;
+	struct shiftu_vqp *vq;
+	struct shiftu_swqe *e;
+	struct ibv_qp *qp;
+
+	ASSERT_NE(NULL, cq);
+	qp = ibv_create_qp(&fake_pd, &a);
+	ASSERT_NE(NULL, qp);
+	vq = (struct shiftu_vqp *)shiftu_qp_lookup(qp);
+	ASSERT_NE(NULL, vq);
+	ASSERT_EQ(SHIFTU_RINGS_COPY, vq->rings);
+	ASSERT_EQ(0, ibv_post_send(qp, &wr, &bad));
+	e = shiftu_swqe_at(&vq->sq, vq->sq.head - 1);
+	EXPECT_EQ(0x1000, e->remote_addr);
+	EXPECT_EQ(0x4242, e->rkey);
+	EXPECT_EQ(0x0123456789abcdefULL, e->compare_add);
+	EXPECT_EQ(0xfedcba9876543210ULL, e->swap);
+	shiftu_swqe_wr(e, &w);
+	EXPECT_EQ(IBV_WR_ATOMIC_CMP_AND_SWP, w.opcode);
+	EXPECT_EQ(9, w.wr_id);
+	EXPECT_EQ(0x1000, w.wr.atomic.remote_addr);
+	EXPECT_EQ(0x4242, w.wr.atomic.rkey);
+	EXPECT_EQ(0x0123456789abcdefULL, w.wr.atomic.compare_add);
+	EXPECT_EQ(0xfedcba9876543210ULL, w.wr.atomic.swap);
+	EXPECT_EQ(1, w.num_sge);
+	EXPECT_EQ(0x11, w.sg_list[0].lkey);
+	/* an RDMA WRITE after it: wr.rdma's, as before */
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = 0x2000;
+	wr.wr.rdma.rkey = 0x77;
+	ASSERT_EQ(0, ibv_post_send(qp, &wr, &bad));
+	shiftu_swqe_wr(shiftu_swqe_at(&vq->sq, vq->sq.head - 1), &w);
+	EXPECT_EQ(0x2000, w.wr.rdma.remote_addr);
+	EXPECT_EQ(0x77, w.wr.rdma.rkey);
 }
 
 TEST_HARNESS_MAIN
