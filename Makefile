@@ -11,8 +11,8 @@
 #                     (the module's one-host tests on the other kernels,
 #                     every other test on KVER;
 #                     KERNELS=all: every test on every kernel;
-#                     TWO_LANES=2: the two-host tests in two pairs of
-#                     guests side by side)
+#                     the two-host tests in two pairs of guests side by
+#                     side, TWO_LANES=1: in one pair, after the rest)
 #   make demo         the two-host lab: a link pulled, the table changing
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
 #                     NCCL-style traffic, alone (the two-host lab; check
