@@ -9,14 +9,11 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 /* types and prototypes only: the functions come from dlsym() */
 #include <openssl/evp.h>
@@ -376,82 +373,24 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
 
 /*
  * Read the hosts file @path, which is not secret but must not be anybody's
- * to change: a regular file owned by root or the effective user, not
- * writable by group or others.  Into a malloc()ed *@out, NUL-terminated.
+ * to change (storeauth.h), into a malloc()ed *@out, NUL-terminated.
  */
 static int public_file_read(const char *path, char **out, char *why, size_t whylen)
 {
-	struct stat st;
-	ssize_t got;
-	size_t len = 0;
-	char *buf;
-	int fd, err;
+	char *buf = malloc(SHIFT_SIGN_HOSTS_FILE_MAX + 2);
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		snprintf(why, whylen, "cannot open it: %s", strerror(-err));
-		return err;
-	}
-	if (fstat(fd, &st)) {
-		err = -errno;
-		snprintf(why, whylen, "cannot stat it: %s", strerror(-err));
-		goto out_close;
-	}
-	err = -EPERM;
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(why, whylen, "not a regular file");
-		goto out_close;
-	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		snprintf(why, whylen, "owned by uid %u: it must be root's or uid %u's",
-			 (unsigned int)st.st_uid, (unsigned int)geteuid());
-		goto out_close;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(why, whylen, "mode %04o: group or others may write it (chmod go-w)",
-			 (unsigned int)(st.st_mode & 07777));
-		goto out_close;
-	}
-	if (st.st_size > SHIFT_SIGN_HOSTS_FILE_MAX) {
-		snprintf(why, whylen, "%lld bytes: more than %d", (long long)st.st_size,
-			 SHIFT_SIGN_HOSTS_FILE_MAX);
-		err = -EFBIG;
-		goto out_close;
-	}
-	err = -ENOMEM;
-	buf = malloc(SHIFT_SIGN_HOSTS_FILE_MAX + 2);
 	if (!buf) {
 		snprintf(why, whylen, "out of memory");
-		goto out_close;
+		return -ENOMEM;
 	}
-	while ((got = read(fd, buf + len, SHIFT_SIGN_HOSTS_FILE_MAX + 1 - len)) > 0)
-		len += got;
-	if (got < 0) {
-		err = -errno;
-		snprintf(why, whylen, "cannot read it: %s", strerror(-err));
-		goto out_free;
+	err = shift_public_file_read(path, buf, SHIFT_SIGN_HOSTS_FILE_MAX + 2, why, whylen);
+	if (err) {
+		free(buf);
+		return err;
 	}
-	if (len > SHIFT_SIGN_HOSTS_FILE_MAX) {
-		snprintf(why, whylen, "more than %d bytes", SHIFT_SIGN_HOSTS_FILE_MAX);
-		err = -EFBIG;
-		goto out_free;
-	}
-	if (memchr(buf, '\0', len)) {
-		snprintf(why, whylen, "it holds a NUL byte");
-		err = -EINVAL;
-		goto out_free;
-	}
-	buf[len] = '\0';
 	*out = buf;
-	close(fd);
 	return 0;
-
-out_free:
-	free(buf);
-out_close:
-	close(fd);
-	return err;
 }
 
 /* The private key in @keyfile as an EVP_PKEY in *@pkey. */

@@ -218,16 +218,21 @@ static int parse_line(char *found, unsigned int at, struct shift_auth *a, char *
 	return 0;
 }
 
-int shift_private_file_read(const char *path, char *buf, size_t size,
-			    char *why, size_t whylen)
+/*
+ * Read @path into @buf (@size bytes) after checking it: a regular file (a
+ * symbolic link is followed: a mounted secret is one; what is checked is
+ * the file read, through its descriptor) that is, when @secret, its
+ * effective user's and nobody else's to read or write, else root's or the
+ * effective user's and nobody else's to write.
+ */
+static int checked_file_read(const char *path, char *buf, size_t size, bool secret,
+			     char *why, size_t whylen)
 {
 	size_t off = 0;
 	struct stat st;
 	int fd, err;
 	ssize_t n;
 
-	/* a symbolic link is followed (a mounted secret is one): what is
-	 * checked is the file read, through its descriptor */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		err = -errno;
@@ -244,14 +249,25 @@ int shift_private_file_read(const char *path, char *buf, size_t size,
 		snprintf(why, whylen, "refused: not a regular file");
 		goto close_fd;
 	}
-	if (st.st_uid != geteuid()) {
+	if (secret && st.st_uid != geteuid()) {
 		snprintf(why, whylen, "refused: owned by uid %u, not by uid %u (this process)",
 			 (unsigned int)st.st_uid, (unsigned int)geteuid());
 		goto close_fd;
 	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+	if (!secret && st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, whylen, "refused: owned by uid %u: it must be root's or uid %u's",
+			 (unsigned int)st.st_uid, (unsigned int)geteuid());
+		goto close_fd;
+	}
+	if (secret && st.st_mode & (S_IRWXG | S_IRWXO)) {
 		snprintf(why, whylen,
 			 "refused: mode %04o lets group or others at it (chmod 600 it)",
+			 (unsigned int)(st.st_mode & 07777));
+		goto close_fd;
+	}
+	if (!secret && st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen,
+			 "refused: mode %04o: group or others may write it (chmod go-w it)",
 			 (unsigned int)(st.st_mode & 07777));
 		goto close_fd;
 	}
@@ -286,6 +302,18 @@ wipe:
 close_fd:
 	close(fd);
 	return err;
+}
+
+int shift_private_file_read(const char *path, char *buf, size_t size,
+			    char *why, size_t whylen)
+{
+	return checked_file_read(path, buf, size, true, why, whylen);
+}
+
+int shift_public_file_read(const char *path, char *buf, size_t size,
+			   char *why, size_t whylen)
+{
+	return checked_file_read(path, buf, size, false, why, whylen);
 }
 
 int shift_auth_read_file(const char *path, struct shift_auth *a, char *why,

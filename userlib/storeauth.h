@@ -83,6 +83,14 @@ int shift_private_file_read(const char *path, char *buf, size_t size,
 			    char *why, size_t whylen);
 
 /*
+ * The same for a file that is not secret but must be nobody else's to
+ * change (the hosts file of recsign.h): owned by root or the effective
+ * user, not writable by group or others.
+ */
+int shift_public_file_read(const char *path, char *buf, size_t size,
+			   char *why, size_t whylen);
+
+/*
  * The same, and then its one line that is neither empty nor a '#' comment
  * (a trailing "\r" dropped) in *@line, within @buf, and its number in
  * *@lineno.  -EINVAL when there is none or a second one, @why naming

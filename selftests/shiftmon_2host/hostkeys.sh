@@ -77,22 +77,6 @@ forged()
 	printf '%s\trxe0/1\t%s\t%s' "$H2" "$text" "$("$1" "$2" port:rxe0/1 "$text" "$3" "$seq")"
 }
 
-# no_row WHAT: host 1's page has no path row, 2 s after WHAT
-no_row()
-{
-	local rows
-	sleep 2
-	rows=$("$FTPAGE" paths)
-	[ -z "$rows" ] || { echo "$rows" | sed 's/^/# page: /'; smr_fail "$1: a path row in host 1's page"; }
-}
-
-# dropped REASON: shiftmon metrics' count of REASON on host 1
-dropped()
-{
-	"$SM" metrics | awk -v r="reason=\"$1\"" \
-		'$1 ~ /^shift_agent_records_dropped_total/ && index($1, r) { print $2 + 0 }'
-}
-
 stop_agents()
 {
 	kill "$SMR_PID1"
@@ -133,7 +117,7 @@ chmod 0664 "$HOSTS"
 if "$SM" agent --store "$SMR_STORE" --host-key-file "$K1" --hosts-file "$HOSTS" 2> "$FT_TMP/refused"; then
 	smr_fail "an agent started with a hosts file of mode 0664"
 fi
-grep -q "hosts file $HOSTS: mode 0664: group or others may write it" "$FT_TMP/refused" ||
+grep -q "hosts file $HOSTS: refused: mode 0664: group or others may write it" "$FT_TMP/refused" ||
 	{ cat "$FT_TMP/refused"; smr_fail "no refusal naming the hosts file's mode"; }
 chmod 0644 "$HOSTS"
 if "$SM" agent --store "$SMR_STORE" --host nothere --host-key-file "$K1" --hosts-file "$HOSTS" \
@@ -172,11 +156,11 @@ publish()
 	log "$1: PUBLISH shift:v1:events '$2'"
 	n=$(rcli publish shift:v1:events "$2")
 	[ "$n" -ge 1 ] || smr_fail "$1: no agent subscribed to the channel ($n)"
-	no_row "$1"
+	smr_no_row "$1"
 }
 
 sleep 1.2	# the counters reach the file at most once a second
-b0=$(dropped bad_signature) n0=$(dropped unknown_sender)
+b0=$(smr_dropped bad_signature) n0=$(smr_dropped unknown_sender)
 publish "a DOWN of $H2 signed with host 1's key" "$(forged s2 "$K1" "$H2")"
 openssl rand -hex 32 > "$FT_TMP/stranger.key"
 publish "a DOWN of $H2 signed by an unlisted host" "$(forged s2 "$FT_TMP/stranger.key" stranger)"
@@ -189,7 +173,7 @@ for why in "bad signature" "signed by stranger, whom the hosts file does not lis
 		smr_fail "host 1's agent did not drop a forgery for this: $why"
 done
 sleep 1.2
-b=$(($(dropped bad_signature) - b0)) n=$(($(dropped unknown_sender) - n0))
+b=$(($(smr_dropped bad_signature) - b0)) n=$(($(smr_dropped unknown_sender) - n0))
 [ "$b" -ge 2 ] && [ "$n" -ge 1 ] ||
 	{ "$SM" metrics | grep agent | sed 's/^/# /'; smr_fail "metrics: dropped bad_signature +$b, unknown_sender +$n"; }
 "$SM" metrics | grep -q '^shift_agent_signing 1$' || smr_fail "metrics: shift_agent_signing is not 1"

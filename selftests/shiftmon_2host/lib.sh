@@ -119,6 +119,23 @@ smr_agent_peer_start()
 		smr_fail "host 2's agent did not connect and resync"
 }
 
+# smr_no_row WHAT: host 1's page has no path row, 2 s after WHAT
+smr_no_row()
+{
+	local rows
+	sleep 2
+	rows=$("$FTPAGE" paths)
+	[ -z "$rows" ] || { echo "$rows" | sed 's/^/# page: /'; smr_fail "$1: a path row in host 1's page"; }
+}
+
+# smr_dropped REASON: shiftmon metrics' count of records host 1's agent
+# dropped for REASON (0 when none)
+smr_dropped()
+{
+	"$SM" metrics | awk -v r="reason=\"$1\"" \
+		'$1 ~ /^shift_agent_records_dropped_total/ && index($1, r) { print $2 + 0 }'
+}
+
 # smr_wait_store HOST PORT STATE [SECONDS]: the store's record of HOST's
 # PORT ("rxe0/1") has STATE.
 smr_wait_store()

@@ -40,22 +40,6 @@ forged()
 
 forge() { rcli publish shift:v1:events "$(forged "$@")" > /dev/null; }
 
-# no_row WHAT: host 1's page has no path row, 2 s after WHAT
-no_row()
-{
-	local rows
-	sleep 2
-	rows=$("$FTPAGE" paths)
-	[ -z "$rows" ] || { echo "$rows" | sed 's/^/# page: /'; smr_fail "$1: a path row in host 1's page"; }
-}
-
-# dropped REASON: shiftmon metrics' count of REASON on host 1
-dropped()
-{
-	"$SM" metrics | awk -v r="reason=\"$1\"" \
-		'$1 ~ /^shift_agent_records_dropped_total/ && index($1, r) { print $2 }'
-}
-
 # ---- control: no keys, the forgery is applied (today's behaviour)
 smr_agent_start
 smr_agent_peer_start
@@ -110,21 +94,21 @@ log "keys: a pull on $H2 put its rxe0 DOWN in host 1's page, its plug cleared it
 # unsigned, may have been dropped at host 1's resync already): today's,
 # and pinned at the largest seq
 sleep 1.2	# the counters reach the file at most once a second
-u0=$(dropped unsigned) b0=$(dropped bad_signature) w0=$(dropped wrong_sender)
+u0=$(smr_dropped unsigned) b0=$(smr_dropped bad_signature) w0=$(smr_dropped wrong_sender)
 forge
-no_row "an unsigned forgery"
+smr_no_row "an unsigned forgery"
 forge "$H2" 18446744073709551615
-no_row "an unsigned forgery at seq 2^64 - 1"
+smr_no_row "an unsigned forgery at seq 2^64 - 1"
 # the genuine DOWN with its state kept and its down count changed
 rcli publish shift:v1:events "$(printf '%s\trxe0/1\t%s' "$H2" "$real_down" |
 	awk -F'\t' 'BEGIN { OFS = "\t" } { $7 = $7 + 1; print }')" > /dev/null
-no_row "a signed record altered"
+smr_no_row "a signed record altered"
 # the genuine DOWN, replayed after the plug: older than the ACTIVE applied
 rcli publish shift:v1:events "$(printf '%s\trxe0/1\t%s' "$H2" "$real_down")" > /dev/null
-no_row "a genuine DOWN replayed"
+smr_no_row "a genuine DOWN replayed"
 # the genuine DOWN filed under another host: not the signer's port
 rcli publish shift:v1:events "$(printf 'intruder\trxe0/1\t%s' "$real_down")" > /dev/null
-no_row "host 2's record as another host's"
+smr_no_row "host 2's record as another host's"
 grep -qE "^agent: DROPPED a record of $H2 rxe[01]/1 \((event|resync)\): not signed" "$SMR_LOG1" ||
 	smr_fail "host 1's agent did not say it dropped an unsigned record"
 grep -q "^agent: DROPPED a record of intruder rxe0/1 (event): signed by $H2" "$SMR_LOG1" ||
@@ -132,8 +116,8 @@ grep -q "^agent: DROPPED a record of intruder rxe0/1 (event): signed by $H2" "$S
 [ "$(grep -c "^agent: DROPPED a record of $H2 " "$SMR_LOG1")" = 1 ] ||
 	smr_fail "host 1's agent named $H2 more than once"
 sleep 1.2	# the counters reach the file at most once a second
-u=$(($(dropped unsigned) - u0)) b=$(($(dropped bad_signature) - b0))
-w=$(($(dropped wrong_sender) - w0))
+u=$(($(smr_dropped unsigned) - u0)) b=$(($(smr_dropped bad_signature) - b0))
+w=$(($(smr_dropped wrong_sender) - w0))
 [ "$u" -ge 2 ] && [ "$b" -ge 1 ] && [ "$w" -ge 1 ] ||
 	{ "$SM" metrics | grep agent | sed 's/^/# /'; smr_fail "metrics: dropped unsigned +$u, bad_signature +$b, wrong_sender +$w"; }
 "$SM" metrics | grep -q '^shift_agent_signing 1$' || smr_fail "metrics: shift_agent_signing is not 1"
@@ -145,7 +129,7 @@ rcli sadd shift:v1:hosts intruder > /dev/null
 kill "$SMR_PID1"
 wait "$SMR_PID1" 2> /dev/null || true
 smr_agent_start --store-key-file "$KEY"
-no_row "an unsigned record in the hash of another host"
+smr_no_row "an unsigned record in the hash of another host"
 grep -q "^agent: DROPPED a record of intruder rxe0/1 (resync): not signed" "$SMR_LOG1" ||
 	smr_fail "host 1's agent did not drop intruder's record at its resync"
 log "keys: an unsigned record in the store's hash of another host was dropped at the resync"
