@@ -34,16 +34,6 @@ lu_gen_ride_setup
 
 DELAY=17000
 
-# backs TAG: how many of the two libraries logged a failback, 0 to 2
-backs()
-{
-	local n=0
-
-	grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && n=$((n + 1))
-	lu_peer_run "grep -q 'failed back from' $LU_RDIR/$1.srv.shiftu" && n=$((n + 1))
-	echo "$n"
-}
-
 # cut TAG: host 1's cable out from 3 s to 5 s; then until both sides
 # failed back once the late follow is over (70 s at most), or the client
 # gave its QP up
@@ -59,7 +49,7 @@ cut()
 		grep -q 'unprotected' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
 		if grep -q 'no word from the peer on its default QP' "$FT_TMP/$1.cli.shiftu" 2> /dev/null &&
 		   [ "$(grep -c 'failed back from' "$FT_TMP/$1.cli.shiftu")" -ge 1 ] &&
-		   [ "$(backs "$1")" = 2 ]; then
+		   [ "$(lu_backs_both "$1")" = 2 ]; then
 			break
 		fi
 		lab_nap 0.5

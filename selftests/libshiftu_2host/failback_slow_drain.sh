@@ -36,16 +36,6 @@ lu_gen_ride_setup
 
 STALL=10500
 
-# backs TAG: both libraries' failback lines, 0 to 2
-backs()
-{
-	local n=0
-
-	grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && n=$((n + 1))
-	lu_peer_run "grep -q 'failed back from' $LU_RDIR/$1.srv.shiftu" && n=$((n + 1))
-	echo "$n"
-}
-
 # cut TAG: host 1's cable out from 3 s to 5 s; then until both sides
 # failed back (45 s at most: each drain of a twin stalls 10.5 s), or one
 # gave a QP up
@@ -59,7 +49,7 @@ cut()
 	lu_cable 1 link on
 	for ((i = 0; i < 90; i++)); do
 		grep -q 'unprotected' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
-		[ "$(backs "$1")" = 2 ] && break
+		[ "$(lu_backs_both "$1")" = 2 ] && break
 		lab_nap 0.5
 	done
 	lab_nap 1

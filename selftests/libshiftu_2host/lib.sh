@@ -539,6 +539,17 @@ lu_count()
 	echo "$s"
 }
 
+# lu_backs_both TAG: how many of pair TAG's two libraries, the client's and
+# the server's, logged a failback, 0 to 2
+lu_backs_both()
+{
+	local n=0
+
+	grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && n=$((n + 1))
+	lu_peer_run "grep -q 'failed back from' $LU_RDIR/$1.srv.shiftu" && n=$((n + 1))
+	echo "$n"
+}
+
 # lu_wait_backs N SECS TAG...: until the clients' libraries of the pairs
 # TAG... logged N failbacks in all, SECS at most; TAG.fbdone (each TAG's):
 # the failbacks seen and the ms waited.  A rider that ends its run once
