@@ -1958,7 +1958,13 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
  * (late_batch(), which says it was asked).  Its message on the twin
  * answers.  Context: vq->lock held.
  */
-static void rejoin_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
+/*
+ * A request of ours to the peer through the store, "N WORD qpn psn LAST"
+ * under its fbreq key, in the pass's last batch (late_batch()).
+ * Context: vq->lock held.
+ */
+static void fbreq_put(struct shiftu_vqp *vq, const struct pass_qp *pq, const char *word,
+		      uint32_t last, enum pass_why why)
 {
 	char g[33];
 	int i;
@@ -1971,11 +1977,16 @@ static void rejoin_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	gid_hex(vq->dgid, g);
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
 		 vq->steps.rtr.dest_qp_num);
-	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u rejoin %u %u 1", ++vq->fb_seq,
-		 vq->peer.qpn, vq->peer.psn);
-	reqs[i].why = PASS_REJOIN;
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u %s %u %u %u", ++vq->fb_seq, word,
+		 vq->peer.qpn, vq->peer.psn, last);
+	reqs[i].why = why;
 	reqs[i].qi = pass_index(pq);
 	reqs[i].seq = vq->fb_seq;
+}
+
+static void rejoin_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	fbreq_put(vq, pq, "rejoin", 1, PASS_REJOIN);
 }
 
 /* Its answer.  Context: vq->lock held. */
@@ -2004,24 +2015,9 @@ static void rejoin_asked(struct shiftu_vqp *vq, const struct pass_req *r)
  */
 static void cancel_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	char g[33];
-	int i;
-
-	if (!kv_up())
-		return;
-	i = req_add(SHIFTU_KV_PUT, 0);
-	if (i < 0)
-		return;
-	gid_hex(vq->dgid, g);
-	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
-		 vq->steps.rtr.dest_qp_num);
 	/* the last word names the grant: a late cancel of an older one
 	 * finds another open, or none, and changes nothing */
-	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u cancel %u %u %u", ++vq->fb_seq,
-		 vq->peer.qpn, vq->peer.psn, vq->fb_going);
-	reqs[i].why = PASS_CANCEL;
-	reqs[i].qi = pass_index(pq);
-	reqs[i].seq = vq->fb_seq;
+	fbreq_put(vq, pq, "cancel", vq->fb_going, PASS_CANCEL);
 }
 
 /* Its answer: the wait for the peer counts from the store's.  vq->lock. */
