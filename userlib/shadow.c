@@ -1953,12 +1953,6 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 }
 
 /*
- * Our failback was cut short (shiftu_rejoin()): ask the peer, through the
- * store, to join our renewed twin, in the pass's last batch
- * (late_batch(), which says it was asked).  Its message on the twin
- * answers.  Context: vq->lock held.
- */
-/*
  * A request of ours to the peer through the store, "N WORD qpn psn LAST"
  * under its fbreq key, in the pass's last batch (late_batch()).
  * Context: vq->lock held.
@@ -1984,6 +1978,12 @@ static void fbreq_put(struct shiftu_vqp *vq, const struct pass_qp *pq, const cha
 	reqs[i].seq = vq->fb_seq;
 }
 
+/*
+ * Our failback was cut short (shiftu_rejoin()): ask the peer, through the
+ * store, to join our renewed twin, in the pass's last batch
+ * (late_batch(), which says it was asked).  Its message on the twin
+ * answers.  Context: vq->lock held.
+ */
 static void rejoin_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
 	fbreq_put(vq, pq, "rejoin", 1, PASS_REJOIN);
