@@ -162,7 +162,8 @@ int model_from(int start, const unsigned char *ops, int head, int n, int lo, int
 
 /*
  * A move's plan (move_locked(), then replay()): the sends [@from, @head)
- * of @ops outstanding but those the gap [@lo, @hi) holds, the peer's
+ * of @ops outstanding but those the gap [@lo, @hi) holds, those from
+ * @posted on held (posted by no one yet), the peer's
  * count @peer if @known; @back for a failback (MOVE_BACK), which always
  * waits for the count.  Returns the shiftu_plan_next() outcome in bits
  * 0-1, plan.atomic in bit 2, plan.count_bad in bit 3, from bit 8 on one
@@ -171,8 +172,8 @@ int model_from(int start, const unsigned char *ops, int head, int n, int lo, int
  * and in bits 24-27 the end of the gap the replay leaves (it starts at
  * @from).
  */
-int model_plan(int start, const unsigned char *ops, int from, int head, int lo, int hi,
-	       int known, uint64_t peer, int back)
+int model_plan(int start, const unsigned char *ops, int from, int posted, int head, int lo,
+	       int hi, int known, uint64_t peer, int back)
 {
 	struct shiftu_sq_gap g = gap_of(start, lo, hi);
 	struct shiftu_send_plan p;
@@ -181,8 +182,8 @@ int model_plan(int start, const unsigned char *ops, int from, int head, int lo, 
 	int k, out;
 
 	lay_out(&b, start, ops, head);
-	shiftu_plan_sends(&p, &b.r, starts[start] + from, &g, sent2_of(start, ops, head), known,
-			  peer);
+	shiftu_plan_sends(&p, &b.r, starts[start] + from, starts[start] + posted, &g,
+			  sent2_of(start, ops, head), known, peer);
 #ifdef SEED_ATOMIC
 	p.atomic = false;
 #endif

@@ -156,8 +156,8 @@ c_decl {
 	extern int model_wire(int start, int consumed);
 	extern unsigned long long model_peer(int start, int wire, const unsigned char *ops,
 					     int head);
-	extern int model_plan(int start, const unsigned char *ops, int from, int head, int lo,
-			      int hi, int known, unsigned long long peer, int back);
+	extern int model_plan(int start, const unsigned char *ops, int from, int posted, int head,
+			      int lo, int hi, int known, unsigned long long peer, int back);
 	extern int model_from(int start, const unsigned char *ops, int head, int n, int lo,
 			      int hi);
 	extern int model_hs_decide(int state, int on_twin, int on_default, int ack,
@@ -349,10 +349,16 @@ inline send_ctrl(ack)
 	hs_sent[me] = 1
 }
 
-/* the plan for the sends [k, nxt) outstanding (move_locked(), replay()); bk: a failback */
+/*
+ * The plan for the sends [k, nxt) outstanding (move_locked(), replay());
+ * bk: a failback.  Those held are posted by no one yet (posted_end()).
+ */
 inline do_plan()
 {
 	c_code { now.plan = model_plan(now.start_i, &now.op[Ppeer->me * M_L], Ppeer->k,
+				       now.state[Ppeer->me] == S_HANDSHAKE ? now.rstart[Ppeer->me] :
+				       now.state[Ppeer->me] == S_WAIT_DRAINED ? now.held[Ppeer->me] :
+				       now.nxt[Ppeer->me],
 				       now.nxt[Ppeer->me], now.glo[Ppeer->me], now.ghi[Ppeer->me],
 				       now.hs_got[Ppeer->me], now.hs_peer[Ppeer->me], Ppeer->bk); }
 }

@@ -698,6 +698,16 @@ static int post_recv_on(struct shiftu_vqp *vq, const struct shiftu_rwqe *e)
 	return vq->on_twin ? post_twin_recv(vq, e) : vq->post_recv(vq->reg.app_qp, &w, &bad);
 }
 
+/* Where the sends posted on the QP a move leaves end: held ones follow. */
+static uint64_t posted_end(const struct shiftu_vqp *vq)
+{
+	if (vq->state == SHIFTU_SEND_HANDSHAKE)
+		return vq->replay_start;
+	if (vq->state == SHIFTU_SEND_WAIT_DRAINED)
+		return vq->held_start;
+	return vq->sq.head;
+}
+
 /*
  * Whether the peer's backup rkeys that the replay of the sends from @from
  * on needs are known (as replay() would post them: those the peer
@@ -716,7 +726,8 @@ static int keys_ready(struct shiftu_vqp *vq, uint64_t from, uint32_t *rkey)
 
 	if (!vq->on_twin)
 		return 0;
-	shiftu_plan_sends(&p, &vq->sq, from, &vq->sq_gap, vq->sent2, vq->hs_got, vq->hs_peer);
+	shiftu_plan_sends(&p, &vq->sq, from, posted_end(vq), &vq->sq_gap, vq->sent2, vq->hs_got,
+			  vq->hs_peer);
 	if (p.count_bad)
 		return 0;	/* nothing is posted */
 	for (i = from; i < vq->sq.head; i++) {
@@ -804,7 +815,8 @@ static int replay(struct shiftu_vqp *vq, uint64_t from, uint64_t *replayed)
 	int ret = 0;
 
 	*replayed = 0;
-	shiftu_plan_sends(&p, &vq->sq, from, &vq->sq_gap, vq->sent2, vq->hs_got, vq->hs_peer);
+	shiftu_plan_sends(&p, &vq->sq, from, posted_end(vq), &vq->sq_gap, vq->sent2, vq->hs_got,
+			  vq->hs_peer);
 	if (p.count_bad)
 		shiftu_warn("qp %u: the peer says it has received %" PRIu64 " messages, but we sent %" PRIu64 ": nothing replayed",
 			    vq->reg.app_qp->qp_num, vq->hs_peer, vq->sent2);
@@ -1153,16 +1165,6 @@ static int polls_open(struct shiftu_vqp *vq, const char *why, bool *held)
 	return 0;
 }
 
-/* Where the sends posted on the QP a move leaves end: held ones follow. */
-static uint64_t posted_end(const struct shiftu_vqp *vq)
-{
-	if (vq->state == SHIFTU_SEND_HANDSHAKE)
-		return vq->replay_start;
-	if (vq->state == SHIFTU_SEND_WAIT_DRAINED)
-		return vq->held_start;
-	return vq->sq.head;
-}
-
 /*
  * Move @vq's work as @kind says: stop and drain the QP it leaves, repost
  * the receives it held on the other, tell the peer our receive count there,
@@ -1387,7 +1389,9 @@ static enum fo_result move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 			goto dead;
 		}
 	}
-	shiftu_plan_sends(&plan, &vq->sq, start, &vq->sq_gap, vq->sent2, vq->hs_got, vq->hs_peer);
+	/* an atomic held, never posted, is no atomic in flight */
+	shiftu_plan_sends(&plan, &vq->sq, start, end, &vq->sq_gap, vq->sent2, vq->hs_got,
+			  vq->hs_peer);
 	atomic = plan.atomic;
 	if (atomic) {
 		shiftu_warn("qp %u on %s: %s with an atomic outstanding: not replayed, the application gets the errors",

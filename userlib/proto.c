@@ -22,8 +22,8 @@ bool shiftu_posted_from(struct shiftu_ring *sq, const struct shiftu_sq_gap *gap,
 }
 
 void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint64_t from,
-		       const struct shiftu_sq_gap *gap, uint64_t sent2, bool peer_known,
-		       uint64_t peer)
+		       uint64_t posted, const struct shiftu_sq_gap *gap, uint64_t sent2,
+		       bool peer_known, uint64_t peer)
 {
 	uint64_t i;
 
@@ -38,7 +38,7 @@ void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint6
 		/* completed already: its message counts in the cut below */
 		if (shiftu_gap_holds(gap, i, e->opcode))
 			continue;
-		p->atomic |= shiftu_op_atomic(e->opcode);
+		p->atomic |= shiftu_op_atomic(e->opcode) && shiftu_seq64_lt(i, posted);
 		if (!shiftu_op_two_sided(e->opcode))
 			continue;
 		p->two_sided = true;

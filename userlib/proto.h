@@ -99,7 +99,7 @@ struct shiftu_send_plan {
 	uint64_t cut;		/* [from, cut) executed at the peer */
 	struct shiftu_sq_gap gap;	/* what was on no QP before the move */
 	struct shiftu_sq_gap next;	/* ... and after its replay */
-	bool atomic;		/* an atomic among them */
+	bool atomic;		/* an atomic among them that was posted */
 	bool two_sided;		/* a message among them */
 	bool peer_known;	/* the cut is from the peer's count */
 	bool count_bad;		/* that count is beyond what was sent */
@@ -107,7 +107,9 @@ struct shiftu_send_plan {
 
 /*
  * Survey the sends outstanding, entries [@from, @sq->head) of @sq but
- * those @gap holds, of a QP that has sent @sent2 messages in all.  With
+ * those @gap holds, of a QP that has sent @sent2 messages in all.  Those
+ * from @posted on were held, never posted (posted_end(), failover.c): an
+ * atomic among them goes for the first time, it is in flight nowhere.  With
  * @peer_known, @peer is the peer's count of messages received (64 bits,
  * extended from the wire's 31: serial.h), and the cut follows the last
  * message it covers; a count beyond @sent2 is bad (the peer cannot have
@@ -115,8 +117,8 @@ struct shiftu_send_plan {
  * known to have executed.
  */
 void shiftu_plan_sends(struct shiftu_send_plan *p, struct shiftu_ring *sq, uint64_t from,
-		       const struct shiftu_sq_gap *gap, uint64_t sent2, bool peer_known,
-		       uint64_t peer) SHIFTU_HIDDEN;
+		       uint64_t posted, const struct shiftu_sq_gap *gap, uint64_t sent2,
+		       bool peer_known, uint64_t peer) SHIFTU_HIDDEN;
 
 /* What a move does with its outstanding sends. */
 enum shiftu_sends_next {

@@ -5,12 +5,15 @@
  *
  * Every sequence of up to MAX_OUT outstanding sends over five opcodes
  * (WRITE, WRITE_WITH_IMM, SEND, READ, FETCH_AND_ADD), every prefix of it
- * the peer executed before the failure (RC executes in order), the
+ * posted (the rest held while the QP waited, posted by no one yet), every
+ * prefix of those the peer executed before the failure (RC executes in
+ * order), the
  * peer's count known or not, the count through the wire's 31 bits as the
  * library reads it, and the counts and ring places starting just below
  * each wrap (2^31, 2^32, 2^64).  Against each the guarantees:
  *
- *   - an atomic outstanding: nothing replayed, the errors go up;
+ *   - an atomic posted and outstanding: nothing replayed, the errors go
+ *     up; one held goes like any other request;
  *   - none lost: every request the peer did not execute is replayed;
  *   - none twice: no request before the last message the peer received
  *     is replayed (a READ excepted, whose response may be what was lost),
@@ -100,11 +103,12 @@ static uint64_t lay_out(struct ring_buf *b, unsigned int seq, int n, uint64_t fr
 }
 
 /*
- * One case: the peer executed the first @k of the @n laid out; the
- * library knows its count or not.  Returns the number of guarantees
- * broken (each said on stderr).
+ * One case: the first @posted of the @n laid out were posted, the rest
+ * held (an atomic among those is in flight nowhere); the peer executed
+ * the first @k of them; the library knows its count or not.  Returns the
+ * number of guarantees broken (each said on stderr).
  */
-static int one_case(struct ring_buf *b, int n, int k, uint64_t from, uint64_t sent0,
+static int one_case(struct ring_buf *b, int n, int posted, int k, uint64_t from, uint64_t sent0,
 		    uint64_t sent2, bool known)
 {
 	struct shiftu_send_plan p;
@@ -116,7 +120,7 @@ static int one_case(struct ring_buf *b, int n, int k, uint64_t from, uint64_t se
 	for (i = 0; i < n; i++) {
 		const struct shiftu_swqe *e = shiftu_swqe_at(&b->r, from + i);
 
-		atomic |= shiftu_op_atomic(e->opcode);
+		atomic |= shiftu_op_atomic(e->opcode) && i < posted;
 		msg |= shiftu_op_two_sided(e->opcode);
 		if (i < k && shiftu_op_two_sided(e->opcode)) {
 			peer++;
@@ -130,7 +134,7 @@ static int one_case(struct ring_buf *b, int n, int k, uint64_t from, uint64_t se
 			(unsigned long long)got);
 		return 1;
 	}
-	shiftu_plan_sends(&p, &b->r, from, &nogap, sent2, known, got);
+	shiftu_plan_sends(&p, &b->r, from, from + posted, &nogap, sent2, known, got);
 	next = shiftu_plan_next(&p, false, false);
 	if (atomic) {
 		if (next != SHIFTU_SENDS_GIVE_UP) {
@@ -138,6 +142,10 @@ static int one_case(struct ring_buf *b, int n, int k, uint64_t from, uint64_t se
 			bad++;
 		}
 		return bad;
+	}
+	if (next == SHIFTU_SENDS_GIVE_UP) {
+		fprintf(stderr, "no atomic was posted, and the sends are given up\n");
+		return 1;
 	}
 	if (p.count_bad) {
 		fprintf(stderr, "a count of %#llx taken for bad after %#llx sent\n",
@@ -174,15 +182,15 @@ static int one_case(struct ring_buf *b, int n, int k, uint64_t from, uint64_t se
 }
 
 /* the sequence and the case, when one fails */
-static void say_case(unsigned int seq, int n, int k, uint64_t start, bool known)
+static void say_case(unsigned int seq, int n, int posted, int k, uint64_t start, bool known)
 {
 	char s[MAX_OUT * 3 + 1] = "";
 	int i;
 
 	for (i = 0; i < n; i++, seq /= N_OPS)
 		snprintf(s + strlen(s), sizeof(s) - strlen(s), "%s%u", i ? "," : "", ops[seq % N_OPS]);
-	fprintf(stderr, "  in: opcodes [%s], %d executed, start %#llx, count %s\n", s, k,
-		(unsigned long long)start, known ? "known" : "not known");
+	fprintf(stderr, "  in: opcodes [%s], %d posted, %d executed, start %#llx, count %s\n", s,
+		posted, k, (unsigned long long)start, known ? "known" : "not known");
 }
 
 TEST(every_case)
@@ -191,24 +199,24 @@ TEST(every_case)
 	struct ring_buf b;
 	unsigned int seq, n_seq = 1;
 	size_t s;
-	int n, k;
+	int n, k, posted, known;
 
 	for (n = 0; n <= MAX_OUT; n++, n_seq *= N_OPS)
 		for (seq = 0; seq < n_seq; seq++)
 			for (s = 0; s < sizeof(starts) / sizeof(starts[0]); s++)
-				for (k = 0; k <= n; k++) {
-					uint64_t from = starts[s], sent0 = starts[s], sent2;
-					int known;
+				for (posted = 0; posted <= n; posted++)
+					for (k = 0; k <= posted; k++)
+						for (known = 0; known < 2; known++) {
+							uint64_t from = starts[s], sent2;
 
-					for (known = 0; known < 2; known++) {
-						sent2 = lay_out(&b, seq, n, from, sent0);
-						cases++;
-						if (one_case(&b, n, k, from, sent0, sent2, known)) {
+							sent2 = lay_out(&b, seq, n, from, from);
+							cases++;
+							if (!one_case(&b, n, posted, k, from, from, sent2,
+								      known))
+								continue;
 							if (failed++ < 5)
-								say_case(seq, n, k, starts[s], known);
+								say_case(seq, n, posted, k, from, known);
 						}
-					}
-				}
 	fprintf(stderr, "# %lu cases, %lu broke a guarantee\n", cases, failed);
 	EXPECT_EQ(0, failed);
 }
@@ -227,12 +235,12 @@ TEST(count_beyond_sent)
 
 		ASSERT_EQ(starts[s] + 2, sent2);
 		for (d = 0; d <= 2; d++) {
-			shiftu_plan_sends(&p, &b.r, starts[s], &nogap, sent2, true, sent2 - d);
+			shiftu_plan_sends(&p, &b.r, starts[s], b.r.head, &nogap, sent2, true, sent2 - d);
 			EXPECT_FALSE(p.count_bad);
 			EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
 		}
 		for (d = 1; d <= 3; d++) {
-			shiftu_plan_sends(&p, &b.r, starts[s], &nogap, sent2, true, sent2 + d);
+			shiftu_plan_sends(&p, &b.r, starts[s], b.r.head, &nogap, sent2, true, sent2 + d);
 			EXPECT_TRUE(p.count_bad);
 			EXPECT_EQ(SHIFTU_SENDS_GIVE_UP, shiftu_plan_next(&p, false, false));
 		}
@@ -276,7 +284,7 @@ static int second_move(struct ring_buf *b, const struct shiftu_send_plan *p0, co
 			(unsigned long long)want);
 		return 1;
 	}
-	shiftu_plan_sends(&p, &b->r, start, &p0->next, sent2, true, peer2);
+	shiftu_plan_sends(&p, &b->r, start, b->r.head, &p0->next, sent2, true, peer2);
 	if (shiftu_plan_next(&p, false, true) != SHIFTU_SENDS_REPLAY) {
 		fprintf(stderr, "the count known, the second move does not replay\n");
 		return 1;
@@ -338,7 +346,7 @@ TEST(two_moves)
 					sent2 = lay_out(&b, seq, n, from, from);
 					for (peer1 = from, i = 0; i < (uint64_t)k; i++)
 						peer1 += shiftu_op_two_sided(shiftu_swqe_at(&b.r, from + i)->opcode);
-					shiftu_plan_sends(&p, &b.r, from, &nogap, sent2, true, peer1);
+					shiftu_plan_sends(&p, &b.r, from, b.r.head, &nogap, sent2, true, peer1);
 					memset(done, 0, sizeof(done));
 					for (n_p = 0, i = from; i != b.r.head; i++)
 						if (shiftu_plan_replays(&p, i, shiftu_swqe_at(&b.r, i)->opcode))
@@ -352,7 +360,7 @@ TEST(two_moves)
 									 from, sent2, peer1))
 								continue;
 							if (failed++ < 5)
-								say_case(seq, n, k, from, true);
+								say_case(seq, n, n, k, from, true);
 						}
 				}
 		}
@@ -368,16 +376,16 @@ TEST(ask_and_back_wait)
 	struct ring_buf b;
 
 	lay_out(&b, 0, 1, 5, 5);	/* one WRITE */
-	shiftu_plan_sends(&p, &b.r, 5, &nogap, 5, false, 0);
+	shiftu_plan_sends(&p, &b.r, 5, b.r.head, &nogap, 5, false, 0);
 	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
 	EXPECT_EQ(SHIFTU_SENDS_HOLD, shiftu_plan_next(&p, true, false));
 	EXPECT_EQ(SHIFTU_SENDS_HOLD, shiftu_plan_next(&p, false, true));
-	shiftu_plan_sends(&p, &b.r, 5, &nogap, 5, true, 5);
+	shiftu_plan_sends(&p, &b.r, 5, b.r.head, &nogap, 5, true, 5);
 	EXPECT_EQ(SHIFTU_SENDS_HOLD, shiftu_plan_next(&p, true, false));
 	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, true));
 	/* nothing outstanding */
 	lay_out(&b, 0, 0, 5, 5);
-	shiftu_plan_sends(&p, &b.r, 5, &nogap, 5, false, 0);
+	shiftu_plan_sends(&p, &b.r, 5, b.r.head, &nogap, 5, false, 0);
 	EXPECT_EQ(SHIFTU_SENDS_REPLAY, shiftu_plan_next(&p, false, false));
 	EXPECT_EQ(5, p.cut);
 }
