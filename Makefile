@@ -11,8 +11,10 @@
 #                     (the module's one-host tests on the other kernels,
 #                     every other test on KVER;
 #                     KERNELS=all: every test on every kernel;
-#                     the two-host tests in two pairs of guests side by
-#                     side, TWO_LANES=1: in one pair, after the rest)
+#                     the one-host tests in one guest beside the two-host
+#                     tests in two pairs of guests, TWO_LANES=1: in one
+#                     pair, after the rest; the many-QP rides 2 rounds
+#                     each, MANY_ROUNDS=N)
 #   make demo         the two-host lab: a link pulled, the table changing
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
 #                     NCCL-style traffic, alone (the two-host lab; check
@@ -24,7 +26,7 @@
 #                     FT_FUZZ_SEED=S replays a run, KVER=... picks the kernel
 #   make many         libshiftu with many QPs and processes through pulls,
 #                     five rounds each, alone (the two-host lab, about 10
-#                     minutes; check runs them too): ib_write_bw -q 16,
+#                     minutes; check runs two rounds each): ib_write_bw -q 16,
 #                     shiftgen -P 64, eight ib_write_bw pairs started together
 #   make soak         libshiftu through 1000 faults (rail-0 pulls, silent
 #                     drops, 50-500 ms flaps, rail-1 pulls) under checked
@@ -74,7 +76,7 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 # the one-host tests check runs on every installed kernel other than KVER
 LAB_KMOD_DIRS := selftests/shift_ft
 
-export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS KERNELS TWO_LANES
+export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS KERNELS TWO_LANES MANY_ROUNDS
 
 .PHONY: all module tools lib selftests kselftest ynl check deps unit lab dkms-test torture \
 	fuzz soak demo bench many install dkms-install style clean version

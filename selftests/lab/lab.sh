@@ -39,6 +39,7 @@
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
 # info), TORTURE_PULLS, SOAK_FAULTS and SOAK_CONNS (the soak scenario's),
+# MANY_ROUNDS (the many_*.sh rides' rounds, default 5),
 # BENCH_STEPS (bench.sh's steps, default all) and
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
 # FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's) are passed on to the
@@ -520,7 +521,7 @@ scenario_env()
 	local v
 
 	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS LIBSHIFTU LIBSHIFTU_TEST; do
+		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS MANY_ROUNDS LIBSHIFTU LIBSHIFTU_TEST; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

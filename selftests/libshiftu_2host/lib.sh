@@ -279,6 +279,14 @@ lu_gen_ride_setup()
 	lu_ride_setup "$GEN"
 }
 
+# lu_rounds: ROUNDS, the many-QP rides' rounds: MANY_ROUNDS, default 5
+# (make check sets 2; `make many` runs the default).
+lu_rounds()
+{
+	ROUNDS=${MANY_ROUNDS:-5}
+	[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || fail "MANY_ROUNDS=$ROUNDS: a number of rounds, 1 or more"
+}
+
 # lu_require_netem: tc with the netem qdisc, else the test skips; host 1's
 # rail 0 loses its qdisc when the test ends.
 lu_require_netem()

@@ -5,7 +5,7 @@
 # (64 connections of checked write_imm traffic, one QP each, one thread
 # each, one device context) with libshiftu on both hosts, through host 1's
 # rail 0 pulled for about 10 s once all 64 twins are ready (how soon that
-# is, bench.sh measures), five rounds in a row.  Each round
+# is, bench.sh measures), MANY_ROUNDS (default 5) rounds in a row.  Each round
 # exits 0 on both sides, the server counts no lost, duplicated, reordered
 # or corrupt message and no error on any connection, each of the 64 QPs
 # fails over and back, neither library logs a warning, and rail 1 carries
@@ -27,7 +27,7 @@ GEN=$LU_DIR/shiftgen
 # after the repair, most of it waiting for the store.
 SMR_REDIS_NICE=-10
 lu_gen_ride_setup
-ROUNDS=5
+lu_rounds
 P=64
 FB_SECS=150
 # 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins.

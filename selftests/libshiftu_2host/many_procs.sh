@@ -3,7 +3,7 @@
 # Proves: eight processes started together, each with its own QP and
 # libshiftu on both hosts, all connect and all ride one pull of host 1's
 # rail 0 (1 s after all eight QPs are protected, for about 3 s; 5 s after
-# the start without the library), five rounds in a row, each run ended
+# the start without the library), MANY_ROUNDS (default 5) rounds in a row, each run ended
 # once all eight are back (lu_end): every ib_write_bw
 # pair exits 0 with its result line, its QP failed over and back, its
 # library logged no warning (none left its QP unprotected: eight pollers
@@ -19,7 +19,7 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 lu_ride_setup ib_write_bw
-ROUNDS=5
+lu_rounds
 N=8
 # 40 s bounds a run: each ends once the N clients' QPs are all back
 # (lu_end), or without the library 4.5 s after the repair.  The QPs are

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Proves: a process with many QPs, as NCCL has, rides a pull with every QP:
 # ib_write_bw -q 16 with libshiftu on both hosts rides host 1's rail 0
-# pulled 5 s in, five rounds in a row: every run exits 0 with its result
+# pulled 5 s in, MANY_ROUNDS (default 5) rounds in a row: every run exits 0 with its result
 # line, each of its 16 QPs fails over and back, neither library logs a
 # warning, and rail 1 carries the traffic during the outage.  The
 # control, the same run without the library, leaves rail 1 idle.  The
@@ -29,7 +29,7 @@ set -e
 # the 16 QPs asked to fail back too late for the run's end.
 SMR_REDIS_NICE=-10
 lu_ride_setup ib_write_bw
-ROUNDS=5
+lu_rounds
 Q=16
 # WRITEs of 16 KiB (16 packets each), perftest's 128 outstanding on each
 # QP as with its default 64 KiB, so as many requests replayed in a move:
