@@ -7,6 +7,7 @@
  * Context: any thread, may sleep (the key file, dlopen).  No logging:
  * libshiftu and shiftmon each say what went wrong their way.
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -459,17 +460,98 @@ static int pub_cmp(const void *a, const void *b)
 		      ((const struct shift_sign_pub *)b)->host);
 }
 
-/* One line "HOST HEX" of the hosts file into @p. */
+/*
+ * A hosts file's GID @s, "ADDR[/LEN]", into @n: IPv6, or IPv4 for its
+ * IPv4-mapped GID.  0 or -EINVAL.
+ */
+static int gidnet_parse(const char *gid, struct shift_sign_gidnet *n)
+{
+	char s[INET6_ADDRSTRLEN + 5], *slash, *end;
+	unsigned int i, max = 128;
+	unsigned long len;
+	struct in_addr v4;
+
+	if (strlen(gid) >= sizeof(s))
+		return -EINVAL;
+	strcpy(s, gid);
+	slash = strchr(s, '/');
+	if (slash)
+		*slash = '\0';
+	memset(n, 0, sizeof(*n));
+	if (inet_pton(AF_INET, s, &v4) == 1) {
+		n->addr[10] = n->addr[11] = 0xff;
+		memcpy(&n->addr[12], &v4, 4);
+		max = 32;
+	} else if (inet_pton(AF_INET6, s, n->addr) != 1) {
+		return -EINVAL;
+	}
+	len = max;
+	if (slash) {
+		errno = 0;
+		len = strtoul(slash + 1, &end, 10);
+		if (errno || end == slash + 1 || *end || slash[1] == '+' || slash[1] == '-' ||
+		    len > max)
+			return -EINVAL;
+	}
+	n->len = len + (128 - max);
+	/* the bits past the prefix: a host bit set is a typo, not a prefix */
+	for (i = n->len; i < 128; i++)
+		if (n->addr[i / 8] & (0x80 >> (i % 8)))
+			return -EINVAL;
+	return 0;
+}
+
+static bool gidnet_has(const struct shift_sign_gidnet *n, const uint8_t *gid)
+{
+	unsigned int full = n->len / 8, rest = n->len % 8;
+
+	if (memcmp(n->addr, gid, full))
+		return false;
+	return !rest || !((n->addr[full] ^ gid[full]) & (uint8_t)(0xff00 >> rest));
+}
+
+/* The GIDs after a host's key, @rest of its line @no, into @p. */
+static int hosts_gids(char *rest, unsigned int no, struct shift_sign_pub *p, char *why,
+		      size_t whylen)
+{
+	char *tok;
+
+	while ((tok = strtok_r(NULL, " \t", &rest))) {
+		if (p->ngid == SHIFT_SIGN_HOST_GIDS_MAX) {
+			snprintf(why, whylen, "line %u: more than %d GIDs for %s", no,
+				 SHIFT_SIGN_HOST_GIDS_MAX, p->host);
+			return -EINVAL;
+		}
+		if (!p->gid) {
+			p->gid = calloc(SHIFT_SIGN_HOST_GIDS_MAX, sizeof(*p->gid));
+			if (!p->gid) {
+				snprintf(why, whylen, "out of memory");
+				return -ENOMEM;
+			}
+		}
+		if (gidnet_parse(tok, &p->gid[p->ngid])) {
+			snprintf(why, whylen, "line %u: '%.64s' is not a GID (IPv6 or IPv4, with an optional /LEN and no bit set past it)",
+				 no, tok);
+			return -EINVAL;
+		}
+		p->ngid++;
+	}
+	return 0;
+}
+
+/* One line "HOST HEX [GID ...]" of the hosts file into @p. */
 static int hosts_line(char *line, unsigned int no, struct shift_sign_pub *p, char *why,
 		      size_t whylen)
 {
 	uint8_t pub[SHIFT_SIGN_ED25519_LEN];
 	char *host, *hex, *rest;
+	int err;
 
+	memset(p, 0, sizeof(*p));
 	host = strtok_r(line, " \t", &rest);
 	hex = strtok_r(NULL, " \t", &rest);
-	if (!hex || strtok_r(NULL, " \t", &rest)) {
-		snprintf(why, whylen, "line %u: not \"HOST PUBLIC-KEY\"", no);
+	if (!hex) {
+		snprintf(why, whylen, "line %u: not \"HOST PUBLIC-KEY [GID ...]\"", no);
 		return -EINVAL;
 	}
 	if (!shift_sign_sender_ok(host)) {
@@ -483,12 +565,21 @@ static int hosts_line(char *line, unsigned int no, struct shift_sign_pub *p, cha
 		return -EINVAL;
 	}
 	snprintf(p->host, sizeof(p->host), "%s", host);
+	err = hosts_gids(rest, no, p, why, whylen);
+	if (err)
+		goto out_free;
 	p->pkey = crypto.new_pub(EVP_PKEY_ED25519, NULL, pub, sizeof(pub));
 	if (!p->pkey) {
 		snprintf(why, whylen, "line %u: libcrypto refused %s's key", no, host);
-		return -EINVAL;
+		err = -EINVAL;
+		goto out_free;
 	}
 	return 0;
+
+out_free:
+	free(p->gid);
+	p->gid = NULL;
+	return err;
 }
 
 /* Every line of the hosts file @buf into @h. */
@@ -593,14 +684,32 @@ out_clear:
 	return err;
 }
 
+bool shift_sign_host_gid_ok(const struct shift_sign_hosts *h, const char *host,
+			    const uint8_t *gid)
+{
+	const struct shift_sign_pub *p = host_find(h, host);
+	unsigned int i;
+
+	if (!p)
+		return false;
+	if (!p->ngid)
+		return true;
+	for (i = 0; i < p->ngid; i++)
+		if (gidnet_has(&p->gid[i], gid))
+			return true;
+	return false;
+}
+
 void shift_sign_hosts_clear(struct shift_sign_hosts *h)
 {
 	unsigned int i;
 
 	if (h->priv)
 		crypto.pkey_free(h->priv);
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
 		crypto.pkey_free(h->pub[i].pkey);
+		free(h->pub[i].gid);
+	}
 	free(h->pub);
 	memset(h, 0, sizeof(*h));
 }

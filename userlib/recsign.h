@@ -130,10 +130,16 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
  * an Ed25519 seed, RFC 8032; "openssl rand -hex 32" writes one); every
  * host reads the cluster's public keys from a hosts file, which anybody
  * may read but only its owner (root or the effective user) may write:
- * lines "HOST HEX", HOST a SENDER above and HEX the 64 hex digits of its
- * raw Ed25519 public key ("shiftmon host-key FILE" prints a host's line),
- * '#' comments and empty lines ignored.  A host must be listed once, and
- * the reader's own entry must be the public key of its private key.
+ * lines "HOST HEX [GID ...]", HOST a SENDER above and HEX the 64 hex
+ * digits of its raw Ed25519 public key ("shiftmon host-key FILE" prints a
+ * host's line), '#' comments and empty lines ignored.  A host must be
+ * listed once, and the reader's own entry must be the public key of its
+ * private key.  The GIDs, if any, are those the host may name in its
+ * records, each an address with an optional prefix length: IPv6
+ * ("fe80::5054:ff:fe12:3401", "fd00:1::/64") or IPv4, which stands for
+ * its IPv4-mapped GID ("10.0.0.2", "10.0.0.0/24" as ::ffff:10.0.0.0/120),
+ * SHIFT_SIGN_HOST_GIDS_MAX at most; a host listed without any may name
+ * any GID (shift_sign_host_gid_ok()).
  *
  *	s2/SENDER/SEQ/SIG
  *
@@ -149,9 +155,18 @@ int shift_sign_check(const struct shift_sign_key *k, const char *name,
 #define SHIFT_SIGN_HOST_TAG_MAX	(1 + 3 + SHIFT_SIGN_SENDER_MAX - 1 + 1 + 16 + 1 + \
 				 2 * SHIFT_SIGN_SIG_LEN)
 
+#define SHIFT_SIGN_HOST_GIDS_MAX	64	/* GIDs or prefixes on a host's line */
+
+struct shift_sign_gidnet {
+	uint8_t addr[16];		/* the prefix, the bits past it zero */
+	uint8_t len;			/* its length in bits, 0-128 */
+};
+
 struct shift_sign_pub {
 	char host[SHIFT_SIGN_SENDER_MAX];
 	void *pkey;			/* libcrypto's EVP_PKEY, to verify */
+	unsigned int ngid;		/* 0: any GID */
+	struct shift_sign_gidnet *gid;
 };
 
 struct shift_sign_hosts {
@@ -171,6 +186,14 @@ struct shift_sign_hosts {
  */
 int shift_sign_hosts_read(const char *keyfile, const char *hostsfile, const char *self,
 			  struct shift_sign_hosts *h, char *why, size_t whylen);
+
+/*
+ * Whether @host may name @gid (16 bytes) in its records: its line in the
+ * hosts file lists no GID, or one of them covers @gid.  False for a host
+ * not listed.
+ */
+bool shift_sign_host_gid_ok(const struct shift_sign_hosts *h, const char *host,
+			    const uint8_t *gid);
 
 /* Free what shift_sign_hosts_read() made; @h is then unset. */
 void shift_sign_hosts_clear(struct shift_sign_hosts *h);

@@ -17,6 +17,7 @@
  * forks).
  */
 #define _GNU_SOURCE		/* nftw */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -485,6 +486,95 @@ TEST_F(hostsign, schemes_apart)
 }
 
 /* The hosts file: anybody's to read, only its owner's to write; each host once. */
+/* hosts_read() with the hosts file's @line for hostA (the key first), into @h */
+static int gids_read(const char *tmp, const char *akey, const char *apub, const char *gids,
+		     struct shift_sign_hosts *h, char *why, size_t whylen)
+{
+	char text[4096], p[PATH_MAX];
+	int err;
+
+	snprintf(text, sizeof(text), "hostA %s %s\nhostB %s\n", apub, gids,
+		 "0000000000000000000000000000000000000000000000000000000000000000");
+	err = key_file(tmp, "gids", text, 0644, p, sizeof(p));
+	if (err)
+		return err;
+	err = shift_sign_hosts_read(akey, p, "hostA", h, why, whylen);
+	unlink(p);
+	return err;
+}
+
+static bool gid_ok(const struct shift_sign_hosts *h, const char *host, const char *gid)
+{
+	uint8_t g[16];
+
+	if (inet_pton(AF_INET6, gid, g) != 1)
+		return false;
+	return shift_sign_host_gid_ok(h, host, g);
+}
+
+/* A host's line gives it the GIDs it may name; a line without any, every GID. */
+TEST_F(hostsign, gids)
+{
+	struct shift_sign_hosts h;
+	char why[320], many[64 * 20] = "";
+	int i;
+
+	ASSERT_EQ(0, gids_read(self->tmp, self->akey, self->apub,
+			       "10.0.0.1 10.0.1.0/24\tfe80::5054:ff:fe00:101 fd00:1::/64 ::ffff:10.9.0.0/112",
+			       &h, why, sizeof(why))) TH_LOG("%s", why);
+	EXPECT_TRUE(gid_ok(&h, "hostA", "::ffff:10.0.0.1"));
+	EXPECT_FALSE(gid_ok(&h, "hostA", "::ffff:10.0.0.2"));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "::ffff:10.0.1.0"));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "::ffff:10.0.1.255"));
+	EXPECT_FALSE(gid_ok(&h, "hostA", "::ffff:10.0.2.1"));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "fe80::5054:ff:fe00:101"));
+	EXPECT_FALSE(gid_ok(&h, "hostA", "fe80::5054:ff:fe00:201"));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "fd00:1::abcd"));
+	EXPECT_FALSE(gid_ok(&h, "hostA", "fd00:2::abcd"));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "::ffff:10.9.255.255"));
+	/* an IPv4 address is its IPv4-mapped GID only */
+	EXPECT_FALSE(gid_ok(&h, "hostA", "::10.0.0.1"));
+	/* hostB lists none: any; a host not listed: none */
+	EXPECT_TRUE(gid_ok(&h, "hostB", "::ffff:10.0.0.1"));
+	EXPECT_FALSE(gid_ok(&h, "hostC", "::ffff:10.0.0.1"));
+	shift_sign_hosts_clear(&h);
+
+	/* /0 and a prefix length not on a byte */
+	ASSERT_EQ(0, gids_read(self->tmp, self->akey, self->apub, "10.0.0.0/31 fe80::/10",
+			       &h, why, sizeof(why))) TH_LOG("%s", why);
+	EXPECT_TRUE(gid_ok(&h, "hostA", "::ffff:10.0.0.1"));
+	EXPECT_FALSE(gid_ok(&h, "hostA", "::ffff:10.0.0.2"));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "febf::1"));
+	EXPECT_FALSE(gid_ok(&h, "hostA", "fec0::1"));
+	shift_sign_hosts_clear(&h);
+	ASSERT_EQ(0, gids_read(self->tmp, self->akey, self->apub, "::/0", &h, why, sizeof(why)));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "2001:db8::1"));
+	shift_sign_hosts_clear(&h);
+
+	/* refused, each named */
+	static const char *const bad[] = {
+		"10.0.0.1/33", "fe80::/129", "10.0.0.1/24", "fe80::1/64", "10.0.0.256",
+		"10.0.0.1/", "10.0.0.1/x", "10.0.0.1/-1", "10.0.0.1/+8", "host2",
+		"10.0.0.1/4294967328",
+	};
+	for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		EXPECT_EQ(-EINVAL, gids_read(self->tmp, self->akey, self->apub, bad[i], &h, why,
+					     sizeof(why))) TH_LOG("%s", bad[i]);
+		EXPECT_NE(NULL, strstr(why, "line 1: '")) TH_LOG("%s: %s", bad[i], why);
+		EXPECT_NE(NULL, strstr(why, "' is not a GID")) TH_LOG("%s: %s", bad[i], why);
+		EXPECT_FALSE(h.set);
+	}
+	for (i = 0; i < SHIFT_SIGN_HOST_GIDS_MAX; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), " 10.1.%d.1", i);
+	ASSERT_EQ(0, gids_read(self->tmp, self->akey, self->apub, many, &h, why, sizeof(why)));
+	EXPECT_TRUE(gid_ok(&h, "hostA", "::ffff:10.1.63.1"));
+	shift_sign_hosts_clear(&h);
+	strcat(many, " 10.2.0.1");
+	EXPECT_EQ(-EINVAL, gids_read(self->tmp, self->akey, self->apub, many, &h, why,
+				     sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "line 1: more than 64 GIDs for hostA")) TH_LOG("%s", why);
+}
+
 TEST_F(hostsign, hosts_file_refused)
 {
 	struct shift_sign_hosts h;
@@ -516,7 +606,11 @@ TEST_F(hostsign, hosts_file_refused)
 	snprintf(text, sizeof(text), "hostA %s extra\n", self->apub);
 	ASSERT_EQ(0, key_file(self->tmp, "h5", text, 0644, p, sizeof(p)));
 	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
-	EXPECT_NE(NULL, strstr(why, "line 1: not \"HOST PUBLIC-KEY\""));
+	EXPECT_NE(NULL, strstr(why, "line 1: 'extra' is not a GID")) TH_LOG("%s", why);
+	snprintf(text, sizeof(text), "hostA\n");
+	ASSERT_EQ(0, key_file(self->tmp, "h7", text, 0644, p, sizeof(p)));
+	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));
+	EXPECT_NE(NULL, strstr(why, "line 1: not \"HOST PUBLIC-KEY [GID ...]\""));
 	snprintf(text, sizeof(text), "host/A %s\n", self->apub);
 	ASSERT_EQ(0, key_file(self->tmp, "h6", text, 0644, p, sizeof(p)));
 	EXPECT_EQ(-EINVAL, shift_sign_hosts_read(self->akey, p, "hostA", &h, why, sizeof(why)));

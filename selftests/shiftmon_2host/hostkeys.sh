@@ -7,7 +7,10 @@
 # drops it (bad_signature) and its page keeps no row; signed as a host the
 # hosts file does not list, it is dropped too (unknown_sender); a genuine
 # pull on host 2 still reaches host 1's page, signed with host 2's key,
-# and its plug clears it.  The control: with one cluster key on both
+# and its plug clears it.  With each host's GIDs on its line of the hosts
+# file, host 2's root signing as host 2 a DOWN that names a third host's
+# GID is dropped too (foreign_gid), where without them it moved host 1's
+# path to that GID.  The control: with one cluster key on both
 # agents, the same forgery signed by a holder of that key puts host 1's
 # path to host 2's rxe0 DOWN.  The signatures are made here with
 # openssl(1) from recsign.h's description, not by shiftmon.
@@ -63,18 +66,20 @@ s2()
 	printf 's2/%s/%016x/%s' "$4" "$5" "$(tohex < "$FT_TMP/sig")"
 }
 
-# forged SIGN KEYFILE SENDER: the channel message of a DOWN of host 2's
-# rxe0, with its agent's real instance and a seq a second after the store's
-# (host 2's clock: the guests' clocks drift apart, and a seq not after the
-# one applied is skipped), signed by SIGN with KEYFILE as SENDER
+# forged SIGN KEYFILE SENDER [PORT GID]: the channel message of a DOWN of
+# host 2's PORT (rxe0/1) naming GID (its own, ::ffff:10.0.0.2), with its
+# agent's real instance and a seq a second after the store's (host 2's
+# clock: the guests' clocks drift apart, and a seq not after the one
+# applied is skipped), signed by SIGN with KEYFILE as SENDER
 forged()
 {
-	local inst seq text
+	local inst seq text port=${4:-rxe0/1} gid=${5:-::ffff:10.0.0.2}
 	read -r inst seq < <(rcli hget "shift:v1:host:$H2" rxe0/1 | cut -f7,8 | tr '\t' ' ')
 	[ -n "$seq" ] || smr_fail "no record of $H2 rxe0/1 in the store"
 	seq=$((seq + 1000000))
-	text=$(printf 'DOWN\tETHERNET\teth0\t::ffff:10.0.0.2\t9\t1\t%s\t%s' "$inst" "$seq")
-	printf '%s\trxe0/1\t%s\t%s' "$H2" "$text" "$("$1" "$2" port:rxe0/1 "$text" "$3" "$seq")"
+	text=$(printf 'DOWN\tETHERNET\teth0\t%s\t9\t1\t%s\t%s' "$gid" "$inst" "$seq")
+	printf '%s\t%s\t%s\t%s' "$H2" "$port" "$text" \
+		"$("$1" "$2" "port:$port" "$text" "$3" "$seq")"
 }
 
 stop_agents()
@@ -178,3 +183,56 @@ b=$(($(smr_dropped bad_signature) - b0)) n=$(($(smr_dropped unknown_sender) - n0
 	{ "$SM" metrics | grep agent | sed 's/^/# /'; smr_fail "metrics: dropped bad_signature +$b, unknown_sender +$n"; }
 "$SM" metrics | grep -q '^shift_agent_signing 1$' || smr_fail "metrics: shift_agent_signing is not 1"
 log "host keys: host 1's root signing as $H2, an unlisted host and the cluster key's token left host 1's page alone; metrics: dropped bad_signature +$b, unknown_sender +$n"
+
+# ---- a host names only its own GIDs: host 2's root, who holds host 2's
+# key, signs as host 2 a DOWN of a port of its own that names a third
+# host's GID.  The control: a hosts file without GID lists (as above)
+# lets it through, and host 1's path to that GID goes DOWN.
+K2=$FT_TMP/host2.key
+lab-peer "cat $P2.key" > "$K2" || fail "host 2's key"
+ogid=$(ft_gid_of 10.0.0.3)
+msg=$(forged s2 "$K2" "$H2" rxe9/1 "$ogid")
+log "GIDs, control: PUBLISH shift:v1:events '$msg'"
+"$PATHWAIT" "$ogid" DOWN -t 5000 -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
+	smr_fail "GIDs, control: host 2's DOWN naming $ogid did not reach host 1's page"
+log "GIDs, control: without GID lists, $H2's root, signing as $H2, put host 1's path to $ogid (not $H2's) DOWN"
+# each host's line lists its GIDs, as its agent publishes them
+gids_of()
+{
+	local p
+	for p in rxe0/1 rxe1/1; do
+		rcli hget "shift:v1:host:$1" "$p" | cut -f4 | tr ',' ' '
+	done | tr '\n' ' '
+}
+H1=$(hostname)
+g1=$(gids_of "$H1") g2=$(gids_of "$H2")
+[ -n "${g1// }" ] && [ -n "${g2// }" ] || smr_fail "no GIDs in the store's records ($H1: '$g1', $H2: '$g2')"
+stop_agents
+awk -v h1="$H1" -v g1="$g1" -v h2="$H2" -v g2="$g2" \
+	'/^#/ || !NF { print; next } $1 == h1 { print $0, g1; next } $1 == h2 { print $0, g2; next } { print }' \
+	"$HOSTS" > "$HOSTS.gids"
+chmod 0644 "$HOSTS.gids"
+sed 's/^/# hosts: /' "$HOSTS.gids"
+lab-peer "install -m 0644 /dev/null $P2.hosts && echo '$(grep -v '^#' "$HOSTS.gids")' > $P2.hosts" ||
+	fail "host 2's hosts file with GIDs"
+smr_agent_start --host-key-file "$K1" --hosts-file "$HOSTS.gids" -v
+smr_agent_peer_start --host-key-file "$P2.key" --hosts-file "$P2.hosts"
+smr_wait_store "$H2" rxe0/1 ACTIVE
+# the genuine records still go through: host 2's pull and plug
+"$PATHWAIT" "$rgid" DOWN -t 5000 --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
+	smr_fail "GID lists: host 2's pull never reached host 1's page"
+"$PATHWAIT" "$rgid" ABSENT -t 5000 --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
+	smr_fail "GID lists: host 2's plug never cleared host 1's page"
+smr_wait_store "$H2" rxe0/1 ACTIVE
+sleep 1.2
+f0=$(smr_dropped foreign_gid)
+publish "a DOWN of $H2 rxe9/1 naming $ogid, signed as $H2" "$(forged s2 "$K2" "$H2" rxe9/1 "$ogid")"
+grep -q "^agent: drop $H2 rxe9/1 (event): names GID $ogid, which the hosts file does not give it" "$SMR_LOG1" ||
+	grep -q "^agent: DROPPED a record of $H2 rxe9/1 (event): names GID $ogid, which the hosts file does not give it" "$SMR_LOG1" ||
+	smr_fail "host 1's agent did not say why it dropped $H2's record naming $ogid"
+sleep 1.2
+f=$(($(smr_dropped foreign_gid) - f0))
+[ "$f" -ge 1 ] || { "$SM" metrics | grep agent | sed 's/^/# /'; smr_fail "metrics: dropped foreign_gid +$f"; }
+! grep -q "which the hosts file does not give $H1" "$SMR_LOG1" ||
+	smr_fail "host 1's agent found a GID of its own that its line does not list"
+log "GID lists: $H2's genuine pull and plug reached host 1's page; its record naming $ogid was dropped (foreign_gid +$f)"

@@ -66,6 +66,7 @@
  *    agent rereads its ports and applies every remote port again.
  */
 #define _GNU_SOURCE		/* ppoll */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -108,6 +109,7 @@ enum ag_drop {
 	AG_DROP_WRONG_SENDER,		/* good, but another host's: not its own port */
 	AG_DROP_FUTURE,			/* seq ahead of our clock: a pin */
 	AG_DROP_UNKNOWN_SENDER,		/* host keys: a sender the hosts file lacks */
+	AG_DROP_FOREIGN_GID,		/* host keys: a GID its line does not give it */
 
 	__AG_DROP_MAX
 };
@@ -118,6 +120,7 @@ static const char *const ag_drop_names[__AG_DROP_MAX] = {
 	[AG_DROP_WRONG_SENDER] = "wrong_sender",
 	[AG_DROP_FUTURE] = "future",
 	[AG_DROP_UNKNOWN_SENDER] = "unknown_sender",
+	[AG_DROP_FOREIGN_GID] = "foreign_gid",
 };
 
 /* A port of this host, as the kernel last announced it. */
@@ -129,6 +132,7 @@ struct lport {
 	struct sm_rec rec;		/* current record (no instance, seq) */
 	uint64_t last_change_mono;	/* converts to rec.last_change_ms */
 	bool gids_read;
+	bool gid_foreign_logged;	/* a GID of it the hosts file does not give us */
 	char published[SM_REC_LEN];	/* record text last published, "" none */
 	uint64_t pub_ns;		/* when, CLOCK_MONOTONIC */
 	bool pending;			/* changed since: publish when allowed */
@@ -667,10 +671,33 @@ static void dropped(struct agent *a, const char *host, const char *port,
 }
 
 /*
+ * With host keys, a host names only GIDs its line of the hosts file gives
+ * it (any, if it lists none): else its root could put another host's
+ * NIC down for everyone under its own good signature.  0, or -1 (dropped).
+ */
+static int rec_gids_own(struct agent *a, const char *host, const char *port,
+			const struct sm_rec *rec, const char *via)
+{
+	char g[INET6_ADDRSTRLEN], why[INET6_ADDRSTRLEN + 64];
+	unsigned int i;
+
+	for (i = 0; i < rec->ngid; i++) {
+		if (shift_sign_host_gid_ok(&a->hosts, host, rec->gid[i]))
+			continue;
+		inet_ntop(AF_INET6, rec->gid[i], g, sizeof(g));
+		snprintf(why, sizeof(why), "names GID %s, which the hosts file does not give it", g);
+		dropped(a, host, port, AG_DROP_FOREIGN_GID, via, why);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * @text, the record of @host's @port as the store gave it.  Without a key,
  * taken as it is.  With one, its signature must be good and @host's own,
  * and its seq no more than SHIFT_SIGN_FUTURE_US ahead of our clock; the
- * signature is cut off.  Then parsed into @rec.  0, or -1 (dropped, or
+ * signature is cut off.  Then parsed into @rec; with host keys, the GIDs
+ * it names must be @host's by the hosts file.  0, or -1 (dropped, or
  * malformed: said).
  */
 static int rec_open(struct agent *a, const char *host, const char *port, char *text,
@@ -725,7 +752,31 @@ parse:
 		alog("ignoring a malformed record of %s %s (%s)", host, port, via);
 		return -1;
 	}
-	return 0;
+	return a->hosts.set ? rec_gids_own(a, host, port, rec, via) : 0;
+}
+
+/*
+ * Our own port's GIDs that the hosts file does not give us: the other
+ * agents drop its records (rec_gids_own()).  Said once until they fit.
+ */
+static void own_gids_check(struct agent *a, struct lport *lp, const struct sm_rec *r)
+{
+	char g[INET6_ADDRSTRLEN];
+	unsigned int i;
+
+	for (i = 0; i < r->ngid; i++)
+		if (!shift_sign_host_gid_ok(&a->hosts, a->host, r->gid[i]))
+			break;
+	if (i == r->ngid) {
+		lp->gid_foreign_logged = false;
+		return;
+	}
+	if (lp->gid_foreign_logged)
+		return;
+	lp->gid_foreign_logged = true;
+	inet_ntop(AF_INET6, r->gid[i], g, sizeof(g));
+	alog("port %s has GID %s, which the hosts file does not give %s: the other agents drop its records until its line lists it",
+	     lp->field, g, a->host);
 }
 
 /*
@@ -779,6 +830,8 @@ static int queue_publish(struct agent *a, struct lport *lp, bool publish,
 	char key[SM_HOST_LEN + 32];
 	struct sm_rec r = lp->rec;
 
+	if (a->hosts.set)
+		own_gids_check(a, lp, &r);
 	if (rec_seal(a, lp, &r, text, len))
 		return -1;
 	snprintf(key, sizeof(key), SM_STORE_HOST_FMT, a->host);
