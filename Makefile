@@ -32,7 +32,8 @@
 #                     drops, 50-500 ms flaps, rail-1 pulls) under checked
 #                     NCCL-like traffic in two processes of 8 QPs on each
 #                     host (the two-host lab, about an hour):
-#                     SOAK_FAULTS=N, SOAK_CONNS=N
+#                     SOAK_FAULTS=N, SOAK_CONNS=N, SOAK_PLAIN=1 (the
+#                     control: the same without the library)
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout

@@ -7,7 +7,8 @@
 # pulls by QEMU set_link and by ip link, silent drops (netem loss 100%),
 # flaps of 50-500 ms, and pulls of rail 1 while nothing rides it.  Zero
 # lost, duplicated, reordered or corrupt notifications, no error, no kernel
-# warning.  It is selftests/libshiftu_2host/torture.sh with the soak's
+# warning.  SOAK_PLAIN=1: the same without the library, the control.
+# It is selftests/libshiftu_2host/torture.sh with the soak's
 # knobs (TORTURE_*; see that script); `make soak` runs it.  Runs on host 1;
 # host 2 is reached with lab-peer.
 
@@ -17,4 +18,5 @@ export TORTURE_PULLS=${SOAK_FAULTS:-1000}
 export TORTURE_CONNS=${SOAK_CONNS:-8}
 export TORTURE_OUT_MS="50 500"
 export TORTURE_KINDS=all
+export TORTURE_PLAIN=${SOAK_PLAIN:-0}
 exec bash ./torture.sh
