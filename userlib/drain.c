@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * drain.c: stopping the QP a move leaves and draining it (failover_int.h):
+ * a batch or a polling session that would hold the drain left the move,
  * the threads inside a data verb waited out, the QP moved to ERR, a
  * marker posted behind each queue, and its CQs polled up to both, the
  * flushed work requests collected and counted.
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "cq.h"
+#include "cqex.h"
 #include "failover_int.h"
 #include "handshake.h"
 #include "interpose.h"
@@ -18,6 +20,7 @@
 #include "shadow.h"
 #include "testbuild.h"
 #include "util.h"
+#include "wrapi.h"
 
 /*
  * How long a drain waits for the QP's flushes before it leaves the QP
@@ -210,6 +213,82 @@ bool shiftu_fo_quiesce(struct shiftu_vqp *vq)
 	return false;
 }
 
+/*
+ * A batch of the extended send API open on @vq's default QP in the
+ * provider's builders (wrapi.c) holds the provider's send queue until its
+ * poster completes it: the drain's marker would wait for it, for ever if
+ * the poster is this thread.  The posts' gate is closed first, so that no
+ * batch opens after this look; then, if one is open, the move is left to
+ * its poster, with @why.  The poster's stores of its batch and the look at
+ * @move_deferred after them are ordered against ours by the quiesce's
+ * barrier: either we see the batch closed, or it sees the move left to it
+ * (or both, and its move finds ours made).  Returns 1 if the move is left
+ * to the poster, 0 if none is open, or -EBUSY when shiftu_fo_quiesce()
+ * gave up.  Context: fo_lock, no CQ lock.
+ */
+int shiftu_batch_open(struct shiftu_vqp *vq, const char *why)
+{
+	bool ok;
+
+	if (!shiftu_wr_can_direct(vq))
+		return 0;
+	shiftu_vqp_set_slow(vq, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
+	ok = shiftu_fo_quiesce(vq);
+	if (!ok || !shiftu_wr_direct_open(vq)) {
+		__atomic_store_n(&vq->move_deferred, NULL, __ATOMIC_RELAXED);
+		return ok ? 0 : -EBUSY;
+	}
+	shiftu_info("qp %u on %s: %s during a batch of the extended send API: failing over once it is posted",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+	return 1;
+}
+
+/*
+ * A direct polling session of an extended CQ (cqex.c) holds the provider's
+ * CQ until its thread ends it: the drain would wait for it, for ever if
+ * the session's thread is this one, or waits for this move (a post on the
+ * QP).  As for a batch (shiftu_batch_open()): the context's polls are
+ * made slow, under which no session starts direct, the move left to the
+ * sessions of @vq's CQs (with a hold of the slow polls, @vq->poll_hold)
+ * and the verbs in flight waited out; then, if a direct session is still
+ * open on one of them, its end makes the move.  Otherwise the move is
+ * ours, and the polls stay slow (*@held) until the caller's move holds
+ * them itself.  Returns 1 if the move is left to a session, 0 if not, or
+ * -EBUSY when shiftu_fo_quiesce() gave up.  Context: fo_lock, no CQ lock.
+ */
+int shiftu_polls_open(struct shiftu_vqp *vq, const char *why, bool *held)
+{
+	const struct ibv_cq *a = vq->scq->app, *b = vq->rcq->app;
+	bool ok;
+
+	*held = false;
+	if (!shiftu_cqx_mark(a, b))
+		return 0;
+	shiftu_cq_slow(vq, true);		/* ours, for the move */
+	shiftu_cq_slow(vq, true);		/* the session's, if it is left to one */
+	__atomic_store_n(&vq->poll_hold, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
+	ok = shiftu_fo_quiesce(vq);
+	if (ok && shiftu_cqx_direct(a, b)) {
+		shiftu_cq_slow(vq, false);
+		shiftu_info("qp %u on %s: %s during a polling session of its extended CQ: failing over once it ends",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		return 1;
+	}
+	/* taken back, unless a session's end took it (it then finds us done) */
+	if (__atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL))
+		shiftu_cq_slow(vq, false);
+	__atomic_compare_exchange_n(&vq->move_deferred, &why, NULL, false,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	if (!ok) {
+		shiftu_cq_slow(vq, false);
+		return -EBUSY;
+	}
+	*held = true;
+	return 0;
+}
+
 /* The QP a move leaves or goes to: the application's, or its twin. */
 static struct ibv_qp *side_qp(const struct shiftu_vqp *vq, bool twin)
 {
@@ -224,37 +303,16 @@ static int side_poll(struct shiftu_vqp *vq, struct shiftu_cq *c, bool twin, int 
 }
 
 /*
- * Stop the QP a move leaves (the default one, or the twin when going back)
- * and collect its error completions: every send and receive work request
- * it still held is flushed, in order, each queue up to a marker the
- * library posts behind them.  The flushed completions of the two queues
- * cannot be told apart (their opcode is undefined), but their numbers can:
- * the receives outstanding are those posted and not completed, which the
- * library counts (@vq->consumed); the rest were sends.  @flushed gets the
- * error completions and *@got their number, also when the drain fails, so
- * that none is lost; the library's control messages are not among them.
- * Good completions met on the way are kept for the application (a twin's
- * renamed); control messages of other QPs go to @msgs; another twin's
- * error completions, while its own drain is under way too, go to that
- * drain (twin_handover()).  Returns 0 or -errno.  Context: fo_lock and
- * both CQs' locks held; the CQs are marked draining (their slow polls
- * leave the application's CQ alone), and their locks are dropped now and
- * then: a poller that took some of the QP's completions before the move
- * began must be let stash them.
+ * Stop @qp, the QP a drain leaves, and post a marker behind each of its
+ * queues.  Returns 0 or -errno.  Context: as drain_locked().
  */
-static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
-			struct shiftu_hs_msg *msgs, int *n_msgs)
+static int drain_stop(struct shiftu_vqp *vq, struct ibv_qp *qp, bool twin, struct drain_state *d)
 {
-	struct ibv_qp *qp = side_qp(vq, twin);
-	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	struct ibv_send_wr m = { .wr_id = MARKER_WR_ID, .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_recv_wr rm = { .wr_id = RMARKER_WR_ID }, *rbad;
-	uint64_t t0 = d->t0, deadline, kick;
-	struct ibv_wc wc[16];
-	unsigned int j, taken;
-	int k, i, kept, ret;
+	int ret;
 
 	/*
 	 * On an error completion the NIC has stopped the QP already; the
@@ -289,6 +347,85 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		if (ret)
 			return -ret;
 	}
+	return 0;
+}
+
+/*
+ * One poll of @c by the drain of @qp: its error completions taken
+ * (drain_take()), everything else kept in order in @c's stash or handed
+ * on (drain_locked()).  *@none: the poll found nothing.  Returns 0 or
+ * -errno.  Context: as drain_locked().
+ */
+static int drain_poll(struct shiftu_vqp *vq, struct ibv_qp *qp, bool twin,
+		      struct drain_state *d, struct shiftu_cq *c, bool *none,
+		      struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct ibv_wc wc[16];
+	int k, i, kept, ret;
+
+	k = side_poll(vq, c, twin, SHIFTU_ARRAY_SIZE(wc), wc);
+	if (k < 0)
+		return -EIO;
+	*none &= !k;
+	if (!twin) {
+		/* a peer's message, a probe: not the application's */
+		k = shiftu_app_own(c, wc, k, msgs, n_msgs);
+		shiftu_took(vq->sctx, wc, k);
+	}
+	for (i = 0, kept = 0; i < k; i++) {
+		if (wc[i].status == IBV_WC_SUCCESS) {
+			wc[kept++] = wc[i];
+			continue;
+		}
+		if (wc[i].qp_num != qp->qp_num) {
+			if (!twin || !twin_handover(c, &wc[i]))
+				wc[kept++] = wc[i];
+			continue;
+		}
+		ret = drain_take(vq, twin, d, c, &wc[i]);
+		if (ret)
+			return ret;
+	}
+	if (twin)
+		kept = shiftu_twin_take(c, wc, kept, msgs, n_msgs);
+	for (i = 0; i < kept; i++)
+		if (shiftu_stash_push(c, &wc[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Stop the QP a move leaves (the default one, or the twin when going back)
+ * and collect its error completions: every send and receive work request
+ * it still held is flushed, in order, each queue up to a marker the
+ * library posts behind them.  The flushed completions of the two queues
+ * cannot be told apart (their opcode is undefined), but their numbers can:
+ * the receives outstanding are those posted and not completed, which the
+ * library counts (@vq->consumed); the rest were sends.  @flushed gets the
+ * error completions and *@got their number, also when the drain fails, so
+ * that none is lost; the library's control messages are not among them.
+ * Good completions met on the way are kept for the application (a twin's
+ * renamed); control messages of other QPs go to @msgs; another twin's
+ * error completions, while its own drain is under way too, go to that
+ * drain (twin_handover()).  Returns 0 or -errno.  Context: fo_lock and
+ * both CQs' locks held; the CQs are marked draining (their slow polls
+ * leave the application's CQ alone), and their locks are dropped now and
+ * then: a poller that took some of the QP's completions before the move
+ * began must be let stash them.
+ */
+static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
+			struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct ibv_qp *qp = side_qp(vq, twin);
+	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	uint64_t t0 = d->t0, deadline, kick;
+	unsigned int j, taken;
+	int ret;
+
+	ret = drain_stop(vq, qp, twin, d);
+	if (ret)
+		return ret;
 	/* counted from here: stopping the QP and posting may have stalled */
 	kick = shiftu_mono_ns();
 	deadline = kick + DRAIN_NS;
@@ -313,38 +450,11 @@ static int drain_locked(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 		}
 		d->polls++;
 		for (j = 0; j < 2; j++) {
-			struct shiftu_cq *c = cqs[j];
-
 			if (j && cqs[1] == cqs[0])
 				break;
-			k = side_poll(vq, c, twin, SHIFTU_ARRAY_SIZE(wc), wc);
-			if (k < 0)
-				return -EIO;
-			none &= !k;
-			if (!twin) {
-				/* a peer's message, a probe: not the application's */
-				k = shiftu_app_own(c, wc, k, msgs, n_msgs);
-				shiftu_took(vq->sctx, wc, k);
-			}
-			for (i = 0, kept = 0; i < k; i++) {
-				if (wc[i].status == IBV_WC_SUCCESS) {
-					wc[kept++] = wc[i];
-					continue;
-				}
-				if (wc[i].qp_num != qp->qp_num) {
-					if (!twin || !twin_handover(c, &wc[i]))
-						wc[kept++] = wc[i];
-					continue;
-				}
-				ret = drain_take(vq, twin, d, c, &wc[i]);
-				if (ret)
-					return ret;
-			}
-			if (twin)
-				kept = shiftu_twin_take(c, wc, kept, msgs, n_msgs);
-			for (i = 0; i < kept; i++)
-				if (shiftu_stash_push(c, &wc[i]))
-					return -ENOMEM;
+			ret = drain_poll(vq, qp, twin, d, cqs[j], &none, msgs, n_msgs);
+			if (ret)
+				return ret;
 		}
 		if (none) {
 			if (drain_expired(d, &deadline, &taken))

@@ -306,6 +306,86 @@ static enum fo_result hs_foreign(struct shiftu_vqp *vq, const struct shiftu_hs_m
 static uint8_t follow_delayed;
 
 /*
+ * SHIFTU_TEST_FOLLOW_DELAY_MS: late, as a side starved of the CPU is,
+ * past the asker's wait for our answer (REJOIN_NS); fo_lock held, so that
+ * the shadow thread's look at the peer's requests waits too.  The
+ * process's first follow only: the failback tried again must go back.
+ */
+static void follow_delay(struct shiftu_vqp *vq)
+{
+	if (shiftu_test_follow_delay_ms() &&
+	    !__atomic_exchange_n(&follow_delayed, 1, __ATOMIC_RELAXED)) {
+		shiftu_info("qp %u on %s: following the peer back in %u ms (a test setting)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			    shiftu_test_follow_delay_ms());
+		usleep(shiftu_test_follow_delay_ms() * 1000U);
+	}
+}
+
+/*
+ * What the peer's message calls for (@act, shiftu_hs_decide()), done.
+ * Context: fo_lock held; the caller delivers @msgs once it is dropped.
+ */
+static enum fo_result hs_act(struct shiftu_vqp *vq, enum shiftu_hs_act act,
+			     struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	enum fo_result r = FO_NONE;
+	int ret;
+
+	switch (act) {
+	case SHIFTU_HS_FOLLOW_BACK:
+		follow_delay(vq);
+		/* acted on: a cancel of it that comes now is too late */
+		vq->fb_grant_open = 0;
+		vq->hs_sent = 0;
+		r = shiftu_move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, n_msgs);
+		break;
+	case SHIFTU_HS_REJOIN:
+		vq->hs_sent = 0;
+		vq->ctrl_default = 0;
+		r = shiftu_move_locked(vq, MOVE_REJOIN, false,
+				       "the peer failed over while we went back", msgs, n_msgs);
+		break;
+	case SHIFTU_HS_FOLLOW_OVER:
+		r = shiftu_move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, n_msgs);
+		break;
+	case SHIFTU_HS_ANSWER:
+		vq->on_twin = 1;
+		ret = shiftu_ctrl_send(vq, true);
+		vq->on_twin = 0;
+		if (ret) {
+			shiftu_warn("qp %u: cannot answer the peer: %s",
+				    vq->reg.app_qp->qp_num, strerror(ret));
+			vq->hs_got = 0;
+			vq->hs_sent = 0;
+			break;
+		}
+		/*
+		 * The exchange is over: the peer has our count, we have its.
+		 * Its default QP was drained before it spoke, so nothing we
+		 * post here from now on reaches it: our first post goes over
+		 * (the slow paths), replaying all of it by the peer's count,
+		 * and says nothing, since our answer took the one control
+		 * receive on the peer's twin (model/shift.pml).
+		 */
+		vq->stayed = 1;
+		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
+		shiftu_info("qp %u on %s: the peer failed over; nothing posted here: answered, staying until this QP posts",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		break;
+	case SHIFTU_HS_DONE:
+		vq->hs_got = 0;
+		break;
+	case SHIFTU_HS_REPLAY:
+		r = replay_held(vq);
+		break;
+	default:
+		break;
+	}
+	return r;
+}
+
+/*
  * The peer's control message: its receive count, whether it answers ours,
  * and on which QP it came (a message on the default QP is a two-sided
  * failback's).  Context: any thread, no library lock held.
@@ -320,7 +400,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	};
 	enum fo_result r = FO_NONE;
 	enum shiftu_hs_act act;
-	int ret, n_msgs = 0;
+	int n_msgs = 0;
 	uint64_t peer;
 
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
@@ -364,69 +444,7 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 		goto out;
 	vq->hs_peer = peer;
 	vq->hs_got = 1;
-	switch (act) {
-	case SHIFTU_HS_FOLLOW_BACK:
-		/*
-		 * SHIFTU_TEST_FOLLOW_DELAY_MS: late, as a side starved of the
-		 * CPU is, past the asker's wait for our answer (REJOIN_NS);
-		 * fo_lock held, so that the shadow thread's look at the
-		 * peer's requests waits too.  The process's first follow
-		 * only: the failback tried again must go back.
-		 */
-		if (shiftu_test_follow_delay_ms() && !__atomic_exchange_n(&follow_delayed, 1,
-									 __ATOMIC_RELAXED)) {
-			shiftu_info("qp %u on %s: following the peer back in %u ms (a test setting)",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-				    shiftu_test_follow_delay_ms());
-			usleep(shiftu_test_follow_delay_ms() * 1000U);
-		}
-		/* acted on: a cancel of it that comes now is too late */
-		vq->fb_grant_open = 0;
-		vq->hs_sent = 0;
-		r = shiftu_move_locked(vq, MOVE_BACK, false, "the peer fails back", msgs, &n_msgs);
-		break;
-	case SHIFTU_HS_REJOIN:
-		vq->hs_sent = 0;
-		vq->ctrl_default = 0;
-		r = shiftu_move_locked(vq, MOVE_REJOIN, false,
-				       "the peer failed over while we went back", msgs, &n_msgs);
-		break;
-	case SHIFTU_HS_FOLLOW_OVER:
-		r = shiftu_move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, &n_msgs);
-		break;
-	case SHIFTU_HS_ANSWER:
-		vq->on_twin = 1;
-		ret = shiftu_ctrl_send(vq, true);
-		vq->on_twin = 0;
-		if (ret) {
-			shiftu_warn("qp %u: cannot answer the peer: %s",
-				    vq->reg.app_qp->qp_num, strerror(ret));
-			vq->hs_got = 0;
-			vq->hs_sent = 0;
-			break;
-		}
-		/*
-		 * The exchange is over: the peer has our count, we have its.
-		 * Its default QP was drained before it spoke, so nothing we
-		 * post here from now on reaches it: our first post goes over
-		 * (the slow paths), replaying all of it by the peer's count,
-		 * and says nothing, since our answer took the one control
-		 * receive on the peer's twin (model/shift.pml).
-		 */
-		vq->stayed = 1;
-		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
-		shiftu_info("qp %u on %s: the peer failed over; nothing posted here: answered, staying until this QP posts",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-		break;
-	case SHIFTU_HS_DONE:
-		vq->hs_got = 0;
-		break;
-	case SHIFTU_HS_REPLAY:
-		r = replay_held(vq);
-		break;
-	default:
-		break;
-	}
+	r = hs_act(vq, act, msgs, &n_msgs);
 out:
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	shiftu_fo_report(vq, r);
@@ -517,10 +535,10 @@ int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			}
 		}
 	}
-	back = shiftu_fence_drained(vq) && shiftu_release_held(vq);
+	back = shiftu_release_drained(vq);
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (back)
-		shiftu_failback_event(vq);
+		shiftu_fo_report(vq, FO_BACK);
 	return ret;
 }
 

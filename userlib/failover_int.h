@@ -12,7 +12,8 @@
  *                started, cut short (rejoin) or cancelled
  *   move.c       the move of a QP's work from one of its QPs to the other,
  *                step by step, and what it leaves done or given up
- *   drain.c      stopping the QP a move leaves and draining it
+ *   drain.c      stopping the QP a move leaves and draining it, or leaving
+ *                the move to a batch or a polling session that holds it
  *   replay.c     the work a move carries over, put on the QP it goes to:
  *                receives reposted, sends replayed by the plan (proto.h)
  *                or held until the peer's keys are looked up
@@ -21,6 +22,8 @@
  * neither each other nor any file above them).  The decisions are
  * proto.c's; these files carry them out.  Each function's comment is with
  * its definition.  Context, unless a comment says otherwise: fo_lock held.
+ * The types keep the short names they had in failover.c: they have no
+ * linkage, and no file outside these five includes this header.
  */
 #ifndef _SHIFTU_FAILOVER_INT_H
 #define _SHIFTU_FAILOVER_INT_H
@@ -42,10 +45,10 @@ struct shiftu_vqp;
 enum fo_result { FO_NONE, FO_DONE, FO_BACK, FO_DEAD, FO_DEAD_ATOMIC };
 
 /*
- * The moves of a QP's work (shiftu_move_locked()): to its twin (a failover); back
- * to the default QP (a two-sided failback, 4.3.3 done as a failover in
- * reverse); or, when a failback is cut short, onto the twin renewed
- * (shiftu_rejoin()), from whichever QP holds the work.
+ * The moves of a QP's work (shiftu_move_locked()): to its twin (a
+ * failover); back to the default QP (a two-sided failback, 4.3.3 done as
+ * a failover in reverse); or, when a failback is cut short, onto the twin
+ * renewed (shiftu_rejoin()), from whichever QP holds the work.
  */
 enum move_kind { MOVE_OVER, MOVE_BACK, MOVE_REJOIN };
 
@@ -77,12 +80,8 @@ void shiftu_moved_deliver(struct shiftu_vqp *vq, struct shiftu_hs_msg *msgs,
 
 /* ---- goback.c -------------------------------------------------------- */
 
-/* the twin completed everything up to the fence; fo_lock held */
-bool shiftu_fence_drained(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
-/* post the sends held since the fence on the default QP, and go back */
-bool shiftu_release_held(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
-/* SHIFTU_EV_FAILBACK; no library lock held */
-void shiftu_failback_event(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
+/* a one-sided failback's twin drained: release the held sends, go back */
+bool shiftu_release_drained(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
 
 /* ---- drain.c --------------------------------------------------------- */
 
@@ -92,6 +91,10 @@ int shiftu_drain(struct shiftu_vqp *vq, bool twin, struct drained_wc *flushed,
 		 struct shiftu_hs_msg *msgs, int *n_msgs) SHIFTU_HIDDEN;
 /* wait out the threads a move overtook inside a data verb; no CQ lock */
 bool shiftu_fo_quiesce(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
+/* a batch of the extended send API, or a direct polling session of an
+ * extended CQ, that would hold the drain: 1 if the move is left to it */
+int shiftu_batch_open(struct shiftu_vqp *vq, const char *why) SHIFTU_HIDDEN;
+int shiftu_polls_open(struct shiftu_vqp *vq, const char *why, bool *held) SHIFTU_HIDDEN;
 
 /* ---- replay.c -------------------------------------------------------- */
 

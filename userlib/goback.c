@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cq.h"
-#include "event.h"
 #include "failover.h"
 #include "failover_int.h"
 #include "handshake.h"
@@ -170,7 +169,7 @@ void shiftu_switch_back(struct shiftu_vqp *vq)
  * Returns true when it did (the caller emits SHIFTU_EV_FAILBACK once it has
  * dropped fo_lock: the callback may call verbs).  Context: fo_lock held.
  */
-bool shiftu_release_held(struct shiftu_vqp *vq)
+static bool release_held(struct shiftu_vqp *vq)
 {
 	struct shiftu_cq *c = vq->scq;
 	struct ibv_send_wr w, *bad;
@@ -214,17 +213,16 @@ bool shiftu_release_held(struct shiftu_vqp *vq)
 	return true;
 }
 
-void shiftu_failback_event(struct shiftu_vqp *vq)
-{
-	shiftu_event_emit(SHIFTU_EV_FAILBACK, vq->reg.app_qp, vq->sctx->bak_name,
-			  vq->sctx->bak_port, vq->sctx->dev_name, vq->port_num, 0);
-}
-
-/* Release the held requests if the twin has drained.  Context: fo_lock not held. */
-bool shiftu_fence_drained(struct shiftu_vqp *vq)
+/*
+ * Release the held requests if the twin has drained: true when @vq went
+ * back (the caller reports FO_BACK once it has dropped fo_lock).
+ * Context: fo_lock held.
+ */
+bool shiftu_release_drained(struct shiftu_vqp *vq)
 {
 	return vq->state == SHIFTU_SEND_WAIT_DRAINED &&
-	       shiftu_seq64_le(vq->twin_signaled, __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED));
+	       shiftu_seq64_le(vq->twin_signaled, __atomic_load_n(&vq->twin_done, __ATOMIC_RELAXED)) &&
+	       release_held(vq);
 }
 
 void shiftu_try_drain(struct shiftu_vqp *vq)
@@ -232,10 +230,10 @@ void shiftu_try_drain(struct shiftu_vqp *vq)
 	bool back;
 
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	back = shiftu_fence_drained(vq) && shiftu_release_held(vq);
+	back = shiftu_release_drained(vq);
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	if (back)
-		shiftu_failback_event(vq);
+		shiftu_fo_report(vq, FO_BACK);
 }
 
 /*

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * move.c: moving a QP's work from one of its QPs to the other
- * (failover_int.h): shiftu_move_locked() and its steps, the batch and the
- * polling session it may be left to, what it leaves done (shiftu_moved())
- * or given up (shiftu_go_dead()), and what it reports once its locks are
- * dropped.
+ * (failover_int.h): shiftu_move_locked() and its steps, what it leaves
+ * done (shiftu_moved()) or given up (shiftu_go_dead()), and what it
+ * reports once its locks are dropped.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +11,6 @@
 #include <string.h>
 
 #include "cq.h"
-#include "cqex.h"
 #include "event.h"
 #include "failover.h"
 #include "failover_int.h"
@@ -27,7 +25,6 @@
 #include "srq.h"
 #include "testbuild.h"
 #include "util.h"
-#include "wrapi.h"
 
 /* receives of its SRQ a drain of one QP may meet flushed (Soft-RoCE: 1) */
 #define SRQ_FLUSHED	8
@@ -222,82 +219,6 @@ enum fo_result shiftu_moved(struct shiftu_vqp *vq, uint64_t replayed)
 }
 
 /*
- * A batch of the extended send API open on @vq's default QP in the
- * provider's builders (wrapi.c) holds the provider's send queue until its
- * poster completes it: the drain's marker would wait for it, for ever if
- * the poster is this thread.  The posts' gate is closed first, so that no
- * batch opens after this look; then, if one is open, the move is left to
- * its poster, with @why.  The poster's stores of its batch and the look at
- * @move_deferred after them are ordered against ours by the quiesce's
- * barrier: either we see the batch closed, or it sees the move left to it
- * (or both, and its move finds ours made).  Returns 1 if the move is left
- * to the poster, 0 if none is open, or -EBUSY when shiftu_fo_quiesce() gave up.
- * Context: fo_lock, no CQ lock.
- */
-static int batch_open(struct shiftu_vqp *vq, const char *why)
-{
-	bool ok;
-
-	if (!shiftu_wr_can_direct(vq))
-		return 0;
-	shiftu_vqp_set_slow(vq, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
-	ok = shiftu_fo_quiesce(vq);
-	if (!ok || !shiftu_wr_direct_open(vq)) {
-		__atomic_store_n(&vq->move_deferred, NULL, __ATOMIC_RELAXED);
-		return ok ? 0 : -EBUSY;
-	}
-	shiftu_info("qp %u on %s: %s during a batch of the extended send API: failing over once it is posted",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-	return 1;
-}
-
-/*
- * A direct polling session of an extended CQ (cqex.c) holds the provider's
- * CQ until its thread ends it: the drain would wait for it, for ever if
- * the session's thread is this one, or waits for this move (a post on the
- * QP).  As for a batch (batch_open()): the context's polls are made slow,
- * under which no session starts direct, the move left to the sessions of
- * @vq's CQs (with a hold of the slow polls, @vq->poll_hold) and the verbs
- * in flight waited out; then, if a direct session is still open on one of
- * them, its end makes the move.  Otherwise the move is ours, and the polls
- * stay slow (*@held) until the caller's move holds them itself.  Returns 1
- * if the move is left to a session, 0 if not, or -EBUSY when shiftu_fo_quiesce()
- * gave up.  Context: fo_lock, no CQ lock.
- */
-static int polls_open(struct shiftu_vqp *vq, const char *why, bool *held)
-{
-	const struct ibv_cq *a = vq->scq->app, *b = vq->rcq->app;
-	bool ok;
-
-	*held = false;
-	if (!shiftu_cqx_mark(a, b))
-		return 0;
-	shiftu_cq_slow(vq, true);		/* ours, for the move */
-	shiftu_cq_slow(vq, true);		/* the session's, if it is left to one */
-	__atomic_store_n(&vq->poll_hold, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&vq->move_deferred, why, __ATOMIC_SEQ_CST);
-	ok = shiftu_fo_quiesce(vq);
-	if (ok && shiftu_cqx_direct(a, b)) {
-		shiftu_cq_slow(vq, false);
-		shiftu_info("qp %u on %s: %s during a polling session of its extended CQ: failing over once it ends",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-		return 1;
-	}
-	/* taken back, unless a session's end took it (it then finds us done) */
-	if (__atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL))
-		shiftu_cq_slow(vq, false);
-	__atomic_compare_exchange_n(&vq->move_deferred, &why, NULL, false,
-				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	if (!ok) {
-		shiftu_cq_slow(vq, false);
-		return -EBUSY;
-	}
-	*held = true;
-	return 0;
-}
-
-/*
  * Debug: the receives a move posted, @n from @from, by their length: a
  * receive too short for the peer's messages fails the QP (the NIC answers
  * "invalid request") as many messages later as receives lay before it.
@@ -322,112 +243,121 @@ static void rx_moved_dbg(struct shiftu_vqp *vq, uint64_t from, uint64_t n, bool 
 }
 
 /*
- * Move @vq's work as @kind says: stop and drain the QP it leaves, repost
- * the receives it held on the other, tell the peer our receive count there,
- * and replay the sends, now or, if which of them arrived matters and the
- * peer has not told us yet, when it does (SHIFTU_SEND_HANDSHAKE).  Going
- * back always waits for the peer's count: its receives must be on its
- * default QP before ours go.  A rejoin the peer must be asked for
- * (@asking) sends nothing and waits: the peer's twin may not be renewed
- * yet, and the peer speaks first once it is.
- * Context: fo_lock held; the caller delivers @msgs once it is dropped.
+ * One move of a QP's work (shiftu_move_locked()), as its steps see it:
+ * what each finds, for the steps after it and for the move's log line.
  */
-enum fo_result shiftu_move_locked(struct shiftu_vqp *vq, enum move_kind kind, bool asking,
-				  const char *why, struct shiftu_hs_msg *msgs, int *n_msgs)
-{
-	static const char *const done[] = {
-		[MOVE_OVER] = "failed over to", [MOVE_BACK] = "going back from",
-		[MOVE_REJOIN] = "back on",
-	};
-	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
-	struct drained_wc *flushed = NULL;
-	uint64_t t0 = shiftu_mono_ns(), start, end, i, n_r, replayed = 0;
-	uint64_t t_q = 0, t_d = 0;		/* quiesced, drained: for the log */
-	uint64_t consumed, srq_ids[SRQ_FLUSHED];
+struct move {
+	struct shiftu_vqp *vq;
+	enum move_kind kind;
+	bool asking;		/* a rejoin the peer must be asked for */
+	bool from_twin, to_twin;
+	const char *why;
+	struct shiftu_hs_msg *msgs;	/* the peers' messages the drain took */
+	int *n_msgs;
+	/* the drain's: what it flushed (@n, of them @nr receives when the
+	 * QP's two CQs tell them apart, else -1) */
+	struct drained_wc *flushed;
+	int n, nr;
+	/* outstanding: the receives, the last @n_r posted; the sends, @n_s
+	 * from @start on, those posted ending at @end */
+	uint64_t n_r, start, end;
+	int n_s;
+	/* the receives of its SRQ the drain met flushed (their table's ids) */
+	uint64_t srq_ids[SRQ_FLUSHED];
+	unsigned int n_srq;
 	struct shiftu_send_plan plan;
-	unsigned int n_srq = 0;
-	int n = 0, nr, n_s, ret;
-	bool atomic = false, from_twin, to_twin = kind != MOVE_BACK;
-	bool stuck = false, unposted = true, polls_held = false;
-	enum fo_result r;
+	uint64_t t0, t_q, t_d;	/* started, quiesced, drained: for the log */
+	bool stuck;		/* a thread stayed inside a data verb */
+	bool unposted;		/* the receives have not moved yet */
+	bool atomic;		/* given up for an atomic outstanding */
+};
 
+/* Whether @vq's state is one a move of @kind starts from. */
+static bool move_wanted(struct shiftu_vqp *vq, enum move_kind kind)
+{
 	/* the application tears its QP down: its errors are its own */
 	if (__atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED))
-		return FO_NONE;
+		return false;
 	switch (kind) {
 	case MOVE_OVER:
 		if (vq->state != SHIFTU_SEND_DEFAULT)
-			return FO_NONE;
+			return false;
 		break;
 	case MOVE_BACK:
 		if (vq->state != SHIFTU_SEND_FALLBACK || !vq->on_twin)
-			return FO_NONE;
+			return false;
 		break;
 	case MOVE_REJOIN:
 		if (vq->state == SHIFTU_SEND_DEFAULT || vq->state == SHIFTU_SEND_DEAD)
-			return FO_NONE;
+			return false;
 		break;
 	}
-	/* a going back still due is this one, or one a move overtook */
-	__atomic_store_n(&vq->back_due_ns, 0, __ATOMIC_RELAXED);
-	/* a cancel asked for is the going back's this move ends, if any */
-	vq->fb_cancel = 0;
-	from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
+	return true;
+}
+
+/*
+ * Whether the twin can take the work now; if not, the QP stays where it
+ * is, its posts on the slow path, and the move is asked for again.
+ */
+static bool move_twin_ready(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	int ret;
+
 	/* leaving the default QP for a twin a failback drained: renew it */
-	if (kind == MOVE_REJOIN && !from_twin &&
+	if (m->kind == MOVE_REJOIN && !m->from_twin &&
 	    !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE)) {
 		ret = shiftu_twin_renew(vq);
 		if (ret) {
 			shiftu_warn("qp %u on %s: %s, but its twin cannot be renewed: %s",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, strerror(-ret));
-			return FO_NONE;
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why,
+				    strerror(-ret));
+			return false;
 		}
 	}
-	if ((kind != MOVE_REJOIN && !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE)) ||
-	    !c || !rc) {
+	if ((m->kind != MOVE_REJOIN && !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE)) ||
+	    !vq->scq || !vq->rcq) {
 		/* the next post asks again; so does the shadow thread once it
 		 * has reset a twin a failback stopped (a moment) */
 		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 		if (shiftu_twin_coming(vq))
 			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why);
 		else if (!vq->told_waiting++)
 			/* a stall, as without the library, until the shadow
 			 * thread has the twin ready (it then moves the QP) */
 			shiftu_info("qp %u on %s: %s, but its twin is not ready yet: staying until it is",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-		return FO_NONE;
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why);
+		return false;
 	}
-	if (kind == MOVE_OVER) {
-		ret = batch_open(vq, why);
-		if (ret == 0)
-			ret = polls_open(vq, why, &polls_held);
-		if (ret > 0)
-			return FO_NONE;
-		if (ret < 0) {
-			shiftu_lock_cqs(c, rc);
-			goto dead;
-		}
-	}
-	flushed = malloc((vq->sq.mask + vq->rq.mask + 3) * sizeof(*flushed));
-	if (!flushed) {
-		if (polls_held)
-			shiftu_cq_slow(vq, false);
-		return FO_NONE;
-	}
+	return true;
+}
+
+/*
+ * Take the QP's posts and polls onto the slow paths, and wait out the
+ * threads already past them.  A failover puts the QP among its CQs'
+ * twins first, with a hold of their slow polls (@polls_held: the one
+ * shiftu_polls_open() took, given back now).  Returns 0 with both CQs'
+ * locks held; -ENOSPC when the CQs have no room for another twin (the QP
+ * stays, no lock held, the hold given back); -EBUSY when a thread stayed
+ * inside a data verb (m->stuck; the locks held).
+ */
+static int move_quiesce(struct move *m, bool polls_held)
+{
+	struct shiftu_vqp *vq = m->vq;
+	struct shiftu_cq *c = vq->scq, *rc = vq->rcq;
 
 	shiftu_lock_cqs(c, rc);
-	if (kind == MOVE_OVER && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
-				  rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
+	if (m->kind == MOVE_OVER && (c->n_twins == SHIFTU_ARRAY_SIZE(c->twins) ||
+				     rc->n_twins == SHIFTU_ARRAY_SIZE(rc->twins))) {
 		shiftu_unlock_cqs(c, rc);
-		free(flushed);
 		if (polls_held)
 			shiftu_cq_slow(vq, false);
 		shiftu_warn("qp %u: its CQ has too many failed-over QPs: staying",
 			    vq->reg.app_qp->qp_num);
-		return FO_NONE;
+		return -ENOSPC;
 	}
-	if (kind == MOVE_OVER) {
+	if (m->kind == MOVE_OVER) {
 		shiftu_cq_slow(vq, true);
 		shiftu_twins_add(c, vq);
 		shiftu_twins_add(rc, vq);
@@ -447,33 +377,48 @@ enum fo_result shiftu_move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 	 * Leaving the twin, no thread can be inside a verb of this QP: its
 	 * posts took the slow path all along, and its CQs' polls too.
 	 */
-	stuck = !from_twin && !shiftu_fo_quiesce(vq);
+	m->stuck = !m->from_twin && !shiftu_fo_quiesce(vq);
 	shiftu_lock_cqs(c, rc);
-	if (stuck)
-		goto dead;
-	t_q = shiftu_mono_ns();
-	end = shiftu_posted_end(vq);
-	ret = shiftu_drain(vq, from_twin, flushed, vq->sq.mask + vq->rq.mask + 2, &n, &nr,
-			   &stuck, msgs, n_msgs);
-	t_d = shiftu_mono_ns();
+	return m->stuck ? -EBUSY : 0;
+}
+
+/* Stop and drain the QP the work leaves (shiftu_drain()).  Both CQs' locks held. */
+static bool move_drain(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	int ret;
+
+	m->t_q = shiftu_mono_ns();
+	m->end = shiftu_posted_end(vq);
+	ret = shiftu_drain(vq, m->from_twin, m->flushed, vq->sq.mask + vq->rq.mask + 2, &m->n,
+			   &m->nr, &m->stuck, m->msgs, m->n_msgs);
+	m->t_d = shiftu_mono_ns();
 	if (ret < 0) {
-		if (!stuck)
+		if (!m->stuck)
 			shiftu_warn("qp %u on %s: cannot drain it: %s: unprotected",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
 				    strerror(-ret));
-		goto dead;
+		return false;
 	}
-	/*
-	 * The receives still outstanding: those flushed from the receive CQ
-	 * when it is not the send CQ, else those posted and not counted
-	 * complete.  The others were consumed: while pollers do not count
-	 * receives (shiftu_wc_look), that is the count.  When they do, one
-	 * may hold receive completions it took from the default QP before
-	 * this move and has not counted yet (preempted): the flushes tell,
-	 * and what it counts later is already paid.
-	 */
+	return true;
+}
+
+/*
+ * The receives still outstanding: those flushed from the receive CQ
+ * when it is not the send CQ, else those posted and not counted
+ * complete.  The others were consumed: while pollers do not count
+ * receives (shiftu_wc_look), that is the count.  When they do, one
+ * may hold receive completions it took from the default QP before
+ * this move and has not counted yet (preempted): the flushes tell,
+ * and what it counts later is already paid.  Both CQs' locks held.
+ */
+static bool rx_outstanding(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	uint64_t consumed, i;
+
 	consumed = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
-	n_r = nr >= 0 ? (uint64_t)nr : vq->rq.head - consumed;
+	m->n_r = m->nr >= 0 ? (uint64_t)m->nr : vq->rq.head - consumed;
 	if (vq->app_srq) {
 		/*
 		 * Its receives are its SRQ's table's, not its own: the one the
@@ -481,157 +426,295 @@ enum fo_result shiftu_move_locked(struct shiftu_vqp *vq, enum move_kind kind, bo
 		 * under the table's id, and is posted again where the QP goes
 		 * (srq.c).  Its receive completions were counted as polled.
 		 */
-		n_r = 0;
-		for (i = 0; i < (uint64_t)n; i++) {
-			if (!flushed[i].srq)
+		m->n_r = 0;
+		for (i = 0; i < (uint64_t)m->n; i++) {
+			if (!m->flushed[i].srq)
 				continue;
-			if (n_srq == SRQ_FLUSHED) {
+			if (m->n_srq == SRQ_FLUSHED) {
 				shiftu_warn("qp %u on %s: more than %d receives of its SRQ flushed: unprotected",
 					    vq->reg.app_qp->qp_num, vq->sctx->dev_name, SRQ_FLUSHED);
-				goto dead;
+				return false;
 			}
-			srq_ids[n_srq++] = flushed[i].wc.wr_id;
+			m->srq_ids[m->n_srq++] = m->flushed[i].wc.wr_id;
 		}
-	} else if (nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
+	} else if (m->nr >= 0 && __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED) ==
 		       SHIFTU_WC_LOOK_ERRORS) {
-		__atomic_store_n(&vq->consumed, vq->rq.head - n_r, __ATOMIC_RELAXED);
-	} else if (nr >= 0 && !from_twin && shiftu_seq64_lt(consumed, vq->rq.head - n_r)) {
-		uint64_t owed = vq->rq.head - n_r - consumed;
+		__atomic_store_n(&vq->consumed, vq->rq.head - m->n_r, __ATOMIC_RELAXED);
+	} else if (m->nr >= 0 && !m->from_twin &&
+		   shiftu_seq64_lt(consumed, vq->rq.head - m->n_r)) {
+		uint64_t owed = vq->rq.head - m->n_r - consumed;
 
 		shiftu_recv_owe(vq, owed);
 		shiftu_dbg("qp %u: %" PRIu64 " receive completions not counted yet",
 			   vq->reg.app_qp->qp_num, owed);
 	}
+	return true;
+}
+
+/*
+ * The sends outstanding, read from the provider's rings if the QP only
+ * counted them, and the plan for them (proto.h): none is replayed with an
+ * atomic outstanding.  Both CQs' locks held.
+ */
+static bool tx_outstanding(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	int ret;
+
 	/* an SRQ's: the flushed were sends but for the receives its table names */
-	n_s = n - (int)(vq->app_srq ? n_srq : n_r);
+	m->n_s = m->n - (int)(vq->app_srq ? m->n_srq : m->n_r);
 	/* the flushed sends are the last n_s posted (a replay's gap left out) */
-	if (n_r > vq->rq.mask + 1 || n_s < 0 || (uint64_t)n_s > vq->sq.mask + 1 ||
-	    !shiftu_posted_from(&vq->sq, &vq->sq_gap, end, n_s, &start)) {
+	if (m->n_r > vq->rq.mask + 1 || m->n_s < 0 || (uint64_t)m->n_s > vq->sq.mask + 1 ||
+	    !shiftu_posted_from(&vq->sq, &vq->sq_gap, m->end, m->n_s, &m->start)) {
 		shiftu_warn("qp %u on %s: %d flushed, %" PRIu64 " receives outstanding: the count does not add up: unprotected",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n, n_r);
-		goto dead;
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->n, m->n_r);
+		return false;
 	}
 	/* a QP that only counted its requests has them in the provider's rings */
-	if (!from_twin && vq->rings == SHIFTU_RINGS_PROVIDER) {
-		ret = shiftu_provq_take(vq, n_s, n_r);
+	if (!m->from_twin && vq->rings == SHIFTU_RINGS_PROVIDER) {
+		ret = shiftu_provq_take(vq, m->n_s, m->n_r);
 		if (ret) {
 			shiftu_warn("qp %u on %s: %d sends and %" PRIu64 " receives outstanding: cannot read them from the provider's rings: %s: unprotected",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, n_s, n_r,
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->n_s, m->n_r,
 				    strerror(-ret));
-			goto dead;
+			return false;
 		}
 	}
 	/* an atomic held, never posted, is no atomic in flight */
-	shiftu_plan_sends(&plan, &vq->sq, start, end, &vq->sq_gap, vq->sent2, vq->hs_got,
+	shiftu_plan_sends(&m->plan, &vq->sq, m->start, m->end, &vq->sq_gap, vq->sent2, vq->hs_got,
 			  vq->hs_peer);
-	atomic = plan.atomic;
-	if (atomic) {
+	m->atomic = m->plan.atomic;
+	if (m->atomic) {
 		shiftu_warn("qp %u on %s: %s with an atomic outstanding: not replayed, the application gets the errors",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
-		goto dead;
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why);
+		return false;
 	}
-	/*
-	 * A twin left is renewed at once (reset, and joined to the peer's
-	 * with the PSNs both published), so that the peer can reach it again
-	 * whatever becomes of this move; a test may put that off to the
-	 * shadow thread (SHIFTU_TEST_TWIN_RESET_MS).
-	 */
-	if (from_twin) {
-		/* drained: the shadow thread must not connect it as it is */
-		vq->twin_stale = 1;
-		__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
-		if (kind == MOVE_REJOIN || !shiftu_test_twin_reset_ms()) {
-			ret = shiftu_twin_renew(vq);
-			if (ret && kind == MOVE_REJOIN) {
-				shiftu_warn("qp %u on %s: cannot renew its twin: %s: unprotected",
-					    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
-					    strerror(-ret));
-				goto dead;
-			}
+	return true;
+}
+
+/*
+ * A twin left is renewed at once (reset, and joined to the peer's
+ * with the PSNs both published), so that the peer can reach it again
+ * whatever becomes of this move; a test may put that off to the
+ * shadow thread (SHIFTU_TEST_TWIN_RESET_MS).
+ */
+static bool twin_left(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	int ret;
+
+	if (!m->from_twin)
+		return true;
+	/* drained: the shadow thread must not connect it as it is */
+	vq->twin_stale = 1;
+	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
+	if (m->kind == MOVE_REJOIN || !shiftu_test_twin_reset_ms()) {
+		ret = shiftu_twin_renew(vq);
+		if (ret && m->kind == MOVE_REJOIN) {
+			shiftu_warn("qp %u on %s: cannot renew its twin: %s: unprotected",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    strerror(-ret));
+			return false;
 		}
 	}
-	/*
-	 * The receives first: the peer may send as soon as it hears from us.
-	 * An SRQ's: the one the NIC flushed goes where the QP goes, and the
-	 * side it leaves is emptied if no QP is left there (srq.c).
-	 */
-	if (vq->app_srq && shiftu_srq_move(vq, from_twin, to_twin, srq_ids, n_srq)) {
+	return true;
+}
+
+/*
+ * The receives first: the peer may send as soon as it hears from us.
+ * An SRQ's: the one the NIC flushed goes where the QP goes, and the
+ * side it leaves is emptied if no QP is left there (srq.c).  Both CQs'
+ * locks held.
+ */
+static bool rx_move(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	uint64_t i;
+	int ret;
+
+	if (vq->app_srq && shiftu_srq_move(vq, m->from_twin, m->to_twin, m->srq_ids, m->n_srq)) {
 		shiftu_warn("qp %u on %s: its SRQ's receives cannot move: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-		goto dead;
+		return false;
 	}
 	/* they are posted: the drain's flushes of them are not the application's */
-	if (n_srq)
-		n = drop_srq(flushed, n);
-	vq->on_twin = to_twin;
-	unposted = false;
-	for (i = vq->rq.head - n_r; i != vq->rq.head; i++) {
+	if (m->n_srq)
+		m->n = drop_srq(m->flushed, m->n);
+	vq->on_twin = m->to_twin;
+	m->unposted = false;
+	for (i = vq->rq.head - m->n_r; i != vq->rq.head; i++) {
 		ret = shiftu_post_recv_on(vq, shiftu_rwqe_at(&vq->rq, i));
 		if (ret) {
 			shiftu_warn("qp %u on %s: cannot repost a receive: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			goto dead;
+			return false;
 		}
 	}
-	rx_moved_dbg(vq, vq->rq.head - n_r, n_r, to_twin);
-	vq->rx_moved = to_twin;
-	shiftu_qp_set_recv_state(&vq->reg, to_twin ? SHIFTU_RECV_FALLBACK : SHIFTU_RECV_DEFAULT);
-	if (!vq->hs_sent && !asking) {
-		/* an answer if the peer spoke first */
-		ret = shiftu_ctrl_send(vq, vq->hs_got);
-		if (ret) {
-			shiftu_warn("qp %u on %s: cannot tell the peer: %s: unprotected",
-				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			goto dead;
-		}
+	rx_moved_dbg(vq, vq->rq.head - m->n_r, m->n_r, m->to_twin);
+	vq->rx_moved = m->to_twin;
+	shiftu_qp_set_recv_state(&vq->reg, m->to_twin ? SHIFTU_RECV_FALLBACK : SHIFTU_RECV_DEFAULT);
+	return true;
+}
+
+/* Tell the peer our receive count, unless it spoke first or must be asked. */
+static bool move_tell(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+	int ret;
+
+	if (vq->hs_sent || m->asking)
+		return true;
+	/* an answer if the peer spoke first */
+	ret = shiftu_ctrl_send(vq, vq->hs_got);
+	if (ret) {
+		shiftu_warn("qp %u on %s: cannot tell the peer: %s: unprotected",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
+		return false;
 	}
+	return true;
+}
+
+/*
+ * The sends as the plan says: held for the peer's count, or for the
+ * peer's keys, or replayed now.  Returns false when the replay failed
+ * (what it posted completes where it went), else *@r, what the move
+ * reports.  Both CQs' locks held.
+ */
+static bool tx_move(struct move *m, enum fo_result *r)
+{
+	struct shiftu_vqp *vq = m->vq;
+	enum move_kind kind = m->kind;
+	uint64_t replayed = 0;
+	int ret;
+
 	shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 	vq->stayed = 0;
 	if (kind == MOVE_OVER)
 		__atomic_fetch_add(&vq->reg.failovers, 1, __ATOMIC_RELAXED);
-	if (shiftu_plan_next(&plan, asking, kind == MOVE_BACK) == SHIFTU_SENDS_HOLD) {
+	if (shiftu_plan_next(&m->plan, m->asking, kind == MOVE_BACK) == SHIFTU_SENDS_HOLD) {
 		/* which of them arrived only the peer knows: wait for its count */
 		vq->state = SHIFTU_SEND_HANDSHAKE;
-		vq->replay_start = start;
-		vq->hs_since_ns = t0;
+		vq->replay_start = m->start;
+		vq->hs_since_ns = m->t0;
 		vq->hs_told_ns = shiftu_mono_ns();
 		vq->keys_held = 0;
-		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
-	} else if (shiftu_keys_wait(vq, start)) {
+		*r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
+	} else if (shiftu_keys_wait(vq, m->start)) {
 		vq->hs_told_ns = shiftu_mono_ns();
-		r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
+		*r = kind == MOVE_OVER ? FO_DONE : FO_NONE;
 	} else {
-		ret = shiftu_replay(vq, start, &replayed);
+		ret = shiftu_replay(vq, m->start, &replayed);
 		if (ret) {
 			shiftu_warn("qp %u on %s: replay failed: %s: the application gets the errors",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
-			n = 0;	/* the replayed part completes where it went */
-			goto dead;
+			m->n = 0;	/* the replayed part completes where it went */
+			return false;
 		}
-		r = shiftu_moved(vq, replayed);
+		*r = shiftu_moved(vq, replayed);
 		/* a rejoin goes on with the failover reported already */
-		if (kind == MOVE_REJOIN && r == FO_DONE)
-			r = FO_NONE;
+		if (kind == MOVE_REJOIN && *r == FO_DONE)
+			*r = FO_NONE;
 	}
-	shiftu_unlock_cqs(c, rc);
-	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms (%.3f ms to quiesce, %.3f ms to drain)",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why, done[kind],
-		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, n_s, n_r,
-		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
-		    asking ? "sends held until the peer joins" :
-		    vq->keys_held ? "sends held for the peer's rkeys" : "sends held for the peer's count",
-		    (shiftu_mono_ns() - t0) / 1e6, (t_q - t0) / 1e6, (t_d - t_q) / 1e6);
-	free(flushed);
-	return r;
+	return true;
+}
 
-dead:
+/* The line a move logs once done.  No CQ lock held. */
+static void move_log(const struct move *m)
+{
+	static const char *const done[] = {
+		[MOVE_OVER] = "failed over to", [MOVE_BACK] = "going back from",
+		[MOVE_REJOIN] = "back on",
+	};
+	const struct shiftu_vqp *vq = m->vq;
+
+	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms (%.3f ms to quiesce, %.3f ms to drain)",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why, done[m->kind],
+		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, m->n_s, m->n_r,
+		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
+		    m->asking ? "sends held until the peer joins" :
+		    vq->keys_held ? "sends held for the peer's rkeys" : "sends held for the peer's count",
+		    (shiftu_mono_ns() - m->t0) / 1e6, (m->t_q - m->t0) / 1e6, (m->t_d - m->t_q) / 1e6);
+}
+
+/*
+ * The move failed: give the QP up (shiftu_go_dead()).  A failback given
+ * up before we spoke stops the default QP (back_abandon()).  Called with
+ * both CQs' locks held, which it drops.
+ */
+static enum fo_result move_dead(struct move *m)
+{
+	struct shiftu_vqp *vq = m->vq;
+
 	/* before the receives moved, the held sends were posted nowhere */
-	shiftu_go_dead(vq, flushed, n, unposted ? shiftu_posted_end(vq) : vq->sq.head);
-	if (kind == MOVE_BACK && !vq->hs_sent)
+	shiftu_go_dead(vq, m->flushed, m->n, m->unposted ? shiftu_posted_end(vq) : vq->sq.head);
+	if (m->kind == MOVE_BACK && !vq->hs_sent)
 		back_abandon(vq);
-	shiftu_unlock_cqs(c, rc);
-	free(flushed);
-	return atomic ? FO_DEAD_ATOMIC : FO_DEAD;
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	free(m->flushed);
+	return m->atomic ? FO_DEAD_ATOMIC : FO_DEAD;
+}
+
+/*
+ * Move @vq's work as @kind says: stop and drain the QP it leaves, repost
+ * the receives it held on the other, tell the peer our receive count there,
+ * and replay the sends, now or, if which of them arrived matters and the
+ * peer has not told us yet, when it does (SHIFTU_SEND_HANDSHAKE).  Going
+ * back always waits for the peer's count: its receives must be on its
+ * default QP before ours go.  A rejoin the peer must be asked for
+ * (@asking) sends nothing and waits: the peer's twin may not be renewed
+ * yet, and the peer speaks first once it is.
+ * Context: fo_lock held; the caller delivers @msgs once it is dropped.
+ */
+enum fo_result shiftu_move_locked(struct shiftu_vqp *vq, enum move_kind kind, bool asking,
+				  const char *why, struct shiftu_hs_msg *msgs, int *n_msgs)
+{
+	struct move m = {
+		.vq = vq, .kind = kind, .asking = asking, .why = why,
+		.msgs = msgs, .n_msgs = n_msgs, .t0 = shiftu_mono_ns(),
+		.to_twin = kind != MOVE_BACK, .unposted = true,
+	};
+	bool polls_held = false;
+	enum fo_result r;
+	int ret;
+
+	if (!move_wanted(vq, kind))
+		return FO_NONE;
+	/* a going back still due is this one, or one a move overtook */
+	__atomic_store_n(&vq->back_due_ns, 0, __ATOMIC_RELAXED);
+	/* a cancel asked for is the going back's this move ends, if any */
+	vq->fb_cancel = 0;
+	m.from_twin = kind == MOVE_BACK || (kind == MOVE_REJOIN && vq->on_twin);
+	if (!move_twin_ready(&m))
+		return FO_NONE;
+	if (kind == MOVE_OVER) {
+		ret = shiftu_batch_open(vq, why);
+		if (ret == 0)
+			ret = shiftu_polls_open(vq, why, &polls_held);
+		if (ret > 0)
+			return FO_NONE;
+		if (ret < 0) {
+			shiftu_lock_cqs(vq->scq, vq->rcq);
+			return move_dead(&m);
+		}
+	}
+	m.flushed = malloc((vq->sq.mask + vq->rq.mask + 3) * sizeof(*m.flushed));
+	if (!m.flushed) {
+		if (polls_held)
+			shiftu_cq_slow(vq, false);
+		return FO_NONE;
+	}
+	ret = move_quiesce(&m, polls_held);
+	if (ret == -ENOSPC) {
+		free(m.flushed);
+		return FO_NONE;
+	}
+	if (ret || !move_drain(&m) || !rx_outstanding(&m) || !tx_outstanding(&m) ||
+	    !twin_left(&m) || !rx_move(&m) || !move_tell(&m) || !tx_move(&m, &r))
+		return move_dead(&m);
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	move_log(&m);
+	free(m.flushed);
+	return r;
 }
 
 /*
