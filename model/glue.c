@@ -2,14 +2,15 @@
 /*
  * glue.c: the calls model/shift.pml makes into the library's protocol
  * decisions (userlib/proto.c, proto.h, serial.h), compiled into spin's
- * verifier.  Each function does what failover.c and handshake.c do around
+ * verifier.  Each function does what the failover files (move.c,
+ * replay.c, failover.c: userlib/failover_int.h) and handshake.c do around
  * the same call, with the model's small numbers (counts and ring places as
  * offsets from a start near a wrap) turned into the library's 64-bit ones
  * and back.  Nothing here decides anything: a decision that changes in
  * proto.c changes in the model.
  *
- * The seeded defects (make -C model SEED=...) sit here, where failover.c
- * makes the same calls, so that the model can be shown to catch them:
+ * The seeded defects (make -C model SEED=...) sit here, where the failover
+ * files make the same calls, so that the model can be shown to catch them:
  *   SEED_31BIT     the peer's 31-bit count read as the low 32 bits of our
  *                  count (the cut one bit too narrow, issue 18)
  *   SEED_NO_FENCE  a move replays at once, without waiting for the peer's
@@ -161,8 +162,8 @@ int model_from(int start, const unsigned char *ops, int head, int n, int lo, int
 }
 
 /*
- * A move's plan (move_locked(), then replay()): the sends [@from, @head)
- * of @ops outstanding but those the gap [@lo, @hi) holds, those from
+ * A move's plan (shiftu_move_locked(), then shiftu_replay()): the sends
+ * [@from, @head) of @ops outstanding but those the gap [@lo, @hi) holds, those from
  * @posted on held (posted by no one yet), the peer's
  * count @peer if @known; @back for a failback (MOVE_BACK), which always
  * waits for the count.  Returns the shiftu_plan_next() outcome in bits

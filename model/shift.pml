@@ -16,11 +16,12 @@
  *   - the answer to a peer's failback request: shiftu_fb_answer().
  * glue.c checks at compile time that the codes the model branches on are
  * proto.h's.  What the model writes out by hand is what calls them: the
- * sequence of shiftu_failover()/move_locked(), shiftu_hs_message() and
- * replay_held() in failover.c (receives first, then the control message,
+ * sequence of shiftu_failover() and shiftu_move_locked() (move.c: its
+ * steps rx_move(), move_tell(), tx_move()), shiftu_hs_message() and
+ * replay_held() (failover.c) (receives first, then the control message,
  * then replay or hold), and the world around them: the applications, the
  * NICs and the paths.  A change to proto.c is checked here as it is; a
- * change to the order of failover.c's steps must be made here too.
+ * change to the order of those steps must be made here too.
  *
  * Counts: the two-sided counts and ring places are small offsets here
  * (a script is M_L requests), and glue.c adds them to a start just below
@@ -90,7 +91,7 @@
  * side resets its own and probes, which is good at once (the path does not
  * fail again).  One-sided: the next request is the fence on the twin, the
  * later ones are held until everything up to the fence completed, then
- * go to the default QP (release_held()).  Two-sided: the failover in
+ * go to the default QP (release_held(), goback.c).  Two-sided: the failover in
  * reverse (move_back()), the peer following on the asking side's message
  * on the default QP.  The reset default QPs are queues like the twins',
  * and once the path is back a queue's requests are executed and acked in
@@ -306,7 +307,8 @@ inline tq_put(q, item)
 }
 
 /*
- * The drain of queue q (drain(): its QP stopped, what it holds flushed):
+ * The drain of queue q (shiftu_drain(), drain.c: its QP stopped, what it
+ * holds flushed):
  * n_s the side's requests flushed, fl which (locals of peer).
  */
 inline q_drain(q)
@@ -350,8 +352,9 @@ inline send_ctrl(ack)
 }
 
 /*
- * The plan for the sends [k, nxt) outstanding (move_locked(), replay());
- * bk: a failback.  Those held are posted by no one yet (posted_end()).
+ * The plan for the sends [k, nxt) outstanding (move.c's tx_outstanding(),
+ * then shiftu_replay(), replay.c); bk: a failback.  Those held are posted
+ * by no one yet (shiftu_posted_end()).
  */
 inline do_plan()
 {
@@ -364,8 +367,8 @@ inline do_plan()
 }
 
 /*
- * The first of the n_s sends a drain flushed, into k (move_locked():
- * shiftu_posted_from()): the last n_s posted on that QP, which are not the
+ * The first of the n_s sends a drain flushed, into k (tx_outstanding(),
+ * move.c: shiftu_posted_from()): the last n_s posted on that QP, which are not the
  * last n_s recorded while a replay's READ before its cut is outstanding.
  */
 inline flushed_from()
@@ -376,13 +379,16 @@ inline flushed_from()
 	assert(k < M_L + 1)	/* found (-1 is 255 in a byte) */
 }
 
-/* go_dead(): the sends [k, nxt) complete flushed, the QP is given up */
+/*
+ * go_dead() (shiftu_go_dead(), move.c): the sends [k, nxt) complete
+ * flushed, the QP is given up
+ */
 inline go_dead()
 {
 	i = k;
 	do
 	:: i < nxt[me] && i >= glo[me] && i < ghi[me] && op[IDX(me, i)] != OP_READ ->
-		i++	/* a replay completed it (flush_held()) */
+		i++	/* a replay completed it (shiftu_flush_held()) */
 	:: i < nxt[me] && !(i >= glo[me] && i < ghi[me] && op[IDX(me, i)] != OP_READ) ->
 		comp_err(me, i);
 		i++
@@ -406,8 +412,9 @@ inline go_dead_fl()
 }
 
 /*
- * replay(): the sends [k, nxt) go where the work is now, but those the
- * peer had; then moved(): Fallback on the twin, Default back on the
+ * replay() (shiftu_replay(), replay.c): the sends [k, nxt) go where the
+ * work is now, but those the peer had; then shiftu_moved() (move.c):
+ * Fallback on the twin, Default back on the
  * default QP (a new exchange next time, no failback awaited any more).
  */
 inline replay()
@@ -451,7 +458,7 @@ inline replay()
 }
 
 /*
- * move_locked(MOVE_OVER): drain the default QP (what completed good is
+ * shiftu_move_locked(MOVE_OVER), move.c: drain the default QP (what completed good is
  * done, the rest is outstanding), give up on an atomic, else the receives
  * to the twin, the control message unless one went, and the replay now
  * or once the peer's count comes.  A default QP reset for a failback
@@ -498,7 +505,7 @@ inline move()
 }
 
 /*
- * move_locked(MOVE_BACK), failover.c: a two-sided failback, the
+ * shiftu_move_locked(MOVE_BACK), move.c: a two-sided failback, the
  * failover in reverse.  The twin is stopped and drained; the sends
  * outstanding are the last n_s posted on it (flushed_from(), the
  * library's count); the receives go to the default QP,
@@ -541,7 +548,7 @@ inline move_back()
 }
 
 /*
- * release_held(), failover.c lines 1763-1803: a one-sided failback's twin
+ * release_held(), goback.c lines 172-214: a one-sided failback's twin
  * has completed everything up to its fence; the held requests go to the
  * default QP in order, and the QP is in Default again.
  */
@@ -830,7 +837,7 @@ end:
 		fi
 	   }
 	:: atomic {
-		/* drain_done(), release_held(): a poll took the fence's completion */
+		/* shiftu_release_drained(): a poll took the fence's completion */
 		state[me] == S_WAIT_DRAINED && (ncomp[me] >= held[me] || (opts & O_NO_DRAIN)) ->
 		release_held()
 	   }

@@ -38,7 +38,7 @@
  * not make, a wake-up too many again, never one missed.
  * Soft-RoCE flushes a receive when its responder runs, which a post from
  * userspace does not start: the bell then moves its QP to the error state
- * again, as a drain does (failover.c), a system call as a send's doorbell
+ * again, as a drain does (drain.c), a system call as a send's doorbell
  * would have been.
  */
 #include <errno.h>

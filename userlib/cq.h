@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cq.h: the CQ side of a failover (cq.c), and what failover.c shares with it.
+ * cq.h: the CQ side of a failover (cq.c), and what the failover files
+ * (failover_int.h) share with it.
  *
  * Locking: a shiftu_cq's stash, twins and counters are under its lock; a
  * move takes both CQs of its QP (shiftu_lock_cqs()) under its fo_lock.
@@ -46,7 +47,7 @@ void shiftu_ctrl_send_done(struct shiftu_vqp *vq, bool all);
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on);
 
 /*
- * @c's lock, once no drain is under way on it (drain() drops it), for a
+ * @c's lock, once no drain is under way on it (shiftu_drain() drops it), for a
  * library thread: the application's polls give way to it.
  */
 void shiftu_cq_lock_quiet(struct shiftu_cq *c);

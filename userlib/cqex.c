@@ -25,7 +25,7 @@
  * wait for it: its drain polls the CQ, and the session's thread may be
  * the one moving (a post inside the session that finds the port down), or
  * may wait for the move (a post on the moving QP).  So a move finds out
- * first (shiftu_cqx_mark(); failover.c's polls_open()): it makes the
+ * first (shiftu_cqx_mark(); drain.c's shiftu_polls_open()): it makes the
  * context's polls slow, which no session starts direct under, waits out
  * the data verbs in flight (quiesce.h, whose barrier orders the session's
  * stores with its own), and if a direct session is still open on one of

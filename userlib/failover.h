@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * failover.h: moving a QP to its twin, and the slow paths of the posting
- * verbs while it is there (failover.c; the CQ side is cq.h).
+ * verbs while it is there (failover.c, goback.c, move.c, drain.c,
+ * replay.c: failover_int.h says which does what; the CQ side is cq.h).
  */
 #ifndef _SHIFTU_FAILOVER_H
 #define _SHIFTU_FAILOVER_H

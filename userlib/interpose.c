@@ -263,7 +263,7 @@ static int ring_init(struct shiftu_vqp *vq)
 
 /*
  * A failover posts a marker behind the outstanding work on each queue
- * (failover.c): an RC QP gets one entry more on each than the application
+ * (drain.c): an RC QP gets one entry more on each than the application
  * asks for (on its send queue only when its receives come from an SRQ,
  * which has its own entry: srq.c).  What the application reads back is
  * what it asked for.  A provider that refuses the larger QP (a request at

@@ -399,7 +399,7 @@ struct shiftu_vqp {
 	uint8_t rx_moved;		/* our receives live on the twin */
 	uint8_t on_twin;		/* the work goes to the twin */
 	uint8_t twin_stale;		/* a drained twin left to the shadow thread */
-	/* its twin's drain, while one is under way (failover.c; the twin's
+	/* its twin's drain, while one is under way (drain.c; the twin's
 	 * CQs' locks): another drain on a CQ of its meets its markers and
 	 * flushes, and hands them over */
 	struct drain_state *twin_drain;
@@ -419,7 +419,7 @@ struct shiftu_vqp {
 	uint8_t ctrl_default;		/* a control receive waits on the default QP */
 	uint16_t ctrl_gen;		/* its generation: SHIFTU_CTRL_DEF_ID() */
 	/*
-	 * A two-sided failback cut short (failover.c, shiftu_rejoin()): the
+	 * A two-sided failback cut short (goback.c, shiftu_rejoin()): the
 	 * side going back lost its default QP before the peer's count came.
 	 * @tw_old: our twin is still joined to the peer's as it was before
 	 * the peer renewed its own (we granted its failback).  @rejoin_want:

@@ -3,7 +3,8 @@
  * proto.h: the failover protocol's decisions, as pure functions of what
  * the library recorded and what the peer said: no verbs, locks, clock or
  * allocation here, so that a host test can put every case to them
- * (selftests/host/shiftu_proto.c) and failover.c only carries them out.
+ * (selftests/host/shiftu_proto.c) and the failover files only carry them
+ * out (failover_int.h).
  *
  * The boundary they keep (SHIFT, section 4): RC executes a QP's requests
  * in order, so the peer's count of the two-sided messages it received
@@ -108,7 +109,7 @@ struct shiftu_send_plan {
 /*
  * Survey the sends outstanding, entries [@from, @sq->head) of @sq but
  * those @gap holds, of a QP that has sent @sent2 messages in all.  Those
- * from @posted on were held, never posted (posted_end(), failover.c): an
+ * from @posted on were held, never posted (shiftu_posted_end(), replay.c): an
  * atomic among them goes for the first time, it is in flight nowhere.  With
  * @peer_known, @peer is the peer's count of messages received (64 bits,
  * extended from the wire's 31: serial.h), and the cut follows the last

@@ -2,7 +2,7 @@
 /*
  * ring.h: the library's record of a QP's outstanding work requests, as
  * the send and receive rings hold them (datapath.c records, provq.c fills
- * them from the provider's rings, failover.c replays them).  Types and
+ * them from the provider's rings, replay.c replays them).  Types and
  * arithmetic only: no verbs are called here.
  */
 #ifndef _SHIFTU_RING_H

@@ -82,7 +82,7 @@ struct shiftu_cq {
 	struct shiftu_vqp *twins[64];
 	unsigned int n_twins;
 	unsigned int slow_leftover;	/* slow polls owed to failed-back QPs */
-	unsigned int draining;		/* drains under way on it (failover.c) */
+	unsigned int draining;		/* drains under way on it (drain.c) */
 	/* library threads waiting for the lock: the application's slow
 	 * polls give way to them (cq.c); atomic */
 	unsigned int urgent;

@@ -21,7 +21,7 @@
  *	CQs' events (handshake.c)
  *   SHIFTU_TEST_REPLAY_FAIL		0..65536	(0)
  *	a replay's post this far on (1: the first) fails with EIO
- *	(failover.c)
+ *	(replay.c)
  *   SHIFTU_TEST_RESET_FILE		a path		(none)
  *	once the file is there, the shadow thread resets in place, with
  *	the PSNs it queries, each default QP that has posted nothing (a
@@ -31,7 +31,7 @@
  *   SHIFTU_TEST_DRAIN_STALL_MS		0..20000	(0)
  *	a drain of a twin stalls this long, CQ locks held, after it
  *	stopped the twin and before it posts its markers, as a thread
- *	starved of the CPU does (failover.c)
+ *	starved of the CPU does (drain.c)
  *   SHIFTU_TEST_FOLLOW_DELAY_MS		0..20000	(0)
  *	a QP that granted the peer's two-sided failback takes the peer's
  *	message on its default QP this long late: it waits, fo_lock held,

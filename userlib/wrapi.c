@@ -16,7 +16,7 @@
  * and the poster may be the thread failing over, from a poll inside its
  * batch): a move that finds a direct batch open leaves the move to the
  * batch's poster, which makes it once the batch is posted or aborted
- * (failover.c, struct shiftu_vqp's @move_deferred).
+ * (drain.c: shiftu_batch_open(), struct shiftu_vqp's @move_deferred).
  *
  * Otherwise (a QP that copies its requests, or on its slow path: moved,
  * moving, or the page moved) the builders are the library's: each request
@@ -360,7 +360,7 @@ static inline bool direct_open(struct shiftu_vqp *vq, struct shiftu_wrbatch *b)
  * The provider's wr_start, the ring's producer index noted before its
  * lock, which changes nothing: the ring has one poster, us, and the
  * library posts there only with the gate closed, which an open direct
- * batch holds off (failover.c).
+ * batch holds off (drain.c: shiftu_batch_open()).
  */
 static inline void direct_begin(struct shiftu_vqp *vq, struct shiftu_wrbatch *b,
 				struct ibv_qp_ex *qpx)
