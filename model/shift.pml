@@ -122,7 +122,7 @@
  * empty SEND as the probe, unsignaled requests, SRQs, the drain's
  * mechanics, a peer process that dies (only its library giving up, which
  * the handshake's timeout covers).  Nor, so, a going back the peer does
- * not answer in time (shadow.c: rejoin_ns()): the side asks the peer
+ * not answer in time (failback.c: rejoin_ns()): the side asks the peer
  * through the store to cancel the failback (cancel_ask()), and the peer
  * either joins its renewed twin or has followed (shiftu_cancel_serve()).
  * What went wrong before (the side left its default QP at once, and a
@@ -192,7 +192,7 @@ byte consumed[2];		/* notifications received */
 bool portev[2];			/* the watcher saw the port down */
 bool stayed[2];			/* answered the peer's failover and stayed */
 
-/* failing back (shadow.c: failback_step(), failback_answer()) */
+/* failing back (failback.c: failback_step(), failback_answer()) */
 bool req[2];			/* side s's fbreq: in the store, not answered */
 byte fbrep[2];			/* the answer to it: 0 none, 1 busy or leads,
 				 * 2 granted one-sided, 3 two-sided */
@@ -573,7 +573,7 @@ inline release_held()
 }
 
 /*
- * qp_reconnect(), shadow.c lines 1427-1469: side s's default QP reset and
+ * shiftu_qp_reconnect() (twin.c): side s's default QP reset and
  * connected again (generation 2), with a control receive at its head for
  * a two-sided failback (m).  Nothing of the peer's may be under way on
  * its own reset default QP to this one: the reset would lose it.
@@ -587,7 +587,7 @@ inline reconnect(s, m)
 }
 
 /*
- * failback_answer(), shadow.c lines 1748-1863: the peer's request, under
+ * failback_answer() (failback.c): the peer's request, under
  * fo_lock, answered by shiftu_fb_answer(): going back already is a move
  * back due or made and waiting for the count (the model's probe is good
  * at once); side 0 leads (fb_leader()).  Granted, our default QP is reset:
@@ -631,8 +631,8 @@ inline answer()
 }
 
 /*
- * failback_step() with the answer, then failback_probed(), shadow.c lines
- * 1557-1690: busy, ask again later; granted, reset our default QP with the
+ * failback_step() with the answer, then failback_probed() (failback.c):
+ * busy, ask again later; granted, reset our default QP with the
  * peer's PSN and probe it.  The path is up, so the probe is good: a
  * one-sided failback waits for its fence (shiftu_probe_fence()), a
  * two-sided one is due (shiftu_back_due()).

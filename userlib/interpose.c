@@ -1019,7 +1019,7 @@ SHIFTU_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
  * fork(2): the QPs are the parent's.  None is protected in the child: a
  * health sweep or a poll of the child's own contexts then never moves one
  * (moving it would move the parent's: the uverbs files are shared).  A QP
- * the library does not protect was not locked before the fork (shadow.c):
+ * the library does not protect was not locked before the fork (registry.c):
  * its locks, which another thread of the parent may have held, are made
  * again, as are the others, free by now.  Context: fork.c, the child's
  * only thread.

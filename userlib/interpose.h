@@ -158,9 +158,9 @@ struct shiftu_ctx {
 	 */
 	struct shiftu_vqp *rcache[64];
 
-	/* the shadow thread makes its backup (shadow.c; shadow_lock) */
+	/* the shadow thread makes its backup (twin.c; shadow_lock) */
 	bool shadowed;
-	/* the backup: written by the shadow thread only (shadow.c) */
+	/* the backup: written by the shadow thread only (twin.c) */
 	struct ibv_context *bak_ctx;
 	struct ibv_comp_channel *bak_channel;	/* its twin CQs' events */
 	uint8_t bak_port;
@@ -182,7 +182,7 @@ struct shiftu_qp_steps {
 	int init_mask, rtr_mask, rts_mask;
 };
 
-/* What the peer published about its backup QP (shadow.c). */
+/* What the peer published about its backup QP (twin.c). */
 struct shiftu_peer {
 	union ibv_gid gid;
 	uint32_t qpn;
@@ -368,7 +368,7 @@ struct shiftu_vqp {
 	/* its map's entries a move or post waits for, not answered yet
 	 * (fo_lock; the shadow thread reads it relaxed, as a hint) */
 	unsigned int rkeys_wanted;
-	uint64_t scout_ns;		/* its next look ahead (shadow.c) */
+	uint64_t scout_ns;		/* its next look ahead (scout.c) */
 	unsigned int scouts;		/* looks ahead so far */
 	uint32_t lkeys[8][2];		/* default lkey -> backup lkey cache */
 	unsigned int n_lkeys;
@@ -431,7 +431,7 @@ struct shiftu_vqp {
 	uint8_t rejoin_want;
 	uint8_t rejoin_ask;
 	/*
-	 * A going back the peer does not answer (shadow.c): rather than
+	 * A going back the peer does not answer (failback.c): rather than
 	 * leave the default QP, where a peer late but alive still comes,
 	 * the side going back asks the peer through the store to cancel the
 	 * failback it granted, and listens on both QPs.  @fb_going: the
@@ -462,7 +462,7 @@ struct shiftu_vqp {
 	uint64_t hs_told_ns;		/* it had told the peer */
 
 	/*
-	 * Failing back (failover.c, shadow.c).  twin_signaled counts signaled
+	 * Failing back (failover.c, failback.c).  twin_signaled counts signaled
 	 * requests posted on the twin (fo_lock), twin_done their completions
 	 * (the CQ's lock); equal means the twin has drained.  Requests posted
 	 * while waiting for that are recorded from held_start on and not
@@ -479,8 +479,8 @@ struct shiftu_vqp {
 	uint32_t fb_backoff_ms;
 	uint8_t fb_stage;		/* 0 idle, 1 asked the peer, 2 probing */
 	uint8_t probe_state;		/* 0 none, 1 posted, 2 good, 3 failed */
-	uint8_t fb_by_send;		/* our failback's probe is a SEND (shadow.c) */
-	uint8_t fb_mode;		/* the peer's answer's mode (shadow.c) */
+	uint8_t fb_by_send;		/* our failback's probe is a SEND (failback.c) */
+	uint8_t fb_mode;		/* the peer's answer's mode (failback.c) */
 	uint64_t fb_probe_ns;		/* the probe's deadline */
 	/* the probe came back good and the peer waits: going back is due
 	 * since then (shiftu_back_due()), 0 once a thread took it; atomic */

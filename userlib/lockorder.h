@@ -15,17 +15,18 @@
  *			the send queue's poster (posters.h); not in fork's
  *			table: a child never posts to its parent's QPs
  *   shadow_lock		a shadow pass, but never its store I/O, and the PD
- *			and QP records (shadow.c)
+ *			and QP records (shadow.c, registry.c)
  *     vq->lock		a QP's connection steps; one QP's at a time
  *       vq->fo_lock		a QP's moves; one QP's at a time
  *         cq_lock		the CQ records' list, and their room for a
- *			failover's completions (shiftu_cq_hold()) (shadow.c)
+ *			failover's completions (shiftu_cq_hold()) (registry.c)
  *         a CQ's lock	both of a QP's in address order (shiftu_lock_cqs())
  *           srq_lock	the SRQs' sides and twins, and the posts to a tabled
  *			SRQ off its common path (srq.c); takes only mr_lock,
  *			for a receive's keys on the backup device, and
  *			windows_lock, waiting out the posts on that path
- *           leaves: mr_lock, forget_lock, backer_lock (shadow.c), nl_lock (report.c),
+ *           leaves: mr_lock (registry.c), forget_lock (storepass.c), backer_lock
+ *           (shadow.c), nl_lock (report.c),
  *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
  *           reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
@@ -50,9 +51,9 @@
 /* The order above, outermost first: what fork(2) takes, in this order. */
 enum shiftu_lock_rank {
 	SHIFTU_RANK_SERVE,	/* serve_lock (handshake.c) */
-	SHIFTU_RANK_SHADOW,	/* shadow_lock (shadow.c) */
+	SHIFTU_RANK_SHADOW,	/* shadow_lock (storepass.c) */
 	SHIFTU_RANK_RECORDS,	/* every QP's lock, then every fo_lock,
-				 * cq_lock, every CQ's lock (shadow.c) */
+				 * cq_lock, every CQ's lock (registry.c) */
 	SHIFTU_RANK_SRQ,	/* srq_lock (srq.c) */
 	SHIFTU_RANK_MR,		/* the leaves, as above */
 	SHIFTU_RANK_FORGET,
@@ -77,7 +78,7 @@ enum shiftu_lock_rank {
  * locks of a later class, or a second of the same class where the table
  * above allows two (a QP's two CQs, in address order); a thread holding a
  * leaf takes no lock at all.  fork(2)'s own takes (fork.c, and the records'
- * in shadow.c) follow the ranks above and are not checked.
+ * in registry.c) follow the ranks above and are not checked.
  */
 enum shiftu_lock_class {
 	SHIFTU_LOCK_SERVE,	/* serve_lock */

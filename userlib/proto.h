@@ -209,7 +209,7 @@ enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in) SHIFTU_HIDDEN
 
 /*
  * The peer asks us, through the store, to reset our default QP for its
- * failback (shadow.c: failback_answer()), as our QP stands.  One-sided if
+ * failback (failback.c: failback_answer()), as our QP stands.  One-sided if
  * we are on our default QP and the peer's receives are not on its twin:
  * the peer comes back behind its fence, and we take no part.  Two-sided
  * otherwise: both sides go back by the handshake, the peer first.
@@ -248,7 +248,7 @@ enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_s
 
 /*
  * The peer, going back by the two-sided failback we granted and hearing
- * nothing from us, asks us through the store to cancel it (shadow.c:
+ * nothing from us, asks us through the store to cancel it (failback.c:
  * cancel_ask()); as our QP stands (failover.c: shiftu_cancel_serve()).
  */
 struct shiftu_fb_cancel_in {

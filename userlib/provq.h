@@ -56,7 +56,7 @@ int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r);
 /*
  * The remote keys of the RDMA and atomic requests that send ring @q holds,
  * read while its poster may be writing it (the shadow thread's look ahead,
- * shadow.c: a torn key costs a lookup that finds nothing): up to @max
+ * scout.c: a torn key costs a lookup that finds nothing): up to @max
  * distinct non-zero ones go to @out, after the @n there already.  Returns
  * the new count.
  */

@@ -19,6 +19,11 @@
  * so that no order of setup between hosts can deadlock (paper B.1).  If a
  * backup cannot be made (no backup port, no store), the QP runs unprotected
  * after one log line: nothing the application calls fails because of it.
+ *
+ * The thread and its pass are shadow.c; the records registry.c; the twins
+ * twin.c; failing back failback.c; the look ahead for the peer's keys
+ * scout.c; the store's connection and batch storepass.c.  What these
+ * share among themselves is in shadow_int.h.
  */
 #ifndef _SHIFTU_SHADOW_H
 #define _SHIFTU_SHADOW_H
@@ -41,7 +46,7 @@ struct shiftu_pd {
 	struct shiftu_pd *next;
 };
 
-/* An MR and its twin.  Under mr_lock (shadow.c); lookups copy out. */
+/* An MR and its twin.  Under mr_lock (registry.c); lookups copy out. */
 struct shiftu_mr {
 	struct ibv_mr *app;
 	struct ibv_mr *bak;
@@ -104,7 +109,7 @@ struct shiftu_cq {
 };
 
 /* PDs and QPs are under shadow_lock, MRs and CQs under leaf locks of their
- * own (shadow.c); cq_lock is the CQ records' list's (lockorder.h). */
+ * own (registry.c); cq_lock is the CQ records' list's (lockorder.h). */
 extern pthread_mutex_t shadow_lock;
 extern pthread_mutex_t cq_lock SHIFTU_HIDDEN;
 

@@ -8,7 +8,7 @@
  *
  *   SHIFTU_TEST_TWIN_RESET_MS		0..10000	(0)
  *	a stale twin's reset is put off this long after a failback
- *	(shadow.c), rather than done in the move (failover.c)
+ *	(twin.c), rather than done in the move (failover.c)
  *   SHIFTU_TEST_FAILBACK_DELAY_MS	0..10000	(0)
  *	a two-sided failback waits this long after its good probe
  *   SHIFTU_TEST_SERVE_DELAY_MS		0..1000		(0)
@@ -40,7 +40,7 @@
  *	follow only (failover.c)
  *   SHIFTU_TEST_SCOUT_DELAY_MS		0..60000	(0)
  *	the look ahead reads no QP's send ring for this long after its
- *	first chance to (shadow.c): a failover in that time meets keys of
+ *	first chance to (scout.c): a failover in that time meets keys of
  *	the peer's that nothing fetched ahead
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * shiftu_scout: the look ahead for the peer's backup keys (shadow.c) reads
+ * shiftu_scout: the look ahead for the peer's backup keys (scout.c) reads
  * the remote keys a QP's requests name from the provider's send ring
  * (shiftu_provq_rkeys(), provq.c): those of RDMA WRITE, WRITE_WITH_IMM,
  * READ and the atomics, each once, none of a SEND, no zero key, no more

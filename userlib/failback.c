@@ -1,0 +1,777 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * failback.c: failing back (SHIFT 4.3.3), the shadow threads' part on
+ * both sides (shadow.h).
+ *
+ * The side that failed over, once its primary is good again, asks the
+ * peer through the store to reset its QP for new PSNs, resets its own
+ * with the peer's, probes, and hands the QP to the posting path
+ * (failover.c), which goes back (failback_step()).  The peer answers the
+ * request by what proto.c decides (failback_answer()).  A going back cut
+ * short asks the peer to join the renewed twin (a rejoin), one the peer
+ * does not answer asks it to cancel the failback it granted.  All of it
+ * runs in the shadow thread's pass (shadow.c), vq->lock held; what it has
+ * to say once the pass's first batch is answered goes in the pass's last
+ * one (shiftu_late_batch()).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "failover.h"
+#include "handshake.h"
+#include "health.h"
+#include "interpose.h"
+#include "lock.h"
+#include "lockorder.h"
+#include "log.h"
+#include "proto.h"
+#include "serial.h"
+#include "shadow_int.h"
+#include "store.h"
+#include "testbuild.h"
+#include "util.h"
+
+/* Failback attempts back off up to these (fb_backoff()). */
+#define FB_MAX_MS	5000
+#define FB_BUSY_MS	1000
+
+/* How long a QP holds its sends for the peer's count (handshake.h), on
+ * its twin after a rejoin too. */
+#define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
+/*
+ * How long a failback that told the peer waits for its answer on the
+ * default QP before it asks the peer to cancel (below; rejoin_ns()): the
+ * answer comes from the peer's next poll or watcher round, which a busy
+ * host makes late (64 QPs going back together in the lab: 2 s was too
+ * short, and each cancel costs a whole new failback).  A failure it can
+ * see (its port or path down, an error on the default QP) rejoins at once.
+ */
+#define REJOIN_NS	(5ULL * 1000 * 1000 * 1000)
+/*
+ * Silence alone does not make it leave the default QP, though: a peer
+ * starved of the CPU (make check's two lanes: 5.7 s) is late, not gone,
+ * and one that came after the rejoin went back all the same, its answer
+ * lost in a default QP stopped, and joined the twins only once the
+ * store had told it, which on such a host took longer than the asking
+ * side's wait for it there (HS_TIMEOUT_NS): both gave the QP up.  So
+ * past rejoin_ns() it asks the peer through the store to cancel the
+ * failback it granted (cancel_ask()), and keeps listening: on the default
+ * QP for a peer that followed, on the renewed twin for one that took the
+ * cancel.  A peer that has done neither CANCEL_WAIT_NS after the store
+ * took the cancel is taken for gone: the work goes onto the twin and
+ * waits HS_TIMEOUT_NS more there (shiftu_rejoin()).  It granted the
+ * failback moments before, so that is rare; a failure the side can see
+ * still rejoins at once.
+ */
+#define CANCEL_WAIT_NS	(2 * HS_TIMEOUT_NS)
+
+/*
+ * How long a failback request waits for the peer's answer, from the
+ * moment the store took it: the peer's next look (FB_POLL_NS at most),
+ * then three store round trips (its GET, its PUT, our GET).  A round trip
+ * is what the shadow thread's batches took lately (store_ns): on a host
+ * whose CPU the application's pollers keep busy, Redis answers in
+ * seconds (64 QPs going back in the lab: 1 to 5 s), and an answer that
+ * comes after the wait is wasted, together with the reset the peer made
+ * for it, since the next request is a new one (an old answer cannot be
+ * taken safely: the peer may have granted another since).
+ */
+#define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
+#define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
+#define FB_POLL_NS	(500ULL * 1000 * 1000)
+/* How long a probe may take (failback_probed()). */
+#define FB_PROBE_NS	(2000ULL * 1000 * 1000)
+
+static uint64_t fb_answer_ns(void)
+{
+	uint64_t ns = FB_POLL_NS + 4 * store_ns;
+
+	return ns < FB_ANSWER_NS ? FB_ANSWER_NS :
+	       ns > FB_ANSWER_MAX_NS ? FB_ANSWER_MAX_NS : ns;
+}
+
+/*
+ * How long a going back waits for the peer's answer before it asks the
+ * peer to cancel: REJOIN_NS, or longer on a host whose store answers
+ * slowly.  The answer does not come through the store, but from the
+ * peer's poll or backup thread, which the same starved CPU makes late:
+ * the store's round trips (store_ns) are what this side can measure of
+ * that, as fb_answer_ns() does.  A cancel costs a whole failback.
+ */
+static uint64_t rejoin_ns(void)
+{
+	uint64_t ns = REJOIN_NS + 4 * store_ns;
+
+	return ns > FB_ANSWER_MAX_NS ? FB_ANSWER_MAX_NS : ns;
+}
+
+/* The table shows @vq's port up and its path not down. */
+static bool primary_ok(struct shiftu_vqp *vq)
+{
+	struct shiftu_port_health ph;
+	uint8_t path;
+
+	return shiftu_vqp_primary(vq, &ph, &path) == 0;
+}
+
+/* The table shows @vq's own port down (not merely unknown). */
+static bool port_down(struct shiftu_vqp *vq)
+{
+	struct shiftu_port_health ph;
+	uint8_t path;
+
+	return shiftu_vqp_primary(vq, &ph, &path) == 1 && path != SHIFT_FT_PATH_DOWN;
+}
+
+/*
+ * The last word of a failback's request (fbreq): the asking side's
+ * receives are on its twin (the failback is two-sided), and it would probe
+ * with an empty SEND (shiftu_probe_by_send()).  The last word of the
+ * answer (fbrep): the failback is two-sided (FB_TWIN_RECVS), and the peer
+ * posted a second control receive for that SEND (FB_PROBE_SEND; not on an
+ * SRQ, whose QP's peer probes its mailbox, box.c).
+ */
+#define FB_TWIN_RECVS	1U
+#define FB_PROBE_SEND	2U
+
+/*
+ * Ask again later, up to @cap_ms later: backs off, never gives up.  A peer
+ * that answered busy is there and will be ready soon (its own cable just
+ * came back, say): it is asked again within a second.
+ */
+static void fb_backoff(struct shiftu_vqp *vq, uint32_t cap_ms)
+{
+	uint32_t ms = vq->fb_backoff_ms ? 2 * vq->fb_backoff_ms :
+					  shiftu_config()->probe_ms;
+
+	vq->fb_backoff_ms = ms > cap_ms ? cap_ms : ms;
+	vq->fb_next_ns = shiftu_mono_ns() + vq->fb_backoff_ms * 1000000ULL;
+	vq->fb_stage = 0;
+}
+
+/*
+ * The probe failback_step() posted: the pass looks each time (it does
+ * not wait, every QP's probe is under way at once), and once it is good,
+ * a two-sided failback's going back is due (shiftu_back_due()), a
+ * one-sided one waits for its fence.
+ */
+static void failback_probed(struct shiftu_vqp *vq)
+{
+	int st = shiftu_probe_step(vq);
+	uint64_t now;
+
+	if (st == 1 && shiftu_mono_ns() < vq->fb_probe_ns)
+		return;
+	if (st != 2) {
+		shiftu_dbg("qp %u: probe of %s %s: trying again later",
+			   vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			   st == 3 ? "failed" : "timed out");
+		return fb_backoff(vq, FB_MAX_MS);
+	}
+	vq->fb_stage = 0;
+	vq->fb_backoff_ms = 0;
+	now = shiftu_mono_ns();
+	if (!vq->fb_mode)
+		shiftu_probe_fence(vq);
+	shiftu_info("qp %u on %s: probe good%s: %s (request %u, asked %.3f s ago, probe posted %.3f s ago)",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+		    vq->fb_by_send ? " (an empty SEND: the peer grants no remote access)" : "",
+		    vq->fb_mode ? "going back with the peer" :
+				  "failing back at the next signaled request",
+		    vq->fb_seq, (now - vq->fb_asked_ns) / 1e9,
+		    (now + FB_PROBE_NS - vq->fb_probe_ns) / 1e9);
+	if (!vq->fb_mode)
+		return;
+	if (shiftu_test_failback_delay_ms()) {
+		shiftu_info("qp %u on %s: going back in %u ms (a test setting)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+			    shiftu_test_failback_delay_ms());
+		usleep(shiftu_test_failback_delay_ms() * 1000U);
+	}
+	shiftu_back_due(vq);
+}
+
+/*
+ * The first stage of failback_step(): the request to the peer, in the
+ * pass's last batch, once the QP may ask.  Context: vq->lock held.
+ */
+static void failback_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	/*
+	 * A passive side (no RTS of its own, nothing posted: perftest's
+	 * server) does not lead: its peer, which sends, asks and probes
+	 * with what it sends; this side answers.
+	 */
+	if (!vq->steps.rts_mask && !vq->sq.head)
+		return;
+	if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
+		return;
+	/*
+	 * Not before the peer's message of our failover is handled
+	 * (a slow watcher, a message the NIC retries on a lossy
+	 * path): taken after the failback, it would start a new
+	 * failover, taken for a rejoin (the spin model's first
+	 * finding on failback).  It comes: every failover's peer
+	 * moves or answers.
+	 */
+	if (!__atomic_load_n(&vq->hs_got, __ATOMIC_RELAXED))
+		return;
+
+	/* the request goes in the pass's last batch (shiftu_late_batch()),
+	 * with every other QP's: a failed one backs this one off */
+	i = shiftu_req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
+		return;
+	vq->fb_seq++;
+	vq->fb_psn = (uint32_t)random() & 0xffffff;
+	shiftu_gid_hex(vq->dgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
+		 vq->steps.rtr.dest_qp_num);
+	/* the peer's twin names the peer process this is meant for; the
+	 * last word: our receives are on the twin */
+	vq->fb_by_send = shiftu_probe_by_send(vq);
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u %u %u %u %u", vq->fb_seq,
+		 vq->fb_psn, vq->peer.qpn, vq->peer.psn,
+		 (vq->twin_recvs ? FB_TWIN_RECVS : 0) |
+		 (vq->fb_by_send ? FB_PROBE_SEND : 0));
+	reqs[i].why = PASS_FBREQ;
+	reqs[i].qi = pass_index(pq);
+	vq->fb_stage = 1;
+	vq->fb_asked_ns = shiftu_mono_ns();
+	/* the wait for the answer starts again once the store has
+	 * the request (shiftu_late_batch()) */
+	vq->fb_next_ns = shiftu_mono_ns() + fb_answer_ns();
+	shiftu_dbg("qp %u: primary good again: asking the peer to reset (%s)",
+		   vq->reg.app_qp->qp_num, reqs[i].key);
+}
+
+/*
+ * The side that failed over, once the table shows its primary good again:
+ * ask the peer (through the store) to reset its QP for a new PSN, reset
+ * ours with the peer's, probe, and hand over to the posting path (fence).
+ */
+static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	unsigned int seq, psn, tq, tp, mode;
+	char *val;
+	char word[16];
+	bool by_send;
+
+	if (vq->fb_stage == 2) {
+		failback_probed(vq);
+		return;
+	}
+	/* its probe was good: going back, not asking again */
+	if (shiftu_mono_ns() < vq->fb_wait_ns || !shiftu_kv_up() || shiftu_back_pending(vq))
+		return;
+	/*
+	 * The pass read Fallback before the flags above: a going back that
+	 * another thread finished in between has left Fallback, and its
+	 * flags clear only after that (shiftu_take_back()), so the state
+	 * read again tells.  Asking then would reset the peer's QP under the
+	 * traffic that went back.
+	 */
+	if (__atomic_load_n(&vq->state, __ATOMIC_ACQUIRE) != SHIFTU_SEND_FALLBACK)
+		return;
+	if (vq->fb_stage == 0) {
+		failback_ask(vq, pq);
+		return;
+	}
+	/* the peer's answer, asked for in this pass's batch (failback_req()) */
+	if (pq->fbrep < 0)
+		return;
+	val = reqs[pq->fbrep].val;
+	if (reqs[pq->fbrep].kv.ret ||
+	    sscanf(val, "%u %15s %u %u %u", &seq, word, &tq, &tp, &mode) != 5 ||
+	    seq != vq->fb_seq || tq != vq->bak_qp->qp_num || tp != vq->bak_psn) {
+		if (shiftu_mono_ns() >= vq->fb_next_ns)
+			fb_backoff(vq, FB_MAX_MS);	/* no answer: ask again later */
+		return;
+	}
+	if (sscanf(word, "%u", &psn) != 1) {
+		shiftu_dbg("qp %u: the peer cannot fail back yet (%s)",
+			   vq->reg.app_qp->qp_num, word);
+		return fb_backoff(vq, strcmp(word, "busy") ? FB_MAX_MS : FB_BUSY_MS);
+	}
+	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
+		   vq->reg.app_qp->qp_num);
+	/* one-sided (mode 0): the peer posts no control receive, nor takes
+	 * part; a QP whose peer grants no remote access cannot go back so */
+	by_send = (mode & FB_PROBE_SEND) && vq->fb_by_send;
+	vq->fb_by_send = by_send;
+	vq->fb_mode = mode & FB_TWIN_RECVS;
+	if (shiftu_qp_reconnect(vq, psn, vq->fb_psn, vq->fb_mode) || !shiftu_probe(vq, by_send)) {
+		shiftu_dbg("qp %u: probe of %s failed: trying again later",
+			   vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		return fb_backoff(vq, FB_MAX_MS);
+	}
+	vq->fb_stage = 2;
+	vq->fb_probe_ns = shiftu_mono_ns() + FB_PROBE_NS;
+	/* the grant a cancel names, should the peer not answer (cancel_ask()) */
+	vq->fb_going = seq;
+}
+
+/*
+ * A request of ours to the peer through the store, "N WORD qpn psn LAST"
+ * under its fbreq key, in the pass's last batch (shiftu_late_batch()).
+ * Context: vq->lock held.
+ */
+static void fbreq_put(struct shiftu_vqp *vq, const struct pass_qp *pq, const char *word,
+		      uint32_t last, enum pass_why why)
+{
+	char g[33];
+	int i;
+
+	if (!shiftu_kv_up())
+		return;
+	i = shiftu_req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
+		return;
+	shiftu_gid_hex(vq->dgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
+		 vq->steps.rtr.dest_qp_num);
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u %s %u %u %u", ++vq->fb_seq, word,
+		 vq->peer.qpn, vq->peer.psn, last);
+	reqs[i].why = why;
+	reqs[i].qi = pass_index(pq);
+	reqs[i].seq = vq->fb_seq;
+}
+
+/*
+ * Our failback was cut short (shiftu_rejoin()): ask the peer, through the
+ * store, to join our renewed twin, in the pass's last batch
+ * (shiftu_late_batch(), which says it was asked).  Its message on the twin
+ * answers.  Context: vq->lock held.
+ */
+static void rejoin_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	fbreq_put(vq, pq, "rejoin", 1, PASS_REJOIN);
+}
+
+/* Its answer.  Context: vq->lock held. */
+static void rejoin_asked(struct shiftu_vqp *vq, const struct pass_req *r)
+{
+	if (r->kv.ret) {
+		/* the next pass asks again, with the same number unless
+		 * another request took one since */
+		if (vq->fb_seq == r->seq)
+			vq->fb_seq--;
+		return;
+	}
+	if (!vq->rejoin_ask)
+		return;		/* the peer joined meanwhile (failover.c) */
+	vq->rejoin_ask = 0;
+	shiftu_info("qp %u on %s: asked the peer to join its renewed twin",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+}
+
+/*
+ * Our going back heard nothing from the peer (rejoin_ns()): ask it,
+ * through the store, to cancel the failback it granted (@vq->fb_going),
+ * in the pass's last batch, as rejoin_ask() does.  The peer answers on one
+ * of our QPs, not through the store (shiftu_cancel_serve()).  Context:
+ * vq->lock held.
+ */
+static void cancel_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	/* the last word names the grant: a late cancel of an older one
+	 * finds another open, or none, and changes nothing */
+	fbreq_put(vq, pq, "cancel", vq->fb_going, PASS_CANCEL);
+}
+
+/* Its answer: the wait for the peer counts from the store's.  vq->lock. */
+static void cancel_asked(struct shiftu_vqp *vq, const struct pass_req *r)
+{
+	if (r->kv.ret) {
+		/* asked again at the next pass, as a rejoin is */
+		if (vq->fb_seq == r->seq)
+			vq->fb_seq--;
+		return;
+	}
+	if (vq->fb_cancel != 1 || !shiftu_going_back(vq))
+		return;		/* the peer answered meanwhile, or a move came */
+	vq->fb_cancel = 2;
+	vq->fb_cancel_ns = shiftu_mono_ns();
+	shiftu_info("qp %u on %s: asked the peer to cancel the failback it granted (request %u), listening on both QPs",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->fb_going);
+}
+
+/* Of two sides that both want to fail back, the one with the lower GID and
+ * QPN asks, the other answers. */
+static bool fb_leader(const struct shiftu_vqp *vq)
+{
+	int d = memcmp(vq->sgid, vq->dgid, 16);
+
+	return d < 0 || (!d && vq->reg.app_qp->qp_num < vq->steps.rtr.dest_qp_num);
+}
+
+/*
+ * The peer's side: a request to reset our QP for a new PSN.  Granted when
+ * our QP carries no sends of its own (a passive side, or one on its twin).
+ */
+static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	if (!vq->bak_rtr || shiftu_mono_ns() < vq->fb_poll_ns || vq->published != 1)
+		return;
+	i = shiftu_req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+	if (i < 0)
+		return;
+	/* soon after a failback granted or done, the peer may ask us to join */
+	vq->fb_poll_ns = shiftu_mono_ns() + (shiftu_mono_ns() < vq->fb_wait_ns ||
+				      shiftu_mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
+				      50000000ULL : FB_POLL_NS);
+	shiftu_gid_hex(vq->sgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
+	pq->fbreq = i;
+}
+
+/*
+ * The peer's request that failback_answer_req() read, if there is one to
+ * answer: a cancel or a rejoin is served here; a request to reset returns
+ * true, with its number in *@seq, the PSN the peer asks for in *@psn and
+ * its last word in *@tw.  Context: vq->lock held.
+ */
+static bool failback_asked(struct shiftu_vqp *vq, const struct pass_qp *pq, unsigned int *seq,
+			   unsigned int *psn, unsigned int *tw)
+{
+	unsigned int tq, tp;
+	char word[16];
+
+	if (req_ret(pq->fbreq) || vq->published != 1 || !shiftu_kv_up())
+		return false;
+	/*
+	 * A request no newer than the last one answered is not answered
+	 * again: a PUT of the peer's that a slow store took on a connection
+	 * the peer had given up on can land after the peer's next request,
+	 * and answering it would reset our QP again under the peer, which
+	 * took the newer answer and reconnected (its WRITEs then met a QP
+	 * expecting other PSNs: "remote invalid request", or a fence that
+	 * never completes).
+	 */
+	if (sscanf(reqs[pq->fbreq].val, "%u %15s %u %u %u", seq, word, &tq, &tp, tw) != 5 ||
+	    shiftu_seq32_le(*seq, vq->fb_answered) || !vq->bak_qp ||
+	    tq != vq->bak_qp->qp_num || tp != vq->bak_psn)
+		return false;		/* none, answered, or meant for an earlier process */
+	vq->fb_answered = *seq;
+	if (!strcmp(word, "cancel")) {
+		/* its last word: the request it went back by */
+		shiftu_cancel_serve(vq, *tw);
+		return false;
+	}
+	if (!strcmp(word, "rejoin")) {
+		shiftu_info("qp %u on %s: the peer's failback was cut short: it asks us to join its renewed twin",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
+		shiftu_rejoin_serve(vq);
+		return false;
+	}
+	/* "withdrawn": the peer granted ours and dropped its own */
+	return sscanf(word, "%u", psn) == 1;
+}
+
+/*
+ * What to answer the peer's request to reset, whose last word is @tw;
+ * *@mode says how a grant goes (proto.c: shiftu_fb_answer()).  Context:
+ * fo_lock held.
+ */
+static enum shiftu_fb_reply failback_decide(struct shiftu_vqp *vq, unsigned int tw, bool *mode)
+{
+	struct shiftu_fb_in in;
+
+	/*
+	 * Busy asks the peer again within FB_BUSY_MS.  Two answers ask it
+	 * again within FB_MAX_MS, where asking every second for each of
+	 * its QPs would only load the store (64 QPs in the lab: the peer's
+	 * asks outnumbered everything else the store did):
+	 * - "leads": we ask ourselves (fb_leader()), or are going back
+	 *   already; the peer follows by the handshake, and asks again only
+	 *   if that fails;
+	 * - "down": our own port is still down (the peer may not know it: a
+	 *   remote port reaches its table only through the agents), and its
+	 *   probe would fail, backing it off past our repair; we ask
+	 *   ourselves once the port is back (unless we are passive).
+	 * A one-sided failback's reset would drop the receives on our
+	 * default QP, and it reposts none: a QP that posts receives follows
+	 * the peer's failover, and goes back two-sided.  One on its default
+	 * QP with receives (it has not followed yet, or went back before
+	 * this request) stays so; the peer asks again (busy).
+	 */
+	in = (struct shiftu_fb_in){
+		.state = vq->state,
+		.on_twin = vq->on_twin,
+		.posted = vq->sq.head != 0 || vq->rq.head != shiftu_count_start(),
+		/* our own failback, once the peer granted it: probing, going
+		 * back due or under way in another thread
+		 * (shiftu_back_pending()), or gone back; it leads, whichever
+		 * side asked */
+		.going = vq->fb_stage == 2 || shiftu_back_pending(vq) || shiftu_going_back(vq),
+		.asking = vq->fb_stage == 1,
+		.leader = fb_leader(vq),
+		.down = port_down(vq),
+		.peer_twin_recvs = tw & FB_TWIN_RECVS,
+		/* the peer failed over to ask this: its message is due */
+		.unheard = !vq->hs_got,
+	};
+	return shiftu_fb_answer(&in, mode);
+}
+
+/*
+ * Our QP was reset for the peer's failback, request @seq, granted in
+ * @mode: what the grant changes.  A two-sided grant withdraws our own
+ * request, if any: true, with its key and value in @wkey and @wval (@size
+ * bytes each), for the batch.  Context: fo_lock held.
+ */
+static bool failback_granted(struct shiftu_vqp *vq, unsigned int seq, bool mode, const char *g,
+			     char *wkey, char *wval, size_t size)
+{
+	bool withdraw = false;
+
+	if (mode) {
+		/*
+		 * Our own request, if any, is dropped: the peer leads.
+		 * It is withdrawn from the store too, ahead of this
+		 * answer: left there, unanswered, the peer would take
+		 * it up once both are back, and, sending nothing
+		 * itself, grant it one-sided, resetting its default QP
+		 * under our traffic (the spin model's second finding
+		 * on failback).
+		 */
+		if (vq->fb_seq) {
+			withdraw = true;
+			snprintf(wkey, size, "fbreq:%s:%u", g,
+				 vq->steps.rtr.dest_qp_num);
+			snprintf(wval, size, "%u withdrawn %u %u 0", ++vq->fb_seq,
+				 vq->peer.qpn, vq->peer.psn);
+		}
+		vq->fb_stage = 0;
+		vq->fb_wait_ns = shiftu_mono_ns() + 10000000000ULL;
+		/* open until its message comes (or a cancel of it) */
+		vq->fb_granted = seq;
+		vq->fb_grant_open = 1;
+		/* the peer renews its twin as it goes back, ours waits
+		 * for its message (or its request to join: rejoin) */
+		vq->tw_old = 1;
+	}
+	shiftu_info("qp %u on %s: reset for the peer's failback (its request %u)",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, seq);
+	if (!mode) {
+		/*
+		 * One-sided: the peer's next failover is a new
+		 * exchange, and finds a control receive on our twin
+		 * again (it holds nothing else: we stayed).
+		 */
+		vq->stayed = vq->hs_sent = vq->hs_got = 0;
+		if (!vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
+			vq->ctrl_rq = 1;
+	}
+	return withdraw;
+}
+
+/* The answer to failback_answer_req(), if it asked in this pass. */
+static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	unsigned int seq, psn, tw, ctrl;
+	char key[96], val[96], g[33], wkey[96], wval[96];
+	enum shiftu_fb_reply reply;
+	bool mode, withdraw = false;
+	uint32_t ours;
+	int i;
+
+	if (!failback_asked(vq, pq, &seq, &psn, &tw))
+		return;
+	shiftu_gid_hex(vq->dgid, g);
+	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->steps.rtr.dest_qp_num);
+	ours = (uint32_t)random() & 0xffffff;
+	/*
+	 * One-sided (mode 0): we never left the default QP and send nothing;
+	 * the peer comes back behind its fence.  Two-sided (mode 1): we are on
+	 * the twin too, or the peer's receives are on its twin; both sides go
+	 * back by the handshake, the peer first.  Decided and done under
+	 * fo_lock: a QP that answered the peer's failover and stayed
+	 * (vq->stayed) moves over at its first post, and must not be reset
+	 * under that move, nor left marked stayed by it.
+	 */
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	reply = failback_decide(vq, tw, &mode);
+	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
+	if (reply != SHIFTU_FB_GRANT || shiftu_qp_reconnect(vq, psn, ours, ctrl)) {
+		snprintf(val, sizeof(val), "%u %s %u %u 0", seq,
+			 reply == SHIFTU_FB_DOWN ? "down" : reply == SHIFTU_FB_LEADS ? "leads" : "busy",
+			 vq->peer.qpn, vq->peer.psn);
+	} else {
+		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
+			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));
+		withdraw = failback_granted(vq, seq, mode, g, wkey, wval, sizeof(wkey));
+	}
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	/* before the answer in the batch: the peer reads the store after it */
+	if (withdraw) {
+		i = shiftu_req_add(SHIFTU_KV_PUT, 0);
+		if (i < 0)
+			return;
+		snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", wkey);
+		snprintf(reqs[i].val, sizeof(reqs[i].val), "%s", wval);
+	}
+	/* in the pass's last batch, with the other QPs' answers: the peer
+	 * asks again if it is lost */
+	i = shiftu_req_add(SHIFTU_KV_PUT, 0);
+	if (i < 0)
+		return;
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", key);
+	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s", val);
+}
+
+/*
+ * The peer's answer to our failback request (failback_step()), asked for
+ * in the pass's batch while one is awaited.  Context: shadow thread,
+ * vq->lock held.
+ */
+static void failback_req(struct shiftu_vqp *vq, struct pass_qp *pq)
+{
+	char g[33];
+	int i;
+
+	if (vq->state != SHIFTU_SEND_FALLBACK || vq->fb_stage != 1 ||
+	    shiftu_mono_ns() < vq->fb_wait_ns)
+		return;
+	i = shiftu_req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
+	if (i < 0)
+		return;
+	shiftu_gid_hex(vq->sgid, g);
+	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbrep:%s:%u", g, vq->reg.app_qp->qp_num);
+	pq->fbrep = i;
+}
+
+/*
+ * @vq's requests of the pass's first batch: the peer's failback request
+ * to answer, the peer's answer to ours.  Context: the shadow thread,
+ * vq->lock held.
+ */
+void shiftu_failback_asks(struct shiftu_vqp *vq, struct pass_qp *pq)
+{
+	failback_answer_req(vq, pq);
+	failback_req(vq, pq);
+}
+
+/*
+ * @vq waits on the peer: it is going back (it rejoins its twin on a
+ * failure it sees, asks the peer to cancel when it hears nothing, and
+ * rejoins when even that goes unanswered), or it holds its sends for the
+ * peer's count.  True while it waits.  Context: the shadow thread,
+ * vq->lock held.
+ */
+bool shiftu_failback_waits(struct shiftu_vqp *vq)
+{
+	if (shiftu_going_back(vq)) {
+		if (__atomic_load_n(&vq->rejoin_want, __ATOMIC_ACQUIRE))
+			shiftu_rejoin(vq, "its default QP failed while it went back");
+		else if (!primary_ok(vq))
+			shiftu_rejoin(vq, "its port or path went down while it went back");
+		else if (vq->fb_cancel == 2 &&
+			 shiftu_mono_ns() - vq->fb_cancel_ns > CANCEL_WAIT_NS)
+			shiftu_rejoin(vq, "no word from the peer on either QP since it was asked to cancel");
+		else if (!vq->fb_cancel && shiftu_mono_ns() - vq->hs_told_ns > rejoin_ns()) {
+			shiftu_info("qp %u on %s: no word from the peer on its default QP in %.1f s: asking it to cancel the failback",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name,
+				    (shiftu_mono_ns() - vq->hs_told_ns) / 1e9);
+			vq->fb_cancel = 1;
+		}
+		return true;
+	}
+	if (vq->state == SHIFTU_SEND_HANDSHAKE) {
+		/* the keys its held sends wait for are answered */
+		if (vq->keys_held && !__atomic_load_n(&vq->rkeys_wanted, __ATOMIC_RELAXED))
+			shiftu_keys_came(vq);
+		/* the store's answers are bounded as the peer's count is */
+		if (vq->state == SHIFTU_SEND_HANDSHAKE &&
+		    shiftu_mono_ns() - vq->hs_since_ns > HS_TIMEOUT_NS)
+			shiftu_hs_timeout(vq, HS_TIMEOUT_NS);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The requests @vq's failback makes in the pass's last batch (to join our
+ * twin, to cancel the peer's grant), and its step on the side that failed
+ * over.  True while its probe is under way: the pass looks again soon.
+ * Context: the shadow thread, vq->lock held.
+ */
+bool shiftu_failback_steps(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	if (vq->rejoin_ask)
+		rejoin_ask(vq, pq);
+	else if (vq->fb_cancel == 1 && shiftu_going_back(vq))
+		cancel_ask(vq, pq);
+	if (vq->state == SHIFTU_SEND_FALLBACK)
+		failback_step(vq, pq);
+	else if (vq->fb_stage == 2)
+		vq->fb_stage = 0;	/* back by the peer's word */
+	return vq->fb_stage == 2;
+}
+
+/*
+ * The peer's failback requests, answered while @vq's twin is connected:
+ * true, it keeps listening.  Context: the shadow thread, vq->lock held.
+ */
+bool shiftu_failback_listen(struct shiftu_vqp *vq, const struct pass_qp *pq)
+{
+	if (!vq->bak_rtr)
+		return false;
+	failback_answer(vq, pq);
+	return true;
+}
+
+/*
+ * The pass's last batch: what its records' steps had to say once the
+ * first one was answered (failback requests and answers), requests
+ * @from on.  A failback request that did not go backs its QP off; one
+ * that did starts its wait for the answer (fb_answer_ns()).
+ * A request to join our twin that went is said; one that did not is made
+ * again at the next pass.  Context: shadow_lock, no other lock; the QPs
+ * destroyed while the store was asked are skipped (pass_vqs[]).
+ */
+void shiftu_late_batch(unsigned int from)
+{
+	struct shiftu_vqp *vq;
+	unsigned int i;
+
+	shiftu_batch_send(from);
+	for (i = from; i < n_reqs; i++) {
+		vq = req_vq(i, PASS_REJOIN);
+		if (vq) {
+			shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
+			rejoin_asked(vq, &reqs[i]);
+			shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
+			continue;
+		}
+		vq = req_vq(i, PASS_CANCEL);
+		if (vq) {
+			shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
+			cancel_asked(vq, &reqs[i]);
+			shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
+			continue;
+		}
+		vq = req_vq(i, PASS_FBREQ);
+		if (!vq)
+			continue;
+		shiftu_lock(&vq->lock, SHIFTU_LOCK_VQ);
+		if (vq->state == SHIFTU_SEND_FALLBACK && vq->fb_stage == 1) {
+			if (reqs[i].kv.ret)
+				fb_backoff(vq, FB_MAX_MS);
+			else
+				vq->fb_next_ns = shiftu_mono_ns() + fb_answer_ns();
+		}
+		shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
+	}
+}
