@@ -640,7 +640,7 @@ static void serve_test_delay(void)
  *
  * The wait is looked at again under the CQ's lock: the message may have
  * come to the application's poll meanwhile, and the QP gone back with it
- * (moved() holds this lock).  Its CQs then leave the slow poll, and the
+ * (shiftu_moved(), move.c, holds this lock).  Its CQs then leave the slow poll, and the
  * application's polls on the common path would race this one: completions
  * it stashed would reach the application after later ones (a SEND pair's
  * server would see a message late, with the peer's replay streaming in).

@@ -6,7 +6,7 @@
  * The side that failed over, once its primary is good again, asks the
  * peer through the store to reset its QP for new PSNs, resets its own
  * with the peer's, probes, and hands the QP to the posting path
- * (failover.c), which goes back (failback_step()).  The peer answers the
+ * (goback.c), which goes back (failback_step()).  The peer answers the
  * request by what proto.c decides (failback_answer()).  A going back cut
  * short asks the peer to join the renewed twin (a rejoin), one the peer
  * does not answer asks it to cancel the failback it granted.  All of it
@@ -367,7 +367,7 @@ static void rejoin_asked(struct shiftu_vqp *vq, const struct pass_req *r)
 		return;
 	}
 	if (!vq->rejoin_ask)
-		return;		/* the peer joined meanwhile (failover.c) */
+		return;		/* the peer joined meanwhile (goback.c) */
 	vq->rejoin_ask = 0;
 	shiftu_info("qp %u on %s: asked the peer to join its renewed twin",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name);

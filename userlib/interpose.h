@@ -462,7 +462,7 @@ struct shiftu_vqp {
 	uint64_t hs_told_ns;		/* it had told the peer */
 
 	/*
-	 * Failing back (failover.c, failback.c).  twin_signaled counts signaled
+	 * Failing back (goback.c, failback.c).  twin_signaled counts signaled
 	 * requests posted on the twin (fo_lock), twin_done their completions
 	 * (the CQ's lock); equal means the twin has drained.  Requests posted
 	 * while waiting for that are recorded from held_start on and not

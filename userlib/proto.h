@@ -249,7 +249,7 @@ enum shiftu_fb_reply shiftu_fb_answer(const struct shiftu_fb_in *in, bool *two_s
 /*
  * The peer, going back by the two-sided failback we granted and hearing
  * nothing from us, asks us through the store to cancel it (failback.c:
- * cancel_ask()); as our QP stands (failover.c: shiftu_cancel_serve()).
+ * cancel_ask()); as our QP stands (goback.c: shiftu_cancel_serve()).
  */
 struct shiftu_fb_cancel_in {
 	uint8_t state;		/* our QP's send state, as shiftu_hs_in's */

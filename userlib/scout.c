@@ -224,7 +224,7 @@ int shiftu_backup_rkey(struct shiftu_vqp *vq, uint32_t rkey, uint32_t *out)
 	 * the application for seconds.  A key the QP's requests named only
 	 * after the last look is wanted instead: the shadow thread asks the
 	 * store for it at once, and the caller holds its sends until then
-	 * (failover.c: keys_wait()).  A key the store did not have has none.
+	 * (replay.c: shiftu_keys_wait()).  A key the store did not have has none.
 	 */
 	for (r = vq->rkeys; r; r = r->next)
 		if (r->rkey == rkey) {

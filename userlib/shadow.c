@@ -73,7 +73,7 @@ void shiftu_shadow_start(void)
 
 /*
  * A good probe makes a QP's going back due, and the application's next
- * slow poll of its CQs takes it (failover.c).  For an application that
+ * slow poll of its CQs takes it (goback.c).  For an application that
  * has not polled for FB_BACK_WAIT_NS (it only posts, sleeps, or waits for
  * the CPU), a backer goes back: a thread of the library's, not the shadow
  * thread, because a going back drains the twin, which waits for the NIC's

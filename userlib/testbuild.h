@@ -8,7 +8,7 @@
  *
  *   SHIFTU_TEST_TWIN_RESET_MS		0..10000	(0)
  *	a stale twin's reset is put off this long after a failback
- *	(twin.c), rather than done in the move (failover.c)
+ *	(twin.c), rather than done in the move (move.c)
  *   SHIFTU_TEST_FAILBACK_DELAY_MS	0..10000	(0)
  *	a two-sided failback waits this long after its good probe
  *   SHIFTU_TEST_SERVE_DELAY_MS		0..1000		(0)
