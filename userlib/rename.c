@@ -144,7 +144,7 @@ int shiftu_wrid_send_in(struct shiftu_wrids *w, struct ibv_send_wr *wr, bool sig
 		if (!w || !saved_room(sv) || claim(w, x->wr_id, quiet, &id, sv)) {
 			refused(w, x->wr_id);
 			shiftu_wrid_send_out(w, wr, wr, sv);
-			*bad_wr = x;
+			*bad_wr = wr;	/* none of the chain is posted */
 			return ENOMEM;
 		}
 		sv->ids[sv->n] = x->wr_id;
@@ -192,7 +192,7 @@ int shiftu_wrid_recv_in(struct shiftu_wrids *w, struct ibv_recv_wr *wr,
 		if (!w || !saved_room(sv) || claim(w, x->wr_id, false, &id, sv)) {
 			refused(w, x->wr_id);
 			shiftu_wrid_recv_out(w, wr, wr, sv);
-			*bad_wr = x;
+			*bad_wr = wr;	/* none of the chain is posted */
 			return ENOMEM;
 		}
 		sv->ids[sv->n++] = x->wr_id;

@@ -103,7 +103,7 @@ struct shiftu_wrids *shiftu_wrids_get(struct shiftu_wrids **slot, uint32_t *slow
  * range (@w: its context's), and post an unsignaled one signaled unless
  * @sig_all (the QP signals every send); what they were goes to @sv.
  * Returns 0, or ENOMEM (the table is full, or @w is NULL: no memory) with
- * nothing renamed and *@bad_wr set to the request that found no slot: the
+ * nothing renamed and *@bad_wr set to @wr, none of the chain posted: the
  * post fails as a full queue's would, with a warning once per context.
  * With @sv->wait_gen set, the caller waits out the polls in flight, then
  * calls shiftu_wrid_armed(), before it posts.  No lock held.
