@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "lockorder.h"
 #include "log.h"
 #include "rename.h"
 #include "util.h"
@@ -17,6 +18,13 @@
 #define HOLD_IDLE_NS		(1000ULL * 1000 * 1000)
 
 static uint64_t renamed_total;
+
+/*
+ * Every context's table and hold, under one lock: they are reached on
+ * cold paths only, and fork(2) takes one lock, not one a context.  A leaf.
+ */
+static pthread_mutex_t wrid_lock = PTHREAD_MUTEX_INITIALIZER;
+SHIFTU_FORK_HOOK(wrid, .rank = SHIFTU_RANK_WRID, .name = "wrid_lock", .lock = &wrid_lock);
 
 uint64_t shiftu_wrid_renamed(void)
 {
@@ -33,12 +41,11 @@ struct shiftu_wrids *shiftu_wrids_get(struct shiftu_wrids **slot, uint32_t *slow
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	shiftu_wridtab_init(&w->tab);
+	shiftu_wridtab_init(&w->tab, &wrid_lock);
 	w->slow = slow;
 	w->name = name;
 	if (!__atomic_compare_exchange_n(slot, &none, w, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		pthread_mutex_destroy(&w->tab.lock);
 		free(w);
 		return none;
 	}
@@ -62,7 +69,7 @@ static int claim(struct shiftu_wrids *w, uint64_t app, bool quiet, uint64_t *id,
 		return ret;
 	/* not empty: an end of the hold starts its idle second again */
 	__atomic_store_n(&w->idle_ns, 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&w->tab.lock);
+	pthread_mutex_lock(&wrid_lock);
 	if (!w->held) {
 		w->held = 1;
 		w->gen++;
@@ -71,7 +78,7 @@ static int claim(struct shiftu_wrids *w, uint64_t app, bool quiet, uint64_t *id,
 		__atomic_fetch_add(w->slow, 1, __ATOMIC_SEQ_CST);
 	}
 	gen = w->gen;
-	pthread_mutex_unlock(&w->tab.lock);
+	pthread_mutex_unlock(&wrid_lock);
 	if (__atomic_load_n(&w->armed, __ATOMIC_ACQUIRE) != gen)
 		sv->wait_gen = gen;
 	__atomic_fetch_add(&renamed_total, 1, __ATOMIC_RELAXED);
@@ -247,11 +254,11 @@ void shiftu_wrid_hold_end(struct shiftu_wrids *w)
 	}
 	if (now - since < HOLD_IDLE_NS)
 		return;
-	pthread_mutex_lock(&w->tab.lock);
+	pthread_mutex_lock(&wrid_lock);
 	if (w->held && !w->tab.used) {
 		w->held = 0;
 		__atomic_fetch_sub(w->slow, 1, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&w->tab.lock);
+	pthread_mutex_unlock(&wrid_lock);
 	__atomic_store_n(&w->idle_ns, 0, __ATOMIC_RELAXED);
 }

@@ -48,7 +48,7 @@
  * the hold adds one to (the context's @slow_cqs); @held: it does; @gen:
  * the holds so far; @armed: the hold whose polls in flight were waited
  * out (a rename under an unarmed hold waits too).  @held and @gen under
- * the table's lock; @armed and @idle_ns relaxed.
+ * the table's lock (rename.c's wrid_lock); @armed and @idle_ns relaxed.
  */
 struct shiftu_wrids {
 	struct shiftu_wridtab tab;

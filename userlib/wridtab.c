@@ -12,10 +12,10 @@ _Static_assert(SHIFTU_WRIDTAB_SLOTS <= 0x1000, "a renamed id has 12 bits for its
 _Static_assert((SHIFTU_WRIDTAB_SLOTS & (SHIFTU_WRIDTAB_SLOTS - 1)) == 0,
 	       "the claims' cursor wraps by a mask");
 
-void shiftu_wridtab_init(struct shiftu_wridtab *t)
+void shiftu_wridtab_init(struct shiftu_wridtab *t, pthread_mutex_t *lock)
 {
 	memset(t, 0, sizeof(*t));
-	pthread_mutex_init(&t->lock, NULL);
+	t->lock = lock;
 }
 
 int shiftu_wridtab_claim(struct shiftu_wridtab *t, uint64_t app, bool quiet, uint64_t *id)
@@ -23,7 +23,7 @@ int shiftu_wridtab_claim(struct shiftu_wridtab *t, uint64_t app, bool quiet, uin
 	uint32_t i, k;
 	int ret = -ENOMEM;
 
-	pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(t->lock);
 	/*
 	 * From the slot after the last one claimed: slots are freed about in
 	 * the order they were claimed, so the next is most often free, and a
@@ -42,11 +42,11 @@ int shiftu_wridtab_claim(struct shiftu_wridtab *t, uint64_t app, bool quiet, uin
 		t->renamed++;
 		break;
 	}
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(t->lock);
 	return ret;
 }
 
-/* @id's slot, if it is taken under that generation; else -1.  t->lock. */
+/* @id's slot, if it is taken under that generation; else -1.  *t->lock. */
 static int slot_of(const struct shiftu_wridtab *t, uint64_t id)
 {
 	uint32_t i = shiftu_renamed_slot(id);
@@ -57,7 +57,7 @@ static int slot_of(const struct shiftu_wridtab *t, uint64_t id)
 	return (int)i;
 }
 
-/* Slot @i is free: its next use has another generation.  t->lock. */
+/* Slot @i is free: its next use has another generation.  *t->lock. */
 static bool slot_free(struct shiftu_wridtab *t, int i)
 {
 	t->state[i] = SHIFTU_WRIDTAB_FREE;
@@ -70,17 +70,17 @@ int shiftu_wridtab_take(struct shiftu_wridtab *t, uint64_t id, bool good, uint64
 {
 	int i, ret;
 
-	pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(t->lock);
 	i = slot_of(t, id);
 	if (i < 0) {
-		pthread_mutex_unlock(&t->lock);
+		pthread_mutex_unlock(t->lock);
 		*last = false;
 		return -ENOENT;
 	}
 	ret = !(good && t->state[i] == SHIFTU_WRIDTAB_QUIET);
 	*app = t->app[i];
 	*last = slot_free(t, i);
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(t->lock);
 	return ret;
 }
 
@@ -89,11 +89,11 @@ bool shiftu_wridtab_unclaim(struct shiftu_wridtab *t, uint64_t id)
 	bool last = false;
 	int i;
 
-	pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(t->lock);
 	i = slot_of(t, id);
 	if (i >= 0)
 		last = slot_free(t, i);
-	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(t->lock);
 	return last;
 }
 

@@ -27,9 +27,10 @@
  * seen twice, which would be a bug) is told from the slot's next use.
  *
  * The table is the context's (struct shiftu_ctx), made at its first
- * rename.  All of it is under its mutex: it is reached on cold paths only
- * (a post whose id is in the range, a slow poll that met a renamed id).
- * The mutex is a leaf: nothing is taken under it.
+ * rename.  All of it is under the mutex it is given (the library's
+ * wrid_lock, rename.c, which fork(2) takes): it is reached on cold paths
+ * only (a post whose id is in the range, a slow poll that met a renamed
+ * id).  The mutex is a leaf: nothing is taken under it.
  */
 #ifndef _SHIFTU_WRIDTAB_H
 #define _SHIFTU_WRIDTAB_H
@@ -49,7 +50,7 @@ enum {
 };
 
 struct shiftu_wridtab {
-	pthread_mutex_t lock;
+	pthread_mutex_t *lock;
 	uint32_t used;			/* slots not free */
 	uint32_t next;			/* where a claim looks first */
 	uint64_t renamed;		/* requests renamed (statistics) */
@@ -58,7 +59,8 @@ struct shiftu_wridtab {
 	uint8_t state[SHIFTU_WRIDTAB_SLOTS];
 };
 
-void shiftu_wridtab_init(struct shiftu_wridtab *t);
+/* An empty table under @lock. */
+void shiftu_wridtab_init(struct shiftu_wridtab *t, pthread_mutex_t *lock);
 
 /*
  * A slot for the application's id @app (@quiet: an unsignaled send posted

@@ -30,6 +30,9 @@
 
 #include "kselftest_harness.h"
 
+/* the library's tables share its wrid_lock; these theirs */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* ids an application may use that start with "SHIFT": each of the library's */
 static const uint64_t ranged[] = {
 	MARKER_WR_ID, RMARKER_WR_ID, PROBE_WR_ID, SHIFTU_CTRL_SEND_ID, SHIFTU_CTRL_RECV_ID,
@@ -89,7 +92,7 @@ TEST(give_back_once)
 	bool last;
 
 	ASSERT_NE(NULL, t);
-	shiftu_wridtab_init(t);
+	shiftu_wridtab_init(t, &lock);
 	for (i = 0; i < SHIFTU_ARRAY_SIZE(ranged); i++) {
 		ASSERT_EQ(i == 0, shiftu_wridtab_claim(t, ranged[i], false, &id[i]));
 		EXPECT_EQ(SHIFTU_WRID_RENAMED, shiftu_wrid_kind(id[i]));
@@ -121,7 +124,7 @@ TEST(quiet_sends)
 	bool last;
 
 	ASSERT_NE(NULL, t);
-	shiftu_wridtab_init(t);
+	shiftu_wridtab_init(t, &lock);
 	/* an unsignaled send that succeeds: its completion is the library's */
 	ASSERT_LE(0, shiftu_wridtab_claim(t, MARKER_WR_ID, true, &a));
 	EXPECT_EQ(0, shiftu_wridtab_take(t, a, true, &app, &last));
@@ -142,7 +145,7 @@ TEST(reuse_and_stale)
 	bool last;
 
 	ASSERT_NE(NULL, t);
-	shiftu_wridtab_init(t);
+	shiftu_wridtab_init(t, &lock);
 	ASSERT_LE(0, shiftu_wridtab_claim(t, 1 | 0x5348494654000000ULL, false, &first));
 	ASSERT_EQ(1, shiftu_wridtab_take(t, first, true, &app, &last));
 	/* the cursor moves on: the slot comes back after the others, under
@@ -176,7 +179,7 @@ TEST(full_table)
 
 	ASSERT_NE(NULL, t);
 	ASSERT_NE(NULL, ids);
-	shiftu_wridtab_init(t);
+	shiftu_wridtab_init(t, &lock);
 	for (i = 0; i < SHIFTU_WRIDTAB_SLOTS; i++)
 		ASSERT_LE(0, shiftu_wridtab_claim(t, 0x5348494654000000ULL | i, i & 1, &ids[i]));
 	/* full: refused, nothing taken */
@@ -204,7 +207,7 @@ TEST(unsignaled_no_leak)
 	bool last;
 
 	ASSERT_NE(NULL, t);
-	shiftu_wridtab_init(t);
+	shiftu_wridtab_init(t, &lock);
 	srand(7);
 	for (round = 0; round < 2000; round++) {
 		n = 1 + rand() % 64;
@@ -259,7 +262,7 @@ TEST(threads)
 	unsigned int i;
 
 	ASSERT_NE(NULL, t);
-	shiftu_wridtab_init(t);
+	shiftu_wridtab_init(t, &lock);
 	for (i = 0; i < 4; i++) {
 		a[i] = (struct mt_arg){ .t = t, .no = i + 1 };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, mt_run, &a[i]));
