@@ -11,7 +11,10 @@
  * never leak a slot whatever their completions.  Then the post side's
  * rename and put back on a chain (the ids and flags the application gave,
  * after a refusal part way too) and the poll side's pass, each completion
- * classified once, with SRQ-looking ids among the application's.
+ * classified once, with SRQ-looking ids among the application's.  Last,
+ * the library's own data verbs on a fake QP and CQ: the provider sees only
+ * renamed ids for ids in the range, on the common post path too, and the
+ * application gets its own back from the poll, a quiet send's not at all.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +27,8 @@
 
 #include "interpose.h"
 #include "log.h"
+#include "posters.h"
+#include "qp.h"
 #include "rename.h"
 #include "wrid.h"
 #include "wridtab.h"
@@ -212,7 +217,8 @@ TEST(unsignaled_no_leak)
 	for (round = 0; round < 2000; round++) {
 		n = 1 + rand() % 64;
 		for (i = 0; i < n; i++)
-			ASSERT_LE(0, shiftu_wridtab_claim(t, MARKER_WR_ID + i, rand() & 1, &out[i]));
+			ASSERT_LE(0, shiftu_wridtab_claim(t, MARKER_WR_ID + i, rand() & 1,
+							  &out[i]));
 		for (i = 0; i < n; i++) {
 			int r = shiftu_wridtab_take(t, out[i], rand() % 4 != 0, &app, &last);
 
@@ -423,6 +429,162 @@ TEST(recv_chain)
 	ASSERT_EQ(40, shiftu_wrid_out_all(s, wc, 40));
 	for (i = 0; i < 40; i++)
 		EXPECT_EQ(SHIFTU_CTRL_DEF_ID(i), wc[i].wr_id);
+}
+
+/*
+ * The library's own ibv_post_send, ibv_post_recv and ibv_poll_cq
+ * (datapath.c) on a fake QP and CQ: the provider sees a renamed id where
+ * the application gave one in the range, and the request signaled where
+ * it was not; the application's work request has its id and flags back
+ * when the post returns; its id comes back once through the poll (the
+ * context's polls held slow meanwhile), and the good completion of a
+ * quiet send does not come at all.  Ids outside the range reach the
+ * provider and come back untouched, on the common paths.
+ */
+static uint64_t seen_id[16], seen_flags[16];
+static unsigned int seen_n;
+static struct ibv_wc cq_wc[16];
+static int cq_n;
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	(void)qp, (void)bad;
+	for (; wr && seen_n < 16; wr = wr->next) {
+		seen_id[seen_n] = wr->wr_id;
+		seen_flags[seen_n++] = wr->send_flags;
+	}
+	return 0;
+}
+
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)qp, (void)bad;
+	for (; wr && seen_n < 16; wr = wr->next)
+		seen_id[seen_n++] = wr->wr_id;
+	return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	int n = cq_n < num ? cq_n : num;
+
+	(void)cq;
+	memcpy(wc, cq_wc, n * sizeof(*wc));
+	memmove(cq_wc, cq_wc + n, (cq_n - n) * sizeof(*wc));
+	cq_n -= n;
+	return n;
+}
+
+static struct ibv_context dp_ctx = {
+	.ops = { .post_send = shiftu_post_send, .post_recv = shiftu_post_recv,
+		 .poll_cq = shiftu_poll_cq },
+};
+static struct ibv_qp dp_qp = { .context = &dp_ctx, .qp_num = 0x77 };
+static struct ibv_cq dp_cq = { .context = &dp_ctx };
+static struct shiftu_ctx dp_sctx = { .ctx = &dp_ctx, .dev_name = "rxe0",
+				     .poll_cq = fake_poll_cq };
+
+/* the NIC completes what was posted, good, in order */
+static void complete_all(enum ibv_wc_opcode op)
+{
+	unsigned int i;
+
+	for (i = 0; i < seen_n; i++)
+		cq_wc[cq_n++] = (struct ibv_wc){ .wr_id = seen_id[i], .opcode = op,
+						 .qp_num = dp_qp.qp_num };
+	seen_n = 0;
+}
+
+TEST(data_path)
+{
+	struct shiftu_vqp *v = calloc(1, sizeof(*v));
+	struct ibv_send_wr w[2], *bad;
+	struct ibv_recv_wr r, *rbad;
+	struct ibv_wc wc[8];
+
+	ASSERT_NE(NULL, v);
+	shiftu_log_setup(SHIFTU_LOG_ERROR, NULL);
+	pthread_mutex_init(&v->fo_lock, NULL);
+	pthread_mutex_init(&v->lock, NULL);
+	v->sctx = &dp_sctx;
+	v->reg.app_qp = &dp_qp;
+	v->post_send = fake_post_send;
+	v->post_recv = fake_post_recv;
+	v->state = SHIFTU_SEND_DEFAULT;
+	v->poster = v->poster_r = SHIFTU_POSTER_NONE;
+	/* unprotected (SHIFTU_RINGS_NONE), its posts on the common path once
+	 * the thread is each queue's poster */
+	ASSERT_EQ(0, shiftu_qp_register(&v->reg));
+	shiftu_ctx_list = &dp_sctx;
+
+	/* outside the range: as it came, both ways */
+	memset(w, 0, sizeof(w));
+	w[0].wr_id = 0x7f0012345678ULL;
+	w[0].opcode = IBV_WR_RDMA_WRITE;
+	ASSERT_EQ(0, ibv_post_send(&dp_qp, w, &bad));
+	ASSERT_EQ(1U, seen_n);
+	EXPECT_EQ(0x7f0012345678ULL, seen_id[0]);
+	complete_all(IBV_WC_RDMA_WRITE);
+	ASSERT_EQ(1, ibv_poll_cq(&dp_cq, 8, wc));
+	EXPECT_EQ(0x7f0012345678ULL, wc[0].wr_id);
+	EXPECT_EQ(NULL, dp_sctx.wrids);
+
+	/* a control message's id, unsignaled, then a marker's, signaled */
+	w[0].wr_id = SHIFTU_CTRL_SEND_ID;
+	w[0].next = &w[1];
+	w[1].wr_id = MARKER_WR_ID;
+	w[1].opcode = IBV_WR_RDMA_WRITE;
+	w[1].send_flags = IBV_SEND_SIGNALED;
+	ASSERT_EQ(0, ibv_post_send(&dp_qp, w, &bad));
+	ASSERT_EQ(2U, seen_n);
+	EXPECT_EQ(SHIFTU_WRID_RENAMED, shiftu_wrid_kind(seen_id[0]));
+	EXPECT_EQ(SHIFTU_WRID_RENAMED, shiftu_wrid_kind(seen_id[1]));
+	EXPECT_TRUE(seen_flags[0] & IBV_SEND_SIGNALED);
+	EXPECT_EQ(SHIFTU_CTRL_SEND_ID, w[0].wr_id);
+	EXPECT_EQ(0, w[0].send_flags);
+	EXPECT_EQ(MARKER_WR_ID, w[1].wr_id);
+	EXPECT_EQ(IBV_SEND_SIGNALED, w[1].send_flags);
+	EXPECT_NE(0U, dp_sctx.slow_cqs);
+	/* and a receive with a bell's id */
+	memset(&r, 0, sizeof(r));
+	r.wr_id = SHIFTU_BELL_ID;
+	ASSERT_EQ(0, ibv_post_recv(&dp_qp, &r, &rbad));
+	EXPECT_EQ(SHIFTU_BELL_ID, r.wr_id);
+	EXPECT_EQ(SHIFTU_WRID_RENAMED, shiftu_wrid_kind(seen_id[2]));
+	EXPECT_EQ(3U, shiftu_wridtab_used(&dp_sctx.wrids->tab));
+
+	/* the unsignaled send's good completion is the library's */
+	complete_all(IBV_WC_RDMA_WRITE);
+	cq_wc[2].opcode = IBV_WC_RECV;
+	ASSERT_EQ(2, ibv_poll_cq(&dp_cq, 8, wc));
+	EXPECT_EQ(MARKER_WR_ID, wc[0].wr_id);
+	EXPECT_EQ(SHIFTU_BELL_ID, wc[1].wr_id);
+	EXPECT_EQ(0U, shiftu_wridtab_used(&dp_sctx.wrids->tab));
+	EXPECT_EQ(0, ibv_poll_cq(&dp_cq, 8, wc));
+	EXPECT_EQ(3U, shiftu_wrid_renamed());
+
+	/* one request, the thread the queue's poster: the common path's
+	 * test sends it to the rename all the same */
+	ASSERT_EQ(v->poster, (uint16_t)(shiftu_window.tag >> SHIFTU_POSTER_SHIFT));
+	w[0].wr_id = SHIFTU_SRQ_ID(3, 4);
+	w[0].next = NULL;
+	w[0].send_flags = IBV_SEND_SIGNALED;
+	ASSERT_EQ(0, ibv_post_send(&dp_qp, w, &bad));
+	ASSERT_EQ(1U, seen_n);
+	EXPECT_EQ(SHIFTU_WRID_RENAMED, shiftu_wrid_kind(seen_id[0]));
+	EXPECT_EQ(SHIFTU_SRQ_ID(3, 4), w[0].wr_id);
+	complete_all(IBV_WC_RDMA_WRITE);
+	ASSERT_EQ(1, ibv_poll_cq(&dp_cq, 8, wc));
+	EXPECT_EQ(SHIFTU_SRQ_ID(3, 4), wc[0].wr_id);
+	/* and one outside the range, on the common path */
+	w[0].wr_id = 0x5300000000000001ULL;	/* 'S', not "SHIFT" */
+	ASSERT_EQ(0, ibv_post_send(&dp_qp, w, &bad));
+	EXPECT_EQ(0x5300000000000001ULL, seen_id[0]);
+	w[0].wr_id = 9;
+	seen_n = 0;
+	ASSERT_EQ(0, ibv_post_send(&dp_qp, w, &bad));
+	EXPECT_EQ(9U, seen_id[0]);
+	EXPECT_EQ(4U, shiftu_wrid_renamed());
 }
 
 TEST_HARNESS_MAIN
