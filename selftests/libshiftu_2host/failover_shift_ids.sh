@@ -9,8 +9,10 @@
 # its sends mostly unsignaled, and checks every id a completion brings
 # back.  Without the library (the control) the run is clean, so shiftgen
 # and its ids are right; with the library preloaded on both hosts, SEND
-# traffic (receives counted as polled, one CQ for both queues) and
-# WRITE_WITH_IMM traffic ride a pull of host 1's rail 0: both sides fail
+# traffic (receives counted as polled, one CQ for both queues),
+# WRITE_WITH_IMM traffic, and WRITE_WITH_IMM polled from extended CQs
+# (ibv_start_poll ... ibv_end_poll, read with the accessors) ride a pull of
+# host 1's rail 0: both sides fail
 # over and back, and no completion is lost, doubled, reordered or given
 # back under another id, on the common path, on the twin and in the
 # drains and replays in between.  (A library that took those ids for its
@@ -102,3 +104,4 @@ ride()
 plain send_plain send -s 4096 -q 8
 ride send_ride send --one-cq
 ride imm_ride write_imm
+ride cqex_ride write_imm --cq-ex=poll
