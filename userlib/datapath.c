@@ -395,7 +395,7 @@ static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 						      struct ibv_send_wr **bad_wr,
 						      struct shiftu_vqp *vq)
 {
-	if (unlikely(shiftu_wrid_send_maybe(wr)))
+	if (unlikely(shiftu_wrid_send_ranged(wr)))
 		return post_send_renamed(qp, wr, bad_wr, vq);
 	return post_send_rest(qp, wr, bad_wr, vq);
 }
@@ -609,7 +609,7 @@ int shiftu_wrid_post_srq(struct shiftu_ctx *s,
 	struct shiftu_wrids *w;
 	int ret;
 
-	if (!shiftu_wrid_recv_maybe(wr))
+	if (!shiftu_wrid_recv_ranged(wr))
 		return post(srq, wr, bad_wr);
 	w = ctx_wrids(s);
 	ret = shiftu_wrid_recv_in(w, wr, &sv, bad_wr);
@@ -666,7 +666,7 @@ static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 						      struct ibv_recv_wr **bad_wr,
 						      struct shiftu_vqp *vq)
 {
-	if (unlikely(shiftu_wrid_recv_maybe(wr)))
+	if (unlikely(shiftu_wrid_recv_ranged(wr)))
 		return post_recv_renamed(qp, wr, bad_wr, vq);
 	return post_recv_rest(qp, wr, bad_wr, vq);
 }

@@ -73,19 +73,22 @@ struct shiftu_wrid_saved {
 	uint64_t inline_ids[8];		/* @ids when that is enough */
 };
 
-/* Any request of the chain @wr whose id may be in the range (a first look). */
-static inline bool shiftu_wrid_send_maybe(const struct ibv_send_wr *wr)
+/*
+ * Any request of the chain @wr whose id is in the range: the cold paths'
+ * look, before they make the context's table.
+ */
+static inline bool shiftu_wrid_send_ranged(const struct ibv_send_wr *wr)
 {
 	for (; wr; wr = wr->next)
-		if (shiftu_wrid_maybe(wr->wr_id))
+		if (shiftu_wrid_ranged(wr->wr_id))
 			return true;
 	return false;
 }
 
-static inline bool shiftu_wrid_recv_maybe(const struct ibv_recv_wr *wr)
+static inline bool shiftu_wrid_recv_ranged(const struct ibv_recv_wr *wr)
 {
 	for (; wr; wr = wr->next)
-		if (shiftu_wrid_maybe(wr->wr_id))
+		if (shiftu_wrid_ranged(wr->wr_id))
 			return true;
 	return false;
 }
