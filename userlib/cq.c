@@ -437,6 +437,8 @@ static int hold_error(struct shiftu_ctx *s, struct shiftu_cq *c, struct ibv_wc *
 	return i;
 }
 
+static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc);
+
 /*
  * An error completion in what the provider returned.  If it is the first
  * error of a QP the library can fail over, everything from it on is
@@ -485,7 +487,8 @@ int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc
 	error_failover(vq, &first, true);
 	if (n)
 		return n;
-	return shiftu_poll_cq_slow(s, cq, took, wc);
+	/* not shiftu_poll_cq_slow(): the caller gives the ids back, once */
+	return poll_cq_slow(s, cq, took, wc);
 }
 
 /*
@@ -509,7 +512,8 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			}
 		switch (shiftu_wrid_kind(wc[i].wr_id)) {
 		case SHIFTU_WRID_APP:
-		case SHIFTU_WRID_SRQ:	/* renamed on its way out (srq.h) */
+		case SHIFTU_WRID_SRQ:		/* renamed on its way out (srq.h) */
+		case SHIFTU_WRID_RENAMED:	/* ... (rename.h) */
 			break;
 		case SHIFTU_WRID_CTRL_RECV:
 			/* a peer's control message; flushed, nobody's */
@@ -812,17 +816,14 @@ void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq)
 	__atomic_store_n(&c->park_n, kept, __ATOMIC_RELAXED);
 }
 
-static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc);
-
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			struct ibv_wc *wc)
 {
 	int n = poll_cq_slow(s, cq, num, wc);
 
-	/* receives posted through an SRQ's table: the application's ids back */
-	if (__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED) && n > 0)
-		shiftu_srq_out(wc, n);
-	return n;
+	/* receives posted through an SRQ's table, requests renamed: the
+	 * application's ids back, once (rename.h) */
+	return shiftu_wrid_out_all(s, wc, n);
 }
 
 static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc)
@@ -869,7 +870,7 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 	if (fo) {
 		error_failover(fo, &first, true);
 		if (!n)
-			return shiftu_poll_cq_slow(s, cq, num, wc);
+			return poll_cq_slow(s, cq, num, wc);
 	}
 	return n;
 }

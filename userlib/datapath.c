@@ -22,6 +22,7 @@
 #include "log.h"
 #include "posters.h"
 #include "quiesce.h"
+#include "rename.h"
 #include "wrapi.h"
 #include "srq.h"
 #include "util.h"
@@ -311,14 +312,10 @@ static shiftu_cold int post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
  * posting thread's window (quiesce.h): a post to the default QP stays
  * inside it, so that a move that closes the gate, or a thread that takes
  * the queue, waits for it; what may wait for a move (the page's news, the
- * slow path, which takes fo_lock and the queue) is done outside.  @vq
- * comes last: the common path's jump here leaves the verb's arguments
- * where they are.
+ * slow path, which takes fo_lock and the queue) is done outside.
  */
-static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
-						      struct ibv_send_wr *wr,
-						      struct ibv_send_wr **bad_wr,
-						      struct shiftu_vqp *vq)
+static inline int post_send_rest(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				 struct ibv_send_wr **bad_wr, struct shiftu_vqp *vq)
 {
 	int ret;
 
@@ -335,6 +332,72 @@ static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
 	ret = post_default(vq, qp, wr, bad_wr);
 	shiftu_window_leave();
 	return ret;
+}
+
+/* the first rename of a hold waits this long for the polls in flight */
+#define WRID_QUIESCE_NS		(200ULL * 1000 * 1000)
+
+/* @s's renamed requests (rename.h), made at its first rename. */
+static struct shiftu_wrids *ctx_wrids(struct shiftu_ctx *s)
+{
+	return shiftu_wrids_get(&s->wrids, &s->slow_cqs, s->dev_name);
+}
+
+/*
+ * The renames of @sv began a hold of @s's polls (or came before the
+ * rename that began it waited): the polls that passed the context's test
+ * before it are waited out, so that none of them takes a renamed
+ * completion past its look.  Context: the caller's windows closed.
+ */
+static void wrid_arm(struct shiftu_ctx *s, struct shiftu_wrids *w,
+		     const struct shiftu_wrid_saved *sv)
+{
+	if (!sv->wait_gen)
+		return;
+	if (!shiftu_quiesce(WRID_QUIESCE_NS, false))
+		shiftu_info("%s: a poll in flight is not out after %llu ms: renaming anyway",
+			    s->dev_name, WRID_QUIESCE_NS / 1000000);
+	shiftu_wrid_armed(w, sv->wait_gen);
+}
+
+/*
+ * A request of @wr's chain has an id in the library's range (rename.h):
+ * renamed, outside the window (the context's first rename may wait for
+ * the other threads' windows), then posted as any other, and the
+ * application's ids put back in @wr.
+ */
+static shiftu_cold int post_send_renamed(struct ibv_qp *qp, struct ibv_send_wr *wr,
+					 struct ibv_send_wr **bad_wr, struct shiftu_vqp *vq)
+{
+	struct shiftu_wrid_saved sv;
+	struct shiftu_wrids *w;
+	int ret;
+
+	shiftu_window_leave();
+	w = ctx_wrids(vq->sctx);
+	ret = shiftu_wrid_send_in(w, wr, vq->init_attr.sq_sig_all, &sv, bad_wr);
+	if (ret)
+		return ret;
+	wrid_arm(vq->sctx, w, &sv);
+	shiftu_window_enter();
+	ret = post_send_rest(qp, wr, bad_wr, vq);
+	shiftu_wrid_send_out(w, wr, ret ? *bad_wr : NULL, &sv);
+	return ret;
+}
+
+/*
+ * Past the common path's test (post_send_rest()), or a request whose id
+ * may be in the library's range.  @vq comes last: the common path's jump
+ * here leaves the verb's arguments where they are.
+ */
+static __attribute__((noinline)) int post_send_other(struct ibv_qp *qp,
+						      struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad_wr,
+						      struct shiftu_vqp *vq)
+{
+	if (unlikely(shiftu_wrid_send_ranged(wr)))
+		return post_send_renamed(qp, wr, bad_wr, vq);
+	return post_send_rest(qp, wr, bad_wr, vq);
 }
 
 /*
@@ -356,7 +419,10 @@ static __attribute__((always_inline)) inline int post_send_common(struct shiftu_
 	/* before the gate's load: a move that closes it, or a thread that
 	 * takes the queue, waits for us */
 	shiftu_window_open();
-	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next))
+	/* an id whose top byte is 'S' may be in the library's range: its
+	 * request may be renamed (rename.h) */
+	if (unlikely(!shiftu_vqp_open(vq)) || unlikely(wr->next) ||
+	    unlikely(shiftu_wrid_maybe(wr->wr_id)))
 		return post_send_other(qp, wr, bad_wr, vq);
 	/* only the queue's poster writes them; a move reads them once we are out */
 	vq->sq.head++;
@@ -493,12 +559,10 @@ int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 }
 
 /* The health page moved, the QP is on its slow path, the calling thread
- * is not its receive queue's poster, or it copies: as post_send_other(),
+ * is not its receive queue's poster, or it copies: as post_send_rest(),
  * inside the posting thread's window. */
-static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
-						      struct ibv_recv_wr *wr,
-						      struct ibv_recv_wr **bad_wr,
-						      struct shiftu_vqp *vq)
+static inline int post_recv_rest(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				 struct ibv_recv_wr **bad_wr, struct shiftu_vqp *vq)
 {
 	int ret;
 
@@ -516,6 +580,97 @@ static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 	return ret;
 }
 
+/* An id of @wr's chain in the library's range: as post_send_renamed(). */
+static shiftu_cold int post_recv_renamed(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+					 struct ibv_recv_wr **bad_wr, struct shiftu_vqp *vq)
+{
+	struct shiftu_wrid_saved sv;
+	struct shiftu_wrids *w;
+	int ret;
+
+	shiftu_window_leave();
+	w = ctx_wrids(vq->sctx);
+	ret = shiftu_wrid_recv_in(w, wr, &sv, bad_wr);
+	if (ret)
+		return ret;
+	wrid_arm(vq->sctx, w, &sv);
+	shiftu_window_enter();
+	ret = post_recv_rest(qp, wr, bad_wr, vq);
+	shiftu_wrid_recv_out(w, wr, ret ? *bad_wr : NULL, &sv);
+	return ret;
+}
+
+int shiftu_wrid_post_srq(struct shiftu_ctx *s,
+			 int (*post)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+				     struct ibv_recv_wr **bad_wr),
+			 struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct shiftu_wrid_saved sv;
+	struct shiftu_wrids *w;
+	int ret;
+
+	if (!shiftu_wrid_recv_ranged(wr))
+		return post(srq, wr, bad_wr);
+	w = ctx_wrids(s);
+	ret = shiftu_wrid_recv_in(w, wr, &sv, bad_wr);
+	if (ret)
+		return ret;
+	wrid_arm(s, w, &sv);
+	ret = post(srq, wr, bad_wr);
+	shiftu_wrid_recv_out(w, wr, ret ? *bad_wr : NULL, &sv);
+	return ret;
+}
+
+int shiftu_wrid_out_all(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+{
+	struct shiftu_wrids *w = __atomic_load_n(&s->wrids, __ATOMIC_ACQUIRE);
+	bool srq = __atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED);
+	bool open = shiftu_window_ready() && (shiftu_window.seq & 1);
+	int i, j;
+
+	if (n <= 0 || (!w && !srq))
+		return n;
+	/* the destroy verb frees an SRQ's table once no window is open
+	 * (post's: a poll's may be closed already) */
+	if (srq && !open)
+		shiftu_window_enter();
+	for (i = 0, j = 0; i < n; i++) {
+		/* classified once: an id given back is the application's */
+		switch (shiftu_wrid_kind(wc[i].wr_id)) {
+		case SHIFTU_WRID_SRQ:
+			if (srq)
+				shiftu_srq_give_back(&wc[i].wr_id);
+			break;
+		case SHIFTU_WRID_RENAMED:
+			/* a quiet send's good completion: the library's */
+			if (w && !shiftu_wrid_give_back(w, &wc[i]))
+				continue;
+			break;
+		default:
+			break;
+		}
+		if (j != i)
+			wc[j] = wc[i];
+		j++;
+	}
+	if (srq && !open)
+		shiftu_window_close();
+	if (w)
+		shiftu_wrid_hold_end(w);
+	return j;
+}
+
+/* As post_send_other(). */
+static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
+						      struct ibv_recv_wr *wr,
+						      struct ibv_recv_wr **bad_wr,
+						      struct shiftu_vqp *vq)
+{
+	if (unlikely(shiftu_wrid_recv_ranged(wr)))
+		return post_recv_renamed(qp, wr, bad_wr, vq);
+	return post_recv_rest(qp, wr, bad_wr, vq);
+}
+
 /*
  * The common path, for the thread's QP @vq: the window, the QP's word, the
  * count (a chain's out of line), and the provider's post, as for sends.
@@ -528,7 +683,8 @@ static __attribute__((always_inline)) inline int post_recv_common(struct shiftu_
 	int ret;
 
 	shiftu_window_open();
-	if (unlikely(!shiftu_vqp_open_r(vq)) || unlikely(wr->next))
+	if (unlikely(!shiftu_vqp_open_r(vq)) || unlikely(wr->next) ||
+	    unlikely(shiftu_wrid_maybe(wr->wr_id)))
 		return post_recv_other(qp, wr, bad_wr, vq);
 	vq->rq.head++;
 	ret = vq->post_recv(qp, wr, bad_wr);
@@ -584,7 +740,7 @@ static shiftu_cold int post_srq_other(struct ibv_srq *srq, struct ibv_recv_wr *w
 				*bad_wr = wr;
 				return EINVAL;
 			}
-			return s->post_srq_recv(srq, wr, bad_wr);
+			return shiftu_wrid_post_srq(s, s->post_srq_recv, srq, wr, bad_wr);
 		}
 		/* the anchor is set outside the window (quiesce.h) */
 		if (!shiftu_window_ready())
@@ -689,10 +845,26 @@ static inline bool wc_looked(const struct ibv_wc *wc)
 }
 
 /*
+ * What the poll hands the application: the library's ids given back
+ * (rename.h; an SRQ's table's, a renamed request's), each completion
+ * classified once.  Only a process with an SRQ table or a renamed
+ * request pays more than the test.
+ */
+static inline int poll_out(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+{
+	if (unlikely(__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED)) ||
+	    unlikely(__atomic_load_n(&s->wrids, __ATOMIC_RELAXED) != NULL))
+		return shiftu_wrid_out_all(s, wc, n);
+	return n;
+}
+
+/*
  * The @n completions the thread's poll took (its context, CQ and array
  * are in its block), from the @i-th on, the first that needs a
  * look: errors and receives.  Leaves the poller's window (quiesce.h) once
- * they are counted, or stashed for a failover.
+ * they are counted, or stashed for a failover.  A receive posted through
+ * an SRQ's table (its QP is not in the receive cache under its number)
+ * comes here: the application's id back, inside the window.
  */
 static __attribute__((noinline)) int poll_took(int n, int i)
 {
@@ -704,19 +876,12 @@ static __attribute__((noinline)) int poll_took(int n, int i)
 		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
 			n = shiftu_poll_error(s, shiftu_window.cq, wc, n);
 			shiftu_poll_leave();
-			if (__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED) && n > 0)
-				shiftu_srq_out(wc, n);
-			return n;
+			return poll_out(s, wc, n);
 		}
-		if (wc_look(&wc[i])) {
+		if (wc_look(&wc[i]))
 			shiftu_count_recv(s, wc[i].qp_num);
-			/* a receive posted through an SRQ's table (its QP is not
-			 * in the receive cache under its number: it comes here):
-			 * the application's id back, inside the window */
-			if (unlikely(shiftu_wrid_srq(wc[i].wr_id)))
-				shiftu_srq_give_back(&wc[i].wr_id);
-		}
 	}
+	n = poll_out(s, wc, n);
 	shiftu_poll_leave();
 	return n;
 }

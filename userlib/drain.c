@@ -111,6 +111,7 @@ static int drain_take(struct shiftu_vqp *vq, bool twin, struct drain_state *d,
 			vq->ctrl_rq = 0;
 		break;
 	case SHIFTU_WRID_APP:
+	case SHIFTU_WRID_RENAMED:	/* the application's, under our id (rename.h) */
 		if (d->n == d->max)
 			return -EOVERFLOW;
 		d->flushed[d->n++] = (struct drained_wc){ .wc = *wc, .rcq = rcq };

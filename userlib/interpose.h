@@ -40,6 +40,7 @@
 
 struct rxe_queue_buf;
 struct drain_state;
+struct shiftu_wrids;
 
 /*
  * The real verbs, resolved once (real.c).  Every libibverbs function
@@ -157,6 +158,10 @@ struct shiftu_ctx {
 	 * all under the registry's lock.
 	 */
 	struct shiftu_vqp *rcache[64];
+
+	/* the application's ids renamed (rename.c): made at the first,
+	 * published with release, kept with the context */
+	struct shiftu_wrids *wrids;
 
 	/* the shadow thread makes its backup (twin.c; shadow_lock) */
 	bool shadowed;
@@ -682,6 +687,26 @@ int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc);
 int shiftu_poll_taken(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n);
 int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
+
+/*
+ * ibv_post_srq_recv() of @wr through @post (the provider's) on @srq, an
+ * SRQ of context @s the library keeps no table of: its ids in the
+ * library's range renamed (rename.h).  Context: no window open, no lock
+ * held.
+ */
+int shiftu_wrid_post_srq(struct shiftu_ctx *s,
+			 int (*post)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+				     struct ibv_recv_wr **bad_wr),
+			 struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+
+/*
+ * Completions @wc[0..n), taken from a CQ of context @s, on their way to
+ * the application: a renamed one gets the application's id back (a quiet
+ * send's good one is taken out), an SRQ table's too, each classified
+ * once (rename.h).  Returns how many are left.  Context: the last step
+ * before the application has them; no lock held.
+ */
+int shiftu_wrid_out_all(struct shiftu_ctx *s, struct ibv_wc *wc, int n);
 
 /*
  * A direct polling session of the extended CQ @cq ended (cqex.c): the moves

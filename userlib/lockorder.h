@@ -30,7 +30,8 @@
  *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
  *           reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
- *           cb_lock (event.c), config_lock (config.c): none is held while
+ *           cb_lock (event.c), config_lock (config.c), wrid_lock
+ *           (rename.c): none is held while
  *           another lock of the library is taken (cq_lock's holder starts
  *           the watcher under ch_lock, which is below it).
  *
@@ -69,6 +70,7 @@ enum shiftu_lock_rank {
 	SHIFTU_RANK_CH,
 	SHIFTU_RANK_CB,
 	SHIFTU_RANK_CONFIG,
+	SHIFTU_RANK_WRID,
 	SHIFTU_RANK_NONE,	/* no lock: a child's step only */
 };
 

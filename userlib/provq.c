@@ -311,7 +311,7 @@ bool shiftu_provq_write_desync(const struct rxe_queue_buf *q, uint64_t wr_id)
 		/* before the QP's last reset: another connection's */
 		if (slot_empty(w))
 			return false;
-		if (shiftu_wrid_kind(w->wr.wr_id) == SHIFTU_WRID_APP &&
+		if (shiftu_wrid_app(w->wr.wr_id) &&
 		    is_write(w->wr.opcode) && w->dma.length >= len)
 			return true;
 	}
@@ -339,7 +339,7 @@ int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
 	for (k = 1; k <= n_s; k++) {
 		const struct rxe_send_wqe *w = slot(sq, prod - k);
 
-		if (shiftu_wrid_kind(w->wr.wr_id) != SHIFTU_WRID_APP)
+		if (!shiftu_wrid_app(w->wr.wr_id))
 			return -EPROTO;
 		/* those a replay completed without posting them were recorded
 		 * then, and are not in the provider's ring (proto.h) */
@@ -356,7 +356,7 @@ int shiftu_provq_take(struct shiftu_vqp *vq, uint64_t n_s, uint64_t n_r)
 	for (k = 1; k <= n_r; k++) {
 		const struct rxe_recv_wqe *w = slot(rq, prod - k);
 
-		if (shiftu_wrid_kind(w->wr_id) != SHIFTU_WRID_APP)
+		if (!shiftu_wrid_app(w->wr_id))
 			return -EPROTO;
 		take_recv(vq, w, shiftu_rwqe_at(&vq->rq, vq->rq.head - k));
 	}

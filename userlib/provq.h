@@ -11,6 +11,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "wrid.h"
+
 #include <rdma/rdma_user_rxe.h>
 
 struct shiftu_vqp;
@@ -110,25 +112,29 @@ static inline uint32_t shiftu_provq_prod(const struct rxe_queue_buf *q)
 
 /*
  * The requests the provider put in send ring @q from index @from to the
- * producer index: their number, and in *@two_sided those that consume a
- * receive at the peer (@mask: 1 << opcode of those).  Context: the QP's
- * poster, which wrote them.
+ * producer index: their number, in *@two_sided those that consume a
+ * receive at the peer (@mask: 1 << opcode of those), and in *@maybe
+ * whether any has an id that may be in the library's range
+ * (shiftu_wrid_maybe()).  Context: the QP's poster, which wrote them.
  */
 static inline uint32_t shiftu_provq_since(const struct rxe_queue_buf *q, uint32_t from,
-					  uint32_t mask, uint32_t *two_sided)
+					  uint32_t mask, uint32_t *two_sided, bool *maybe)
 {
 	uint32_t n = (shiftu_provq_prod(q) - from) & q->index_mask, i, k = 0;
 	const struct rxe_send_wqe *w;
+	bool m = false;
 
 	for (i = 0; i < n; i++) {
 		w = (const void *)(q->data + ((size_t)((from + i) & q->index_mask) <<
 					      q->log2_elem_size));
 		k += (mask >> (w->wr.opcode & 31)) & 1;
+		m |= shiftu_wrid_maybe(w->wr.wr_id);
 		/* a batch of one, the usual: no loop */
 		if (__builtin_expect(n == 1, 1))
 			break;
 	}
 	*two_sided = k;
+	*maybe = m;
 	return n;
 }
 

@@ -318,7 +318,7 @@ int shiftu_srq_post(struct shiftu_srq *r, struct ibv_recv_wr *wr, struct ibv_rec
 	shiftu_lock(&srq_lock, SHIFTU_LOCK_SRQ);
 	if (!r->tabled) {
 		shiftu_unlock(&srq_lock, SHIFTU_LOCK_SRQ);
-		return r->post(r->app, wr, bad_wr);
+		return shiftu_wrid_post_srq(r->sctx, r->post, r->app, wr, bad_wr);
 	}
 	for (; wr; wr = wr->next) {
 		side = shiftu_srqtab_route(&r->tab);
@@ -538,22 +538,6 @@ int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 	if (t->srq)
 		return t->context->ops.post_srq_recv(t->srq, wr, bad_wr);
 	return t->context->ops.post_recv(t, wr, bad_wr);
-}
-
-void shiftu_srq_out(struct ibv_wc *wc, int n)
-{
-	bool open = shiftu_window_ready() && (shiftu_window.seq & 1);
-	int i;
-
-	/* the destroy verb frees a table once no window is open (post's: a
-	 * poll's may be closed already) */
-	if (!open)
-		shiftu_window_enter();
-	for (i = 0; i < n; i++)
-		if (shiftu_wrid_srq(wc[i].wr_id))
-			shiftu_srq_give_back(&wc[i].wr_id);
-	if (!open)
-		shiftu_window_close();
 }
 
 int shiftu_srq_move(struct shiftu_vqp *vq, bool from_twin, bool to_twin,

@@ -152,7 +152,12 @@ struct ibv_srq *shiftu_srq_twin(struct shiftu_vqp *vq, struct ibv_pd *bak_pd);
 int shiftu_twin_post_recv(struct shiftu_vqp *vq, struct ibv_recv_wr *wr,
 			  struct ibv_recv_wr **bad_wr);
 
-/* Whether any SRQ has a table (relaxed): else shiftu_srq_out() has nothing to do. */
+/*
+ * Whether any SRQ has a table (relaxed): else no completion needs
+ * shiftu_srq_give_back() (the last step of a poll, shiftu_wrid_out_all()).
+ * Until then a completion keeps the table's id: a move's drain takes a
+ * flushed one by it (shiftu_srq_move()).
+ */
 extern uint32_t shiftu_srq_tables;
 
 /* The tabled records by their number in the ids (srq.c). */
@@ -172,16 +177,6 @@ static inline void shiftu_srq_give_back(uint64_t *wr_id)
 	if (r)
 		shiftu_srqtab_give_back(&r->tab, wr_id);
 }
-
-/*
- * Completions @wc[0..n) on their way to the application: each with a
- * table's id gets the application's back, and its entry is free.  Until
- * then a completion keeps the library's id: a move's drain takes a
- * flushed one by it (shiftu_srq_move()).  Context: any; no lock (the
- * tables are read inside the thread's post window, which the destroy
- * verb waits out before it frees one).
- */
-void shiftu_srq_out(struct ibv_wc *wc, int n);
 
 /*
  * A move stopped and drained @vq's QP on the side it leaves (the default

@@ -439,6 +439,36 @@ static shiftu_cold void direct_deferred(struct shiftu_vqp *vq)
 }
 
 /*
+ * A direct batch posted a request whose id may be in the library's range
+ * (rename.h): the provider's builders wrote it to its ring as the
+ * application gave it, and the doorbell has rung, too late to rename it.
+ * Its completion may be taken for the library's.  The QP's later batches
+ * are the library's builders', whose requests go through the library's
+ * post_send, which renames them.
+ */
+static shiftu_cold void direct_ranged(struct shiftu_vqp *vq, struct shiftu_wrbatch *b,
+				      struct ibv_qp_ex *qpx, uint32_t prod)
+{
+	uint32_t n = (prod - b->prod0) & vq->psq->index_mask, i;
+	const struct rxe_send_wqe *w;
+
+	for (i = 0; i < n; i++) {
+		w = (const void *)(vq->psq->data +
+				   ((size_t)((b->prod0 + i) & vq->psq->index_mask) <<
+				    vq->psq->log2_elem_size));
+		if (shiftu_wrid_ranged(w->wr.wr_id))
+			break;
+	}
+	if (i == n)
+		return;		/* 'S' first, and not "SHIFT" */
+	/* the batch is still ours (batch_give() comes after) */
+	b->can_direct = 0;
+	builders_use(b, qpx, false);
+	shiftu_warn("qp %u: a batch of the extended send API posted id 0x%llx, in the library's range, as the provider's builders wrote it: its completion may be taken for the library's; the QP's later batches go through the library's builders, which rename such ids",
+		    vq->reg.app_qp->qp_num, (unsigned long long)w->wr.wr_id);
+}
+
+/*
  * Complete a direct batch, or abort it when a builder failed (@b->err),
  * and count what the provider put in its ring, inside the posting window as
  * a post counts: a move that began meanwhile waits for the count, or, if it
@@ -449,6 +479,7 @@ static inline int direct_complete(struct shiftu_vqp *vq, struct shiftu_wrbatch *
 {
 	uint32_t n, n2;
 	int ret = b->err;
+	bool maybe;
 
 	shiftu_window_open();
 	if (__builtin_expect(!ret, 1)) {
@@ -458,11 +489,13 @@ static inline int direct_complete(struct shiftu_vqp *vq, struct shiftu_wrbatch *
 		b->err = 0;
 	}
 	/* what the provider published, even if its doorbell failed after */
-	n = shiftu_provq_since(vq->psq, b->prod0, SHIFTU_TWO_SIDED, &n2);
+	n = shiftu_provq_since(vq->psq, b->prod0, SHIFTU_TWO_SIDED, &n2, &maybe);
 	vq->sq.head += n;
 	vq->sent2 += n2;
 	b->direct = 0;
 	shiftu_window_close();
+	if (__builtin_expect(maybe, 0))
+		direct_ranged(vq, b, qpx, b->prod0 + n);
 	/* statistics, by the batch's holder: no locked add */
 	__atomic_store_n(&vq->wr_posts, __atomic_load_n(&vq->wr_posts, __ATOMIC_RELAXED) + n,
 			 __ATOMIC_RELAXED);

@@ -10,9 +10,19 @@
  * takes completions from a CQ, to hand them to the application or to
  * count a drain, asks shiftu_wrid_kind() what each one is, and none of
  * the library's ever reaches the application.  Each id starts with
- * "SHIFT" in ASCII; an application's id that did would be taken for the
- * library's (no program we know uses such ids: they are indices, or
- * pointers, whose top bytes are zero on every 64-bit ABI).
+ * "SHIFT" in ASCII (shiftu_wrid_ranged()).
+ *
+ * The application may use any id, those that start so included: the
+ * library takes no part of the 64-bit space for itself.  A request of the
+ * application's whose id starts with "SHIFT" is posted under a renamed
+ * id, SHIFTU_WRID_RENAMED, which names a slot of its context's table that
+ * keeps the application's id (wridtab.h); its completion gets that id
+ * back as it leaves the library's poll for the application
+ * (shiftu_wrid_out()), and not before.  So every id in a CQ that starts
+ * with "SHIFT" is one the library posted, and shiftu_wrid_kind() is
+ * exact: an application's id is never taken for the library's.  The
+ * common posts test one byte for it (shiftu_wrid_maybe()): pointers and
+ * indices never pass it.
  */
 #ifndef _SHIFTU_WRID_H
 #define _SHIFTU_WRID_H
@@ -47,6 +57,33 @@
 #define SHIFTU_SRQ_TABLES	32U
 #define SHIFTU_SRQ_ID_BASE	0x5348494654e00000ULL
 #define SHIFTU_SRQ_ID(t, i)	(SHIFTU_SRQ_ID_BASE | (uint64_t)((t) & 31) << 16 | (uint16_t)(i))
+/*
+ * An application's request renamed (wridtab.h): "SHIFT", the sixth byte's
+ * top two bits 10 (0x80 to 0xbf, which no id above has), the slot's
+ * generation (10 bits) and the slot (12 bits).
+ */
+#define SHIFTU_RENAMED_ID_BASE	0x5348494654800000ULL
+#define SHIFTU_RENAMED_ID(gen, slot)	\
+	(SHIFTU_RENAMED_ID_BASE | (uint64_t)((gen) & 0x3ff) << 12 | ((slot) & 0xfff))
+
+/* The prefix every id of the library's starts with, "SHIFT". */
+#define SHIFTU_WRID_PREFIX	0x5348494654ULL
+
+/* @id is in the library's range: the application's is renamed. */
+static inline bool shiftu_wrid_ranged(uint64_t id)
+{
+	return (id >> 24) == SHIFTU_WRID_PREFIX;
+}
+
+/*
+ * @id may be in the library's range: its top byte is 'S'.  The posts'
+ * common path tests this, one compare of a byte in memory; the cold path
+ * it leads to asks shiftu_wrid_ranged().
+ */
+static inline bool shiftu_wrid_maybe(uint64_t id)
+{
+	return (uint8_t)(id >> 56) == (uint8_t)(SHIFTU_WRID_PREFIX >> 32);
+}
 
 /* @id is an SRQ table's (SHIFTU_WRID_SRQ below), in one compare. */
 static inline bool shiftu_wrid_srq(uint64_t id)
@@ -65,13 +102,15 @@ enum shiftu_wrid {
 	SHIFTU_WRID_CTRL_DEF,	/* a control receive on a default QP */
 	SHIFTU_WRID_BELL,	/* a bell's receive */
 	SHIFTU_WRID_SRQ,	/* an application's receive on a table's SRQ */
+	SHIFTU_WRID_RENAMED,	/* an application's request whose id was in our range */
 };
 
 /* The kind of the work request id @id.  Any thread; no state read. */
 static inline enum shiftu_wrid shiftu_wrid_kind(uint64_t id)
 {
-	/* one compare for the application's ids: they never start "SHIFT" */
-	if ((id >> 24) != 0x5348494654ULL)
+	/* one compare for the application's ids: in a CQ, they never start
+	 * "SHIFT" (those that did were renamed) */
+	if (!shiftu_wrid_ranged(id))
 		return SHIFTU_WRID_APP;
 	switch (id) {
 	case MARKER_WR_ID:		return SHIFTU_WRID_MARKER;
@@ -87,19 +126,37 @@ static inline enum shiftu_wrid shiftu_wrid_kind(uint64_t id)
 		return SHIFTU_WRID_CTRL_DEF;
 	if (shiftu_wrid_srq(id))
 		return SHIFTU_WRID_SRQ;
+	if ((id & ~0x3fffffULL) == SHIFTU_RENAMED_ID_BASE)
+		return SHIFTU_WRID_RENAMED;
+	/* "SHIFT" and nothing we post: nobody's (the application's were renamed) */
 	return SHIFTU_WRID_APP;
 }
 
 /*
+ * A request of the application's, under its own id or under one of the
+ * library's (an SRQ table's, a renamed one): what a drain counts and a
+ * move carries over.
+ */
+static inline bool shiftu_wrid_app(uint64_t id)
+{
+	enum shiftu_wrid k = shiftu_wrid_kind(id);
+
+	return k == SHIFTU_WRID_APP || k == SHIFTU_WRID_RENAMED;
+}
+
+/*
  * A completion of one of the library's own requests, never the
- * application's.  An SRQ table's id is not: it is the application's
- * receive under the library's name, renamed before the application sees it.
+ * application's.  An SRQ table's id and a renamed one are not: they are
+ * the application's requests under the library's names, given their own
+ * back before the application sees them (shiftu_wrid_out()).  (A renamed
+ * unsignaled send's good completion is the library's too: that one
+ * shiftu_wrid_out() takes out.)
  */
 static inline bool shiftu_wc_ours(const struct ibv_wc *wc)
 {
 	enum shiftu_wrid k = shiftu_wrid_kind(wc->wr_id);
 
-	return k != SHIFTU_WRID_APP && k != SHIFTU_WRID_SRQ;
+	return k != SHIFTU_WRID_APP && k != SHIFTU_WRID_SRQ && k != SHIFTU_WRID_RENAMED;
 }
 
 /* The table and the entry an SRQ id names (SHIFTU_WRID_SRQ). */
@@ -111,6 +168,17 @@ static inline uint32_t shiftu_srq_id_table(uint64_t id)
 static inline uint32_t shiftu_srq_id_index(uint64_t id)
 {
 	return (uint16_t)id;
+}
+
+/* The slot and the generation a renamed id names (SHIFTU_WRID_RENAMED). */
+static inline uint32_t shiftu_renamed_slot(uint64_t id)
+{
+	return (uint32_t)id & 0xfff;
+}
+
+static inline uint16_t shiftu_renamed_gen(uint64_t id)
+{
+	return (uint16_t)(id >> 12) & 0x3ff;
 }
 
 /* A control receive's generation on a default QP (SHIFTU_WRID_CTRL_DEF). */

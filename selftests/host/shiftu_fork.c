@@ -170,6 +170,7 @@ HELD(windows_lock);
 HELD(ch_lock);
 HELD(cb_lock);
 HELD(config_lock);
+HELD(wrid_lock);
 
 FIXTURE_SETUP(held)
 {

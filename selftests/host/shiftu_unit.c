@@ -612,6 +612,7 @@ TEST(provq_since)
 	const uint32_t slots = 8, log2 = 9;	/* 512-byte slots hold a wqe */
 	struct rxe_queue_buf *q;
 	uint32_t i, n, two;
+	bool maybe;
 
 	ASSERT_LE(sizeof(struct rxe_send_wqe), 1U << log2);
 	q = calloc(1, sizeof(*q) + (slots << log2));
@@ -622,11 +623,17 @@ TEST(provq_since)
 	for (i = 0; i < 6; i++)
 		((struct rxe_send_wqe *)(q->data + (((5 + i) & 7) << log2)))->wr.opcode = ops[i];
 	q->producer_index = (5 + 6) & 7;
-	n = shiftu_provq_since(q, 5, SHIFTU_TWO_SIDED, &two);
+	n = shiftu_provq_since(q, 5, SHIFTU_TWO_SIDED, &two, &maybe);
 	EXPECT_EQ(6U, n);
 	EXPECT_EQ(3U, two);	/* WRITE_WITH_IMM, SEND, SEND_WITH_IMM */
+	EXPECT_FALSE(maybe);
+	/* one id in the library's range among them: said (wrapi.c) */
+	((struct rxe_send_wqe *)(q->data + (1 << log2)))->wr.wr_id = MARKER_WR_ID;
+	n = shiftu_provq_since(q, 5, SHIFTU_TWO_SIDED, &two, &maybe);
+	EXPECT_EQ(6U, n);
+	EXPECT_TRUE(maybe);
 	/* nothing published since: none */
-	n = shiftu_provq_since(q, q->producer_index, SHIFTU_TWO_SIDED, &two);
+	n = shiftu_provq_since(q, q->producer_index, SHIFTU_TWO_SIDED, &two, &maybe);
 	EXPECT_EQ(0U, n);
 	EXPECT_EQ(0U, two);
 	free(q);

@@ -122,6 +122,16 @@
  * that order: a good send completion must be that of the oldest signaled
  * WR not yet completed (else corrupt: one reordered, repeated or made up).
  *
+ * Ids in libshiftu's range (--shift-ids, either side, its own choice): every
+ * wr_id the side posts starts with "SHIFT" in ASCII, the bytes of the
+ * library's own requests' ids, and most are among the ids the library
+ * names for itself (a control receive's on a default QP, an SRQ table's, a
+ * drain's marker, a control message's, a bell's, a renamed request's: see
+ * SHID_BYTE below); each names a slot of a table that keeps the real one,
+ * and the side checks every id a completion brings back (else corrupt)
+ * before it looks at it.  A library that takes any for its own swallows
+ * the completion or counts it as its own.
+ *
  * Every completion with an error status is printed (status string, wr_id)
  * and counted; the side then stops posting, drains, and still ends the TCP
  * exchange so both sides print their summary.  A watchdog (-W; default
@@ -231,6 +241,7 @@ struct opts {
 	enum { CQX_NONE, CQX_POLL, CQX_LINGER, CQX_IBV } cq_ex;
 	bool srq;		/* --srq: the QP's receives come from an SRQ of its own */
 	bool reply;		/* --reply */
+	bool shift_ids;		/* --shift-ids */
 	unsigned int conns;	/* -P */
 	unsigned int set;
 };
@@ -346,6 +357,48 @@ static const char *const wk_names[] = { "?", "data", "imm", "credit", "atomic", 
 #define WRID_K(id)		(((id) >> 16) & 0xfffffffffffull)
 #define WRID_C(id)		((unsigned int)((id) & 0xffff))
 
+/*
+ * --shift-ids: the id posted for the real id @id names slot i of
+ * shid_real[], which keeps @id: "SHIFT", a sixth byte that depends on i
+ * (SHID_BYTE), and i.  The sixth bytes are those of libshiftu's own ids
+ * (wrid.h): 0x44 a control receive on a default QP (any i), 0xe0 and
+ * 0xff an SRQ table's (any i), 0xde a drain's marker (i 0x4b52), 0x43 a
+ * control message sent (i 0x5453), 0x42 a bell's receive (i 0x4c4c), and
+ * 0x80 and 0xbf the ids the library renames such requests to.  The
+ * slots are used in turn: far more of them than requests outstanding.
+ */
+#define SHID_PREFIX	0x5348494654000000ull
+#define SHID_SLOTS	65536u
+static const uint8_t shid_byte[8] = { 0x44, 0xe0, 0xde, 0x43, 0x42, 0xbf, 0xff, 0x80 };
+static uint64_t shid_real[SHID_SLOTS];
+static uint32_t shid_next;
+static bool shid_on;
+
+static uint64_t shid_post(uint64_t id)
+{
+	uint32_t i;
+
+	if (!shid_on)
+		return id;
+	i = __atomic_fetch_add(&shid_next, 1, __ATOMIC_RELAXED) % SHID_SLOTS;
+	shid_real[i] = id;
+	return SHID_PREFIX | (uint64_t)shid_byte[i % 8] << 16 | i;
+}
+
+/* *@id, as a completion brought it, becomes the real id; false if it is
+ * none that was posted */
+static bool shid_back(uint64_t *id)
+{
+	uint32_t i = (uint32_t)(*id & 0xffff);
+
+	if (!shid_on)
+		return true;
+	if ((*id & ~0xffffffull) != SHID_PREFIX || ((*id >> 16) & 0xff) != shid_byte[i % 8])
+		return false;
+	*id = shid_real[i];
+	return true;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -433,7 +486,8 @@ static void usage(const char *fmt, ...)
 	      "                [-c CHUNKS] [-q DEPTH] [-n MESSAGES | -D SECONDS] [-r RETRY_CNT]\n"
 	      "                [-t TIMEOUT] [-W SECONDS] [--expect-errors] [--wr-api [--poll-in-batch]]\n"
 	      "                [--one-cq] [--cq-ex[=poll|linger|ibv]] [--spare-qp SECONDS] [--solicited]\n"
-	      "                [--signal-all] [--srq] [--rate MSGS] [--reply] [-P CONNS] [-v]\n"
+	      "                [--signal-all] [--srq] [--rate MSGS] [--reply] [--shift-ids]\n"
+	      "                [-P CONNS] [-v]\n"
 	      "                [SERVER_ADDR]\n"
 	      "  MODE: write_imm (default), send, write, atomic\n"
 	      "  defaults: first device, port 1, GID 0, TCP 18515, -s 4096 -c 4 -q 16 -n 1000,\n"
@@ -471,6 +525,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "srq", no_argument, NULL, 'Q' },
 		{ "rate", required_argument, NULL, 'R' },
 		{ "reply", no_argument, NULL, 'Y' },
+		{ "shift-ids", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -582,6 +637,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'Q':
 			o->srq = true;
 			break;
+		case 'I':
+			o->shift_ids = true;
+			break;
 		case 'L':
 			o->solicited = true;
 			o->set |= SET_SOLICITED;
@@ -610,6 +668,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage("--poll-in-batch is for one connection only, not -P %u", o->conns);
 	if (o->solicited && o->mode != MODE_WRITE_IMM && o->mode != MODE_SEND)
 		usage("--solicited is for -m write_imm and send only");
+	/* one table of ids for the process: a connection's outstanding ids fit */
+	if (o->shift_ids && (o->reply || o->conns > 1))
+		usage("--shift-ids is not for --reply or -P %u", o->conns);
 	/* its receive is polled plainly, from a receive CQ of its own */
 	if (o->reply && (o->mode != MODE_WRITE || o->one_cq || o->cq_ex || o->srq))
 		usage("--reply is for -m write only, without --one-cq, --cq-ex and --srq");
@@ -1419,7 +1480,7 @@ static int cqx_checked(struct sg *g, const struct ibv_wc *wc, int n)
  * (rdma-core 44, providers/rxe; mlx5's keeps the session for end_poll):
  * shiftgen, which runs on Soft-RoCE, ends it as that provider wants.
  */
-static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
+static int cq_poll_ids(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct ibv_cq_ex *x = cq == g->scq ? g->scqx : g->rcqx;
 	struct ibv_poll_cq_attr attr = { 0 };
@@ -1450,6 +1511,26 @@ static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 		ibv_end_poll(x);
 	}
 	return g->o->cq_ex != CQX_NONE ? cqx_checked(g, wc, n) : n;
+}
+
+/* cq_poll_ids(), with --shift-ids each completion's real id back first:
+ * one the side did not post is corrupt, and the run stops */
+static int cq_poll(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	int n = cq_poll_ids(g, cq, num, wc), i;
+
+	for (i = 0; i < n; i++) {
+		if (shid_back(&wc[i].wr_id))
+			continue;
+		g->st.corrupt++;
+		g->stop = true;
+		if (g->st.corrupt_printed++ < ERR_PRINT_MAX)
+			msg(g, "corrupt: completion wr_id 0x%" PRIx64 " status %d opcode %d of qp %u: not an id posted",
+			    wc[i].wr_id, wc[i].status, wc[i].opcode, wc[i].qp_num);
+		/* the real id of none: the checks after see it as made up */
+		wc[i].wr_id = 0;
+	}
+	return n;
 }
 
 /* reap send completions: how many, or -EIO if the CQ cannot be polled */
@@ -1556,7 +1637,7 @@ static inline __attribute__((always_inline)) int wr_build(struct ibv_qp_ex *x,
 {
 	ibv_wr_start(x);
 	for (; wr; wr = wr->next) {
-		x->wr_id = wr->wr_id;
+		x->wr_id = shid_post(wr->wr_id);
 		/*
 		 * IBV_SEND_INLINE stays with ibv_wr_set_inline_data():
 		 * Soft-RoCE's builder copies the bytes without marking the
@@ -1625,6 +1706,29 @@ static int post_wr_polling(struct sg *g, const struct ibv_send_wr *wr)
 	return ret;
 }
 
+/* ibv_post_send() of the chain @wr, with --shift-ids each request under the
+ * id shid_post() gives it, and its real one back in @wr after */
+static int post_send_ids(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	uint64_t real[64];
+	struct ibv_send_wr *w;
+	unsigned int n = 0;
+	int ret;
+
+	if (!shid_on)
+		return ibv_post_send(qp, wr, bad);
+	for (w = wr; w; w = w->next) {
+		if (n == sizeof(real) / sizeof(real[0]))
+			return ENOMEM;	/* no chain of shiftgen's is that long */
+		real[n++] = w->wr_id;
+		w->wr_id = shid_post(w->wr_id);
+	}
+	ret = ibv_post_send(qp, wr, bad);
+	for (w = wr, n = 0; w; w = w->next)
+		w->wr_id = real[n++];
+	return ret;
+}
+
 /* post one send WR once the queue has room, signaled as sq_want_signal says */
 static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool client)
 {
@@ -1650,7 +1754,7 @@ static int post_send(struct sg *g, struct ibv_send_wr *wr, bool force, bool clie
 	sig = g->o->signal_all || sq_want_signal(&g->sq, force);
 	wr->send_flags |= sig ? IBV_SEND_SIGNALED : 0;
 	if (!g->qpx)
-		ret = ibv_post_send(g->qp, wr, &bad);
+		ret = post_send_ids(g->qp, wr, &bad);
 	else if (g->o->poll_in_batch)
 		ret = post_wr_polling(g, wr);
 	else
@@ -1900,6 +2004,7 @@ static int post_recv(struct sg *g, uint32_t s)
 
 	/* a WRITE_WITH_IMM's data goes by RDMA: its receive needs no buffer */
 	wr.num_sge = g->run.mode == MODE_SEND ? 1 : 0;
+	wr.wr_id = shid_post(wr.wr_id);
 	ret = g->srq ? ibv_post_srq_recv(g->srq, &wr, &bad) : ibv_post_recv(g->qp, &wr, &bad);
 	if (ret) {
 		msg(g, "Unable to post a receive: %s", strerror(ret));
@@ -2827,6 +2932,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse_args(argc, argv, &o);
+	shid_on = o.shift_ids;
 	g.o = &o;
 	g.is_server = !o.server;
 	g.role = g.is_server ? "server" : "client";
