@@ -113,19 +113,16 @@ lab_part()
 # The one-host lane: KVER's one-host tests, then the module's on each
 # other kernel, one guest after the other, beside the two-host lanes (its
 # guest is the fifth on two cores, and off the critical path: the lanes
-# took 1440 s, the one-host tests 565 s of it before, 2026-11-29).  Beside
-# them it took 1089 s and slowed them (1467 s with the many-QP rides cut
-# by 290 s, 2026-11-30): its guest runs at nice 10, so that the lanes'
-# guests, which make check waits for, come first.
+# took 1440 s, the one-host tests 565 s of it before, 2026-11-29).
 lane_one()
 {
 	local o
 
-	LAB_KVER=$kver nice -n 10 "$top/selftests/lab/lab.sh" run one "${one[@]}" \
+	LAB_KVER=$kver "$top/selftests/lab/lab.sh" run one "${one[@]}" \
 		> "$log_dir/lab-one.out" 2>&1
 	echo $? > "$log_dir/lab-one.rc"
 	for o in "${others[@]}"; do
-		LAB_KVER=$o nice -n 10 "$top/selftests/lab/lab.sh" run one "${kmod[@]}" \
+		LAB_KVER=$o "$top/selftests/lab/lab.sh" run one "${kmod[@]}" \
 			> "$log_dir/lab-one-$o.out" 2>&1
 		echo $? > "$log_dir/lab-one-$o.rc"
 	done
