@@ -26,26 +26,9 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-GEN=$LU_DIR/shiftgen
-[ -x "$GEN" ] || skip "shiftgen not built (make -C $LU_DIR)"
-lu_setup "$GEN"
-ft_require_cmd redis-server redis-cli
-smr_redis_start
-LU_STORE=$SMR_STORE
-ft_defer "lab-link eth0 on"
+lu_gen_ride_setup
 
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
-
-# backed TAG: wait (20 s at most) until host 1's library logged its
-# failback, and half a second more
-backed()
-{
-	for _ in $(seq 200); do
-		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
-		sleep 0.1
-	done
-	sleep 0.5
-}
 
 # pull TAG: host 1's rail 0 out from 2 s to 5 s, host 1's packets on rail
 # 1 counted over 1.5 s of the outage; then the client ends its run
@@ -61,7 +44,7 @@ pull()
 	echo "$(($(pkts rxe1) - a1))" > "$FT_TMP/$1.outage"
 	sleep 0.5
 	lab-link eth0 on
-	backed "$1"
+	lu_backed "$1"
 	sleep 1
 	pkill -USR1 -P "$cli" shiftgen || true
 }

@@ -53,18 +53,6 @@ PULL=1
 link() { if [ "$PULL" = 1 ]; then lab-link "$@"; else lab-peer "lab-link $*"; fi; }
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 
-# backed TAG: wait (20 s at most: host 2's port is seen up seconds after its
-# cable returns, and probing backs off while it is out) until host 1's
-# library logged its failback, and half a second more
-backed()
-{
-	for _ in $(seq 200); do
-		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
-		sleep 0.1
-	done
-	sleep 0.5
-}
-
 # pull TAG: rail 0 out from 2 s to 5 s; host 1's packets per rail counted
 # over 1.5 s of the outage and over 1.5 s once it failed back; then the
 # client (the job lu_pair started last) ends its run (shiftgen's SIGUSR1:
@@ -95,7 +83,7 @@ pull()
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.outage"
 	sleep 0.5
 	link eth0 on
-	backed "$1"
+	lu_backed "$1"
 	a0=$(pkts rxe0) a1=$(pkts rxe1)
 	sleep 1.5
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.after"

@@ -279,6 +279,18 @@ lu_gen_ride_setup()
 	lu_ride_setup "$GEN"
 }
 
+# lu_backed TAG: wait (20 s at most: the peer's port is seen up seconds
+# after its cable returns, and probing backs off while it is out) until
+# host 1's library logged TAG's client failing back, and half a second more
+lu_backed()
+{
+	for _ in $(seq 200); do
+		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
+		sleep 0.1
+	done
+	sleep 0.5
+}
+
 # lu_rounds: ROUNDS, the many-QP rides' rounds: MANY_ROUNDS, default 5
 # (make check sets 2; `make many` runs the default).
 lu_rounds()
