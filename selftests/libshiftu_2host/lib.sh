@@ -1051,6 +1051,38 @@ lu_stat()
 	}'
 }
 
+# lu_moves_back TAG SIDE: every QP move of SIDE's library (cli or srv) in
+# the pair TAG came back: as many failbacks as failovers, but for a last
+# failover that began less than LU_BACK_GRACE (default 5) s before the
+# library's exit line and after its last failback: a probe had no time to
+# bring that one back (a starved guest's QP meeting its transport's limit
+# again in the run's last moments; CI saw one 0.5 s before the exit).  The
+# exception is logged.  Fails TAG otherwise.
+lu_moves_back()
+{
+	local f=$FT_TMP/$1.$2.shiftu fo fb late
+
+	fo=$(lu_stat "$f" failovers) fb=$(lu_stat "$f" failbacks)
+	[ "$fo" != "$fb" ] || return 0
+	# seconds from the last failover line to the exit line, if it came
+	# after the last failback line; -1 otherwise
+	late=$(awk '
+		function t(s, a) { split(s, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }
+		/^[0-9:.]+ libshiftu\[[0-9]+\]: info: (failover|failback): / { last = $4; at = t($1) }
+		/^[0-9:.]+ libshiftu\[[0-9]+\]: info: exit:( |$)/ { ex = t($1) }
+		END {
+			if (last != "failover:" || ex == "") { print -1; exit }
+			d = ex - at; if (d < 0) d += 86400
+			printf "%.3f\n", d
+		}' "$f")
+	if [ $((fo - fb)) = 1 ] &&
+	   awk -v d="$late" -v g="${LU_BACK_GRACE:-5}" 'BEGIN { exit !(d >= 0 && d < g) }'; then
+		log "$1 $2: the last of $fo failovers came ${late} s before the exit, too late to come back"
+		return 0
+	fi
+	lu_fail "$1" "$2: failed over $fo times and back $fb times"
+}
+
 # lu_check_log TAG SIDE REQ...: the libshiftu log of SIDE (cli or srv) of
 # the pair TAG has one exit line, a "context rxe0: interposed" line, no
 # error or warn line, and meets each REQ: KEY>N, KEY>=N or KEY=N, where KEY
