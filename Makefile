@@ -33,7 +33,9 @@
 #                     NCCL-like traffic in two processes of 8 QPs on each
 #                     host (the two-host lab, about an hour):
 #                     SOAK_FAULTS=N, SOAK_CONNS=N, SOAK_PLAIN=1 (the
-#                     control: the same without the library)
+#                     control: the same without the library),
+#                     SOAK_KINDS=riding (set_link pulls and drops only,
+#                     which plain Soft-RoCE rides)
 #   make bench        all, then libshiftu's cost (latency, bandwidth,
 #                     instructions and syscalls per data verb) and its
 #                     failover times on the two-host lab; report on stdout

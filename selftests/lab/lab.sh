@@ -38,7 +38,7 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS, SOAK_FAULTS, SOAK_CONNS and SOAK_PLAIN (the soak's),
+# info), TORTURE_PULLS, SOAK_FAULTS, SOAK_CONNS, SOAK_PLAIN and SOAK_KINDS (the soak's),
 # MANY_ROUNDS (the many_*.sh rides' rounds, default 5),
 # BENCH_STEPS (bench.sh's steps, default all) and
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
@@ -521,7 +521,7 @@ scenario_env()
 	local v
 
 	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS SOAK_PLAIN MANY_ROUNDS LIBSHIFTU LIBSHIFTU_TEST; do
+		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS LIBSHIFTU LIBSHIFTU_TEST; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

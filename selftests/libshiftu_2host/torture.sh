@@ -20,7 +20,11 @@
 # on rail 0: the port stays up, only the QPs' retries can tell) and a pull
 # of rail 1, the twins' rail, made only while every QP of both hosts is
 # back on rail 0 (their logs count as many failbacks as failovers; else
-# that fault is a rail-0 pull).  TORTURE_PLAIN=1 is the control: the same
+# that fault is a rail-0 pull).  TORTURE_KINDS=riding: rail-0 pulls by
+# set_link and silent drops only, the faults plain Soft-RoCE rides by
+# retrying (an ip link down fails its QPs at once): with TORTURE_PLAIN=1,
+# the control that tells whether an error seen with the library is the
+# transport's own.  TORTURE_PLAIN=1 is the control: the same
 # traffic and faults without the library (Soft-RoCE retries for ever, so
 # the pairs ride the faults on rail 0 alone, slowly): the checker must
 # count nothing wrong there either.
@@ -39,7 +43,7 @@ PULLS=${TORTURE_PULLS:-50}
 read -r OUT_LO OUT_HI <<< "${TORTURE_OUT_MS:-300 1500}"
 CONNS=${TORTURE_CONNS:-1}
 KINDS=${TORTURE_KINDS:-pulls}
-case $KINDS in pulls|all) ;; *) fail "TORTURE_KINDS=$KINDS: pulls or all" ;; esac
+case $KINDS in pulls|all|riding) ;; *) fail "TORTURE_KINDS=$KINDS: pulls, all or riding" ;; esac
 PLAIN=${TORTURE_PLAIN:-0}
 case $PLAIN in 0|1) ;; *) fail "TORTURE_PLAIN=$PLAIN: 0 or 1" ;; esac
 [ -x "$GEN" ] && [ -x "$GENDL" ] || skip "shiftgen or shiftgen_dl not built (make -C $LU_DIR)"
@@ -50,7 +54,7 @@ smr_redis_start
 LU_STORE=$SMR_STORE
 ft_defer "lab-link eth0 on; ip link set eth0 up"
 ft_defer "lu_peer_try 'lab_link eth0 on; ip link set eth0 up'"
-if [ "$KINDS" = all ]; then
+if [ "$KINDS" != pulls ]; then
 	lu_require_netem
 	ft_defer "lab-link eth1 on"
 	ft_defer "lu_peer_try 'lab_link eth1 on; tc qdisc del dev eth0 root 2> /dev/null'"
@@ -130,6 +134,8 @@ for ((i = 0; i < PULLS; i++)); do
 			lab_nap 2
 			all_back || kind=0
 		fi
+	elif [ "$KINDS" = riding ]; then
+		kind=$((RANDOM % 2 * 3))	# 0: set_link, 3: a drop
 	fi
 	case $kind in
 	0|1)	down="lab_link eth0 off" up="lab_link eth0 on" ;;
