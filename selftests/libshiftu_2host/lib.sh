@@ -1006,7 +1006,22 @@ lu_fail()
 	done
 	lu_show "$FT_TMP/$1".cli.out
 	lu_culprit "$1"
+	lu_warns "$1"
 	fail "$1: $2"
+}
+
+# lu_warns TAG: the first warnings of each side's library in the pair TAG
+# (but the unauthenticated store's), last before the verdict: where a log
+# cut to its tail (CI's) shows a failure's first cause, of 64 QPs' lines.
+lu_warns()
+{
+	local side
+
+	for side in srv cli; do
+		grep -E '^([0-9:.]+ )?libshiftu\[[0-9]+\]: (warn|error): ' "$FT_TMP/$1.$side.shiftu" 2> /dev/null |
+			grep -v ': UNAUTHENTICATED records: ' | head -n 6 |
+			sed "s|^|# $side warns: |" || true
+	done
 }
 
 # lu_culprit TAG: for a perftest run that printed "Failed status S: wr_id
