@@ -537,6 +537,16 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			continue;
 		}
 		if (t) {
+			/*
+			 * Nothing backs a twin: its failure is the
+			 * application's to see, and the log says whose it
+			 * was (the flushes behind it say nothing new).
+			 */
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+				shiftu_warn("qp %u on its twin, qp %u on %s: %s: nothing backs a twin: the application gets its errors",
+					    t->reg.app_qp->qp_num, wc[i].qp_num,
+					    t->sctx->bak_name,
+					    wc_status_word(wc[i].status));
 			wc[i].qp_num = t->reg.app_qp->qp_num;
 			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
 				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
