@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Proves: a port going down or up, by "ip link" or by a cable pull from
-# outside the guest, reaches the page and the "events" group within 1 s
-# (a pull: 1.5 s) with the right state, last_change time, down_count and
-# pair states; prints the median and maximum latencies per kind (also to
-# $LAB_OUT/latency.txt).
+# outside the guest, reaches the page and the "events" group by the port's
+# own event, within 5 s, with the right state, last_change time,
+# down_count and pair states; prints the median and maximum latencies per
+# kind (also to $LAB_OUT/latency.txt).
 #
 #   eth0 ── rxe0  (primary; flapped)      rxe0 pair: BOTH_UP -> PRIMARY_DOWN
 #   eth1 ── rxe1  (its automatic backup)  rxe1 pair: BOTH_UP -> BACKUP_DOWN
@@ -13,13 +13,15 @@ set -e
 
 ft_setup
 FLAPS=${FT_FLAPS:-20}
-LIMIT_NS=1000000000
-# A carrier loss is not urgent to the kernel's linkwatch, which runs at
-# most once a second: rxe hears of a pull up to 1 s after the previous run
-# (the plug's), before the module does anything (measured on 6.1 and 6.12:
-# 0.85 s for a pull 0.1 s after a plug; on 6.12 up to 1.11 s, in two
-# runs of five).
-LIMIT_PULL_NS=1500000000
+# The bound tells an update the event made from one nothing made (the
+# module polls nothing: a lost event never comes) or one held up behind a
+# stalled worker, not how fast it is: that is latency.sh's figure.  At rest
+# the lab's updates take 0.1-0.5 s (a pull up to 1.1 s: the kernel's
+# linkwatch hears of a carrier loss up to 1 s after its previous run);
+# beside make check's two-host lanes, on 6.12, a pull's and a plug's took
+# up to 1.4 s (2026-11-30), over the 1 s and 1.5 s bounds this had then.
+LIMIT_NS=5000000000
+LIMIT_PULL_NS=$LIMIT_NS
 
 # no override may hide the automatic rxe0 <-> rxe1 pair
 "$FTNL" pair-clear rxe0 1 2> /dev/null || true
@@ -132,6 +134,6 @@ sed 's/^\([^#]\)/# \1/' "$FT_TMP/latency.txt"
 mkdir -p "$FT_OUT"
 cat "$FT_TMP/latency.txt" >> "$FT_OUT/latency.txt"
 
-[ "$slow" -eq 0 ] || fail "$slow transitions took longer than 1 s (a pull: 1.5 s)"
+[ "$slow" -eq 0 ] || fail "$slow transitions took longer than 5 s"
 [ "$cable" = yes ] || skip "lab-link not found: cable pulls not tested (ip link part passed)"
 exit 0
