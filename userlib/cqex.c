@@ -71,9 +71,6 @@
 #include "quiesce.h"
 #include "util.h"
 
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
-
 /* The provider's polling functions, as it made the CQ. */
 struct cqx_prov {
 	int (*start_poll)(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr);

@@ -23,6 +23,10 @@
 
 #define SHIFTU_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
+/* A branch's expected way, on the data path. */
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
 /* Slow paths: out of line and out of the hot text. */
 #define shiftu_cold	__attribute__((cold, noinline))
 
