@@ -54,7 +54,7 @@ struct ibv_cq_ex *shiftu_create_cq_ex(struct ibv_context *ctx,
 
 /*
  * Every managed QP, for the exit statistics; under vqp_lock.  A node that
- * was registered is never freed: a thread's anchor (datapath.c) or a
+ * was registered is never freed: a thread's anchor (post.c) or a
  * context's receive cache may still point at it after its QP is gone (a
  * poller that loaded it before qp_detach() cleared the slot, or
  * shiftu_count_recv_slow() storing what it found as the QP went), and

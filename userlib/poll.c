@@ -36,7 +36,7 @@ static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
  * pays the registry's cache, as all did before; one that polls CQs of two
  * contexts finds the other one in ctx_before.  The compare is a plain
  * load: an anchored QP may be gone, its node kept for another QP
- * (interpose.c), and whatever app_qp a racing attach or detach leaves
+ * (vqp.c), and whatever app_qp a racing attach or detach leaves
  * there, it is not the QP the thread posts to (that one is alive, its node
  * is its own).  Contexts' nodes are never freed either.  Defined here,
  * beside the polls that change contexts: knowing its alignment, the

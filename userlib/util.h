@@ -49,8 +49,8 @@
  * The compiler forgets what it knows of @var, at no instruction (the
  * kernel's OPTIMIZER_HIDE_VAR()).  On the data path, where it keeps one
  * branch's load of a member of @var from being hoisted above the branch,
- * into the path that does not share it, or an argument passed on to a
- * tail call in the register it came in (datapath.c).
+ * into the path that does not share it (post.c), or an argument passed on
+ * to a tail call in the register it came in (srqpost.c).
  */
 #define shiftu_hide_var(var)	__asm__("" : "+r"(var))
 
