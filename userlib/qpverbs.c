@@ -87,32 +87,10 @@ static void caps_tell(struct ibv_qp_init_attr *attr, bool grown)
 	}
 }
 
-/*
- * Manage a QP the provider just created.  Context: the create verb, before
- * the application has the QP.  A QP the library cannot manage (no memory)
- * still works: the data verbs pass it through.
- *
- * @send_ops: the extended send API's operations the QP was created with
- * (send_ops_flags), or 0 for a QP posted with ibv_post_send only.
- */
-static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
-		      const struct ibv_qp_init_attr *attr, bool grown)
+/* @vq, a node's, starts as @qp's: no thread posts, nothing counted. */
+static void qp_start(struct shiftu_vqp *vq, struct ibv_qp *qp,
+		     const struct ibv_qp_init_attr *attr)
 {
-	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
-	struct ibv_qp_ex *qpx = send_ops ? shiftu_real.qp_to_qp_ex(qp) : NULL;
-	const char *why = NULL, *srq_why = NULL;
-	struct vqp_node *n;
-	struct shiftu_vqp *vq;
-
-	if (!s)
-		return;
-	n = shiftu_vqp_node_get();
-	if (!n) {
-		shiftu_warn("qp %u on %s: out of memory: not managed",
-			    qp->qp_num, s->dev_name);
-		return;
-	}
-	vq = &n->vq;
 	vq->init_attr = *attr;
 	pthread_mutex_init(&vq->lock, NULL);
 	pthread_mutex_init(&vq->fo_lock, NULL);
@@ -122,13 +100,18 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	/* 0, but where a test build says (serial.h) */
 	vq->sent2 = vq->consumed = vq->rq.head = shiftu_count_start();
 	vq->reg.app_qp = qp;
-	/*
-	 * A QP on an SRQ joins it whatever becomes of it: one the library
-	 * does not protect consumes from the SRQ all the same, which keeps
-	 * the SRQ's receives where they are (srq.h).
-	 */
-	if (attr->srq)
-		srq_why = shiftu_srq_qp_attach(vq, attr->srq);
+}
+
+/*
+ * Why @vq cannot be protected, or NULL: it then has its rings and its
+ * room on its CQs.  @srq_why: its SRQ's reason, if it is on one.
+ */
+static const char *qp_why(struct shiftu_vqp *vq, const struct ibv_qp_init_attr *attr,
+			  bool grown, uint64_t send_ops, struct ibv_qp_ex *qpx,
+			  const char *srq_why)
+{
+	const char *why = NULL;
+
 	/*
 	 * RC only, with replayable operations, and on an SRQ only when the
 	 * SRQ's receives can move (srq.h): others are not recorded.
@@ -151,6 +134,16 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		free(vq->rq.slots);
 		vq->sq.slots = vq->rq.slots = NULL;
 	}
+	return why;
+}
+
+/*
+ * How @vq keeps what a failover moves (SHIFTU_RINGS_*: none when @why
+ * says it is not protected), its states and the provider's data verbs.
+ */
+static void qp_rings(struct shiftu_vqp *vq, struct ibv_qp *qp, struct shiftu_ctx *s,
+		     const struct ibv_qp_init_attr *attr, const char *why)
+{
 	vq->cq_room = !why;
 	vq->rings = why ? SHIFTU_RINGS_NONE : SHIFTU_RINGS_COPY;
 	vq->rc_qpn = qp->qp_num | (vq->srq ? SHIFTU_RC_SRQ : 0);
@@ -165,23 +158,14 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 	/* its receives are its SRQ's table's (srq.c) */
 	if (vq->rings && attr->srq)
 		__atomic_store_n(&vq->app_srq, attr->srq, __ATOMIC_RELAXED);
-	if (shiftu_qp_register(&vq->reg)) {
-		shiftu_warn("qp %u on %s: cannot register: not managed",
-			    qp->qp_num, s->dev_name);
-		if (vq->cq_room)
-			shiftu_cq_release(attr->send_cq, attr->recv_cq);
-		free(vq->sq.slots);
-		free(vq->rq.slots);
-		shiftu_srq_qp_detach(vq);
-		shiftu_vqp_node_put(n);
-		return;
-	}
-	/* registered first: the library's builders find their entry */
-	if (qpx && vq->rings && shiftu_wr_attach(vq, qpx)) {
-		why = "out of memory";
-		vq->rings = 0;
-		vq->copying = vq->copying_r = 1;
-	}
+}
+
+/* @n's QP, registered, joins the list (and, as needed, the polls' look). */
+static void qp_join(struct vqp_node *n, struct ibv_qp *qp, struct shiftu_ctx *s,
+		    const struct ibv_qp_init_attr *attr)
+{
+	struct shiftu_vqp *vq = &n->vq;
+
 	/*
 	 * Before the QP is known, so before it can take a receive: its
 	 * pollers, which read this after the provider's poll gave them the
@@ -199,6 +183,62 @@ static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
 		vqp_list->prev = n;
 	vqp_list = n;
 	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
+}
+
+/*
+ * Manage a QP the provider just created.  Context: the create verb, before
+ * the application has the QP.  A QP the library cannot manage (no memory)
+ * still works: the data verbs pass it through.
+ *
+ * @send_ops: the extended send API's operations the QP was created with
+ * (send_ops_flags), or 0 for a QP posted with ibv_post_send only.
+ */
+static void qp_attach(struct ibv_qp *qp, uint64_t send_ops,
+		      const struct ibv_qp_init_attr *attr, bool grown)
+{
+	struct shiftu_ctx *s = shiftu_ctx_find(qp->context);
+	struct ibv_qp_ex *qpx = send_ops ? shiftu_real.qp_to_qp_ex(qp) : NULL;
+	const char *why, *srq_why = NULL;
+	struct vqp_node *n;
+	struct shiftu_vqp *vq;
+
+	if (!s)
+		return;
+	n = shiftu_vqp_node_get();
+	if (!n) {
+		shiftu_warn("qp %u on %s: out of memory: not managed",
+			    qp->qp_num, s->dev_name);
+		return;
+	}
+	vq = &n->vq;
+	qp_start(vq, qp, attr);
+	/*
+	 * A QP on an SRQ joins it whatever becomes of it: one the library
+	 * does not protect consumes from the SRQ all the same, which keeps
+	 * the SRQ's receives where they are (srq.h).
+	 */
+	if (attr->srq)
+		srq_why = shiftu_srq_qp_attach(vq, attr->srq);
+	why = qp_why(vq, attr, grown, send_ops, qpx, srq_why);
+	qp_rings(vq, qp, s, attr, why);
+	if (shiftu_qp_register(&vq->reg)) {
+		shiftu_warn("qp %u on %s: cannot register: not managed",
+			    qp->qp_num, s->dev_name);
+		if (vq->cq_room)
+			shiftu_cq_release(attr->send_cq, attr->recv_cq);
+		free(vq->sq.slots);
+		free(vq->rq.slots);
+		shiftu_srq_qp_detach(vq);
+		shiftu_vqp_node_put(n);
+		return;
+	}
+	/* registered first: the library's builders find their entry */
+	if (qpx && vq->rings && shiftu_wr_attach(vq, qpx)) {
+		why = "out of memory";
+		vq->rings = 0;
+		vq->copying = vq->copying_r = 1;
+	}
+	qp_join(n, qp, s, attr);
 	shiftu_dbg("qp %u on %s: managed%s", qp->qp_num, s->dev_name,
 		   vq->wb ? " (extended send API)" : "");
 	if (vq->rings) {
