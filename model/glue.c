@@ -74,7 +74,7 @@ static const uint32_t opcodes[] = {
 	[OP_FADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
 };
 
-/* A side's sends as datapath.c records them: ring places start + k. */
+/* A side's sends as post.c records them: ring places start + k. */
 struct model_ring {
 	struct shiftu_ring r;
 	struct shiftu_swqe slot[4];

@@ -76,7 +76,7 @@ int shiftu_box_open(struct shiftu_vqp *vq, enum shiftu_box_side side, struct ibv
 		return -ret;
 	memset(b, 0, len);
 	/* libibverbs' ibv_reg_mr calls ibv_reg_mr_iova2 by its exported
-	 * name, which is the library's own (interpose.c): the real one */
+	 * name, which is the library's own (pdmr.c): the real one */
 	mr = shiftu_real.reg_mr_iova2(pd, b, len, (uintptr_t)b,
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!mr) {

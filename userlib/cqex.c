@@ -6,7 +6,7 @@
  * it can be: the provider's own start_poll, next_poll and end_poll, its
  * accessors reading its completion in place, and the library only looking
  * at each completion's status as the provider leaves it in the CQ, as the
- * poll's common path looks at a struct ibv_wc (datapath.c).  That is the
+ * poll's common path looks at a struct ibv_wc (poll.c).  That is the
  * case while the CQ's context takes the common path (no QP of it away from
  * its default, no completion held, the health page where it was), which a
  * session tests once, at its start.
@@ -70,9 +70,6 @@
 #include "log.h"
 #include "quiesce.h"
 #include "util.h"
-
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
 
 /* The provider's polling functions, as it made the CQ. */
 struct cqx_prov {
@@ -194,7 +191,7 @@ static shiftu_cold void cqx_session_wait(struct shiftu_cqx *x, uintptr_t me)
 
 /*
  * A direct session may start on @x: its context's polls are on the common
- * path (the poll's test, datapath.c).  Read after the session's owner word
+ * path (the poll's test, poll.c).  Read after the session's owner word
  * is stored: a move that makes the polls slow, then waits out the verbs in
  * flight, sees the session or is seen by it (shiftu_cqx_mark()).
  */
@@ -217,7 +214,7 @@ static inline bool cqx_looked(const struct ibv_cq_ex *cq, int ret)
 	/*
 	 * One test for the three: the provider's return (its status may be
 	 * stale then: the caller looks at @ret first), the status, and an
-	 * aligned word written once (interpose.c).
+	 * aligned word written once (qpverbs.c).
 	 */
 	return unlikely(((uint32_t)ret | (uint32_t)cq->status |
 			 *(const volatile uint32_t *)look) != 0);

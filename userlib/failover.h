@@ -118,18 +118,18 @@ bool shiftu_take_back(struct shiftu_vqp *vq);
 bool shiftu_back_pending(const struct shiftu_vqp *vq);
 void shiftu_try_drain(struct shiftu_vqp *vq);
 
-/* Record a send request in @vq's ring without posting it (datapath.c). */
+/* Record a send request in @vq's ring without posting it (post.c). */
 void shiftu_record_send(struct shiftu_vqp *vq, const struct ibv_send_wr *wr);
 
 /* post_send while @vq->slow is set. */
 int shiftu_post_send_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 
-/* post_send on the default QP, recording each work request (datapath.c). */
+/* post_send on the default QP, recording each work request (post.c). */
 int shiftu_post_send_default(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			     struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 
-/* post_recv while @vq->slow is set, and on the default QP (datapath.c). */
+/* post_recv while @vq->slow is set, and on the default QP (post.c). */
 int shiftu_post_recv_slow(struct shiftu_vqp *vq, struct ibv_qp *qp,
 			  struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int shiftu_post_recv_default(struct shiftu_vqp *vq, struct ibv_qp *qp,

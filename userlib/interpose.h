@@ -594,7 +594,7 @@ static inline void shiftu_bump(uint64_t *c)
  * only such a QP needs its receive completions counted as they come, since
  * its drain cannot tell its flushed receives from its flushed sends; the
  * drain of any other counts the receives it flushes.  Set when the QP is
- * created, before it can take a receive (interpose.c).
+ * created, before it can take a receive (qpverbs.c).
  */
 #define SHIFTU_WC_LOOK_ERRORS	0xffffffffULL
 #define SHIFTU_WC_LOOK_RECVS	((uint64_t)IBV_WC_RECV << 32 | SHIFTU_WC_LOOK_ERRORS)
@@ -670,7 +670,7 @@ static inline void shiftu_count_recv(struct shiftu_ctx *s, uint32_t qp_num)
 /* Completions the library took from twin CQs (relaxed; statistics). */
 extern uint64_t shiftu_twin_wcs;
 
-/* datapath.c: the replacements of the provider's data verbs. */
+/* post.c, poll.c, srqpost.c: the replacements of the provider's data verbs. */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr);
 int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
@@ -717,7 +717,7 @@ int shiftu_wrid_out_all(struct shiftu_ctx *s, struct ibv_wc *wc, int n);
  */
 bool shiftu_vqp_polls_done(const struct ibv_cq *cq);
 
-/* @vq becomes the thread's QP, its window registered first (datapath.c). */
+/* @vq becomes the thread's QP, its window registered first (post.c). */
 void shiftu_vqp_anchor(struct shiftu_vqp *vq);
 
 /*
@@ -728,7 +728,7 @@ int shiftu_post_send_vq(struct shiftu_vqp *vq, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr);
 
 /*
- * The managed QP of @qp, or NULL: the thread's QP (datapath.c) when it is
+ * The managed QP of @qp, or NULL: the thread's QP (post.c) when it is
  * @qp, without a lookup, else the registry's.  Any thread.
  */
 static inline struct shiftu_vqp *shiftu_vqp_find(const struct ibv_qp *qp)

@@ -27,8 +27,8 @@
  *			windows_lock, waiting out the posts on that path
  *           leaves: mr_lock (registry.c), forget_lock (storepass.c), backer_lock
  *           (shadow.c), nl_lock (report.c),
- *           vqp_lock, ctx_lock (interpose.c), cqx_lock (cqex.c), box_lock (box.c),
- *           reg_lock (qp.c), health_lock
+ *           vqp_lock (vqp.c), ctx_lock (interpose.c), cqx_lock (cqex.c),
+ *           box_lock (box.c), reg_lock (qp.c), health_lock
  *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
  *           cb_lock (event.c), config_lock (config.c), wrid_lock
  *           (rename.c): none is held while

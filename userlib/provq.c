@@ -12,7 +12,7 @@
  * flushed are the n slots before the producer index as it was when the
  * drain stopped the QP (before its markers), and shiftu_provq_take()
  * copies them into the library's ring then, once.
- * The data path only counts (datapath.c).  It cannot leave even that to
+ * The data path only counts (post.c).  It cannot leave even that to
  * the producer indices: rxe keeps them modulo the ring's size.
  *
  * Where the provider keeps a ring's address is not ABI.  librxe keeps, in

@@ -18,7 +18,7 @@
  * its struct shiftu_qp go; a reader looking up another QP never
  * dereferences a value whose key does not match, so a removed entry is
  * never touched here.  (The data path's own per-thread anchors do read a
- * gone entry: the interposer keeps them, interpose.c.)
+ * gone entry: the interposer keeps them, vqp.c.)
  */
 #ifndef _SHIFTU_QP_H
 #define _SHIFTU_QP_H
@@ -70,7 +70,7 @@ int shiftu_qp_unregister(struct shiftu_qp *q);
 struct shiftu_qp *shiftu_qp_lookup(const struct ibv_qp *qp);
 
 /*
- * The data path's try after the thread's own QP (datapath.c): a
+ * The data path's try after the thread's own QP (post.c): a
  * direct-mapped cache in front of the table, one slot per qp_num modulo its
  * size.  A slot is taken by the first QP registered with that index and
  * freed only when that QP is unregistered, so a slot whose key is a live QP

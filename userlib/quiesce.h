@@ -59,11 +59,11 @@ struct shiftu_window {
 	 */
 	uint32_t wcs;
 	/*
-	 * The data verbs' anchors (datapath.c), in this block so that the
-	 * one offset the window needs reaches them too.  Written by the
-	 * thread only.  Until its window is registered they point at objects
-	 * that match no QP and no context, so that its first post and poll
-	 * take the path that registers it.
+	 * The data verbs' anchors (post.c, srqpost.c, poll.c), in this
+	 * block so that the one offset the window needs reaches them too.
+	 * Written by the thread only.  Until its window is registered they
+	 * point at objects that match no QP and no context, so that its
+	 * first post and poll take the path that registers it.
 	 */
 	struct shiftu_vqp *vq;		/* the QP the thread last posted to */
 	struct shiftu_srq *srq;		/* ... and the SRQ (srq.h) */
@@ -82,7 +82,7 @@ struct shiftu_window {
 /*
  * Initial exec: the library is loaded at start (LD_PRELOAD or linked), so
  * its TLS is in the static block and one %fs-relative access reaches it.
- * Defined with the anchors' initial values in datapath.c.
+ * Defined with the anchors' initial values in poll.c.
  */
 extern __thread struct shiftu_window shiftu_window
 	__attribute__((tls_model("initial-exec")));

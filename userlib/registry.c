@@ -515,7 +515,7 @@ void shiftu_shadow_qp_gone(struct shiftu_vqp *vq)
  * shiftu_lock_cqs() takes a QP's two.  The QPs are those of vqps, which
  * cannot change while shadow_lock is held; the CQs those of cqs, under
  * cq_lock.  A QP the library does not protect is not among them: its
- * locks are made again in the child (interpose.c).
+ * locks are made again in the child (vqp.c).
  */
 static void shiftu_shadow_fork_lock(void)
 {

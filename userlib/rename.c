@@ -3,8 +3,8 @@
  * rename.c: the application's ids in the library's range, renamed on
  * their way in and given back on their way out (rename.h).  What the
  * context's verbs need around it (the waits, the windows, an SRQ table's
- * ids) is the data path's (datapath.c): this file reaches no other of the
- * library's.
+ * ids) is the data path's (post.c, srqpost.c, poll.c): this file reaches
+ * no other of the library's.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  * provider refuses gives its slot back there.
  *
  * Completions: the renamed ids leave the library only through
- * shiftu_wrid_out_all() (datapath.c), the last step of every poll that
+ * shiftu_wrid_out_all() (poll.c), the last step of every poll that
  * hands completions to the application (the slow poll, and the common
  * poll's look at what it took), which gives an SRQ table's ids back in the
  * same pass: each completion is classified once, before any id in it is

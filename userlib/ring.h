@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * ring.h: the library's record of a QP's outstanding work requests, as
- * the send and receive rings hold them (datapath.c records, provq.c fills
+ * the send and receive rings hold them (post.c records, provq.c fills
  * them from the provider's rings, replay.c replays them).  Types and
  * arithmetic only: no verbs are called here.
  */

@@ -17,7 +17,7 @@
  *   reads the ring's under the SRQ's lock), so a side nobody consumes from
  *   any more is emptied by setting its producer index back to the kernel's
  *   consumer index.  No post may reach that side meanwhile: a post on the
- *   common path (datapath.c) goes to the default SRQ with no lock, and
+ *   common path (srqpost.c) goes to the default SRQ with no lock, and
  *   only while no QP is on the twin side; the first QP to leave for the
  *   twin side shuts that path (@slow, the table's credits) and waits out
  *   the claims on it, made inside their threads' post windows.  Their

@@ -44,7 +44,7 @@
  * an entry that cannot complete meanwhile (one flushed, or one in an SRQ
  * no QP consumes from).
  *
- * The common path (datapath.c) posts an entry's own request to the
+ * The common path (srqpost.c) posts an entry's own request to the
  * default SRQ with a tail call: nothing of the library's runs after the
  * provider's post, so the post must not fail.  It cannot: the entry is
  * claimed only with a credit of the default side, whose count of credits

@@ -23,6 +23,10 @@
 
 #define SHIFTU_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
+/* A branch's expected way, on the data path. */
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
 /* Slow paths: out of line and out of the hot text. */
 #define shiftu_cold	__attribute__((cold, noinline))
 
@@ -45,8 +49,8 @@
  * The compiler forgets what it knows of @var, at no instruction (the
  * kernel's OPTIMIZER_HIDE_VAR()).  On the data path, where it keeps one
  * branch's load of a member of @var from being hoisted above the branch,
- * into the path that does not share it, or an argument passed on to a
- * tail call in the register it came in (datapath.c).
+ * into the path that does not share it (post.c), or an argument passed on
+ * to a tail call in the register it came in (srqpost.c).
  */
 #define shiftu_hide_var(var)	__asm__("" : "+r"(var))
 

@@ -134,7 +134,7 @@ void shiftu_wr_release(struct shiftu_vqp *vq)
 
 /*
  * The thread that posted the QP's last batch usually builds the next: the
- * QP is then the thread's, found without a lookup (datapath.c).
+ * QP is then the thread's, found without a lookup (post.c).
  */
 static inline struct shiftu_vqp *vqp_of(struct ibv_qp_ex *qpx)
 {

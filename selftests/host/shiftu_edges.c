@@ -9,7 +9,7 @@
  * stays inside its slot, its bytes whole; an atomic is recorded with its
  * rkey and operands, and rebuilt from the record as it was posted.
  *
- * The library's exported verbs (interpose.c) run over a fake provider
+ * The library's exported verbs (qpverbs.c, cqsrq.c) run over a fake provider
  * (shiftu_real's pointers replaced) that refuses what a device past its
  * limits refuses.  Each TEST runs in its own process (kselftest_harness
  * forks).  Built against the library before these fixes too (73e2d0c), to
@@ -34,7 +34,7 @@
 /* the fake device's limits */
 #define MAX_QP_WR	1024
 #define MAX_CQE		4096
-/* what a failover adds to a CQ per QP (interpose.c) */
+/* what a failover adds to a CQ per QP (interpose.h) */
 #define PER_QP		4
 
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)

@@ -4,7 +4,7 @@
  * counts of its requests exact, or the QP given up: never counts two
  * threads wrote at once (posters.h).
  *
- * The library's own ibv_post_send and ibv_post_recv (datapath.c) drive a
+ * The library's own ibv_post_send and ibv_post_recv (post.c) drive a
  * fake QP whose provider post counts what it takes with an atomic add, from
  * several threads on the build host's cores, with no lock between them, as
  * the verbs allow.  At the end the library's counts (sq.head, sent2,

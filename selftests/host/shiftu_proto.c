@@ -77,7 +77,7 @@ static const struct shiftu_sq_gap nogap;
 /*
  * Lay out sequence number @seq (base N_OPS, @n digits) at ring places
  * [@from, @from + @n), after @sent0 messages: the count of two-sided
- * requests up to each goes in its seq2, as datapath.c records it.
+ * requests up to each goes in its seq2, as post.c records it.
  * Returns the count after them all.
  */
 static uint64_t lay_out(struct ring_buf *b, unsigned int seq, int n, uint64_t from,

@@ -151,7 +151,7 @@ TEST(routing)
 }
 
 /*
- * The common path (datapath.c) claims an entry only with a credit of the
+ * The common path (srqpost.c) claims an entry only with a credit of the
  * default side: with as many receives outstanding there as its SRQ holds,
  * or while shut, it gets none, so the provider's post it makes with no
  * way back cannot find the SRQ full.  Its entry is the header's bit alone

@@ -433,7 +433,7 @@ TEST(recv_chain)
 
 /*
  * The library's own ibv_post_send, ibv_post_recv and ibv_poll_cq
- * (datapath.c) on a fake QP and CQ: the provider sees a renamed id where
+ * (post.c, poll.c) on a fake QP and CQ: the provider sees a renamed id where
  * the application gave one in the range, and the request signaled where
  * it was not; the application's work request has its id and flags back
  * when the post returns; its id comes back once through the poll (the

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * datapath.c: libshiftu's versions of the provider's data verbs.
+ * post.c: libshiftu's ibv_post_send and ibv_post_recv (interpose.h), from
+ * the thread's QP (its anchor, poll.c) or a lookup.  The other data verbs
+ * are ibv_post_srq_recv (srqpost.c) and ibv_poll_cq (poll.c); a QP's look
+ * at the table when the page moved is qphealth.c's.
  *
  * Each finds the library's object for the QP or CQ (the one the thread
  * used last, else a lock-free lookup), asks the health page whether
@@ -9,13 +12,10 @@
  * syscall, lock or allocation here, and no store to memory that another
  * QP's poster uses.
  */
-#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <string.h>
 
-#include "cq.h"
 #include "failover.h"
 #include "health.h"
 #include "interpose.h"
@@ -24,11 +24,7 @@
 #include "quiesce.h"
 #include "rename.h"
 #include "wrapi.h"
-#include "srq.h"
 #include "util.h"
-
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
 
 /* A QP the library did not see created (none should exist): pass through. */
 static shiftu_cold int post_send_unmanaged(struct ibv_qp *qp,
@@ -57,43 +53,11 @@ static shiftu_cold int post_recv_unmanaged(struct ibv_qp *qp,
 	return s->post_recv(qp, wr, bad_wr);
 }
 
-/* What a thread's anchors point at before its first post and poll. */
-struct shiftu_vqp shiftu_vqp_none = {	/* reg.app_qp NULL: no QP's */
-	.rc_qpn = UINT32_MAX,		/* no QP's number either */
-};
-static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
-
-/*
- * The thread's window (quiesce.h) and its anchors.  Most threads post to
- * one QP and poll one context's CQs: the anchor's compare (its object's
- * app_qp or ctx) replaces a lookup.  A thread that posts to several QPs
- * pays the registry's cache, as all did before; one that polls CQs of two
- * contexts finds the other one in ctx_before.  The compare is a plain
- * load: an anchored QP may be gone, its node kept for another QP
- * (interpose.c), and whatever app_qp a racing attach or detach leaves
- * there, it is not the QP the thread posts to (that one is alive, its node
- * is its own).  Contexts' nodes are never freed either.
- */
-__thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec"))) = {
-	.vq = &shiftu_vqp_none,
-	.srq = &shiftu_srq_none,
-	.ctx = &ctx_none,
-	.ctx_before = &ctx_none,
-};
-
 void shiftu_vqp_anchor(struct shiftu_vqp *vq)
 {
 	if (!shiftu_window_ready())
 		shiftu_window_register();
 	shiftu_window.vq = vq;
-}
-
-/* The same for a context's polls: its page seq and its slow CQs. */
-static inline bool ctx_open(const struct shiftu_ctx *s)
-{
-	uint64_t seq = shiftu_health_seq();
-
-	return likely(s->seen_slow == seq);
 }
 
 /*
@@ -621,45 +585,6 @@ int shiftu_wrid_post_srq(struct shiftu_ctx *s,
 	return ret;
 }
 
-int shiftu_wrid_out_all(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
-{
-	struct shiftu_wrids *w = __atomic_load_n(&s->wrids, __ATOMIC_ACQUIRE);
-	bool srq = __atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED);
-	bool open = shiftu_window_ready() && (shiftu_window.seq & 1);
-	int i, j;
-
-	if (n <= 0 || (!w && !srq))
-		return n;
-	/* the destroy verb frees an SRQ's table once no window is open
-	 * (post's: a poll's may be closed already) */
-	if (srq && !open)
-		shiftu_window_enter();
-	for (i = 0, j = 0; i < n; i++) {
-		/* classified once: an id given back is the application's */
-		switch (shiftu_wrid_kind(wc[i].wr_id)) {
-		case SHIFTU_WRID_SRQ:
-			if (srq)
-				shiftu_srq_give_back(&wc[i].wr_id);
-			break;
-		case SHIFTU_WRID_RENAMED:
-			/* a quiet send's good completion: the library's */
-			if (w && !shiftu_wrid_give_back(w, &wc[i]))
-				continue;
-			break;
-		default:
-			break;
-		}
-		if (j != i)
-			wc[j] = wc[i];
-		j++;
-	}
-	if (srq && !open)
-		shiftu_window_close();
-	if (w)
-		shiftu_wrid_hold_end(w);
-	return j;
-}
-
 /* As post_send_other(). */
 static __attribute__((noinline)) int post_recv_other(struct ibv_qp *qp,
 						      struct ibv_recv_wr *wr,
@@ -715,338 +640,4 @@ int shiftu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	if (unlikely(vq->reg.app_qp != qp))
 		return post_recv_find(qp, wr, bad_wr);
 	return post_recv_common(vq, qp, wr, bad_wr);
-}
-
-/*
- * ibv_post_srq_recv(), past the common path: the thread's SRQ is not
- * @srq's record (its first post, or to another SRQ), or @wr is a chain or
- * not of one scatter entry.  Entered with the window closed.
- */
-static shiftu_cold int post_srq_other(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-				      struct ibv_recv_wr **bad_wr)
-{
-	struct shiftu_srq *r = shiftu_window.srq;
-	struct shiftu_ctx *s;
-
-	if (!srq) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
-	if (r->app != srq) {
-		r = shiftu_srq_find(srq);
-		if (!r) {
-			s = shiftu_ctx_find(srq->context);
-			if (!s || !s->post_srq_recv) {
-				*bad_wr = wr;
-				return EINVAL;
-			}
-			return shiftu_wrid_post_srq(s, s->post_srq_recv, srq, wr, bad_wr);
-		}
-		/* the anchor is set outside the window (quiesce.h) */
-		if (!shiftu_window_ready())
-			shiftu_window_register();
-		shiftu_window.srq = r;
-	}
-	if (!wr->next && wr->num_sge == 1)
-		return shiftu_post_srq_recv(srq, wr, bad_wr);
-	return shiftu_srq_post(r, wr, bad_wr);
-}
-
-/*
- * The common path found no credit (it is shut for a move, or the default
- * SRQ may be full: @e NULL) or the cursor's entry @e still posted: the
- * credit goes back and a claim found posted is counted, inside the window
- * that a move waits out, then the post takes srq_lock.  Its arguments are
- * where the common path holds them when it gives up (@srq and @bad_wr as
- * they came, @e where the provider's post takes its request, @wr aside),
- * so that neither path moves them for the other.
- */
-static shiftu_cold_args int post_srq_slow(struct ibv_srq *srq, struct shiftu_srqent *e,
-					  struct ibv_recv_wr **bad_wr,
-					  struct ibv_recv_wr *wr)
-{
-	struct shiftu_srq *r = shiftu_window.srq;
-
-	(void)srq;
-	if (e)
-		shiftu_srqtab_skip(&r->tab, 1);
-	shiftu_srqtab_uncredit(&r->tab);
-	shiftu_window_close();
-	return shiftu_srq_post(r, wr, bad_wr);
-}
-
-/*
- * ibv_post_srq_recv(): through the SRQ's table (srq.h).  The common path:
- * one receive of one scatter entry to the thread's SRQ while all its QPs
- * are on the default side: inside the window, a credit of the default
- * SRQ's room and an entry claimed, no lock; the entry keeps the
- * application's id and scatter entry (a move posts it again from there)
- * and its own request, under the library's id, goes to the provider's
- * post as a tail call, after the window: the credit means the provider
- * cannot refuse it, so nothing is left to do after it.  A move that shuts
- * the path waits out the windows, then the producer index (srq.c).
- *
- * Its cost is counted (make bench: at most 25 instructions over the
- * provider's post, and it takes 25; check a change with objdump -d): the
- * tail call takes @srq and @bad_wr in the registers they came in, and
- * only @wr moves, to free the one the entry's request goes out in.
- */
-int shiftu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			 struct ibv_recv_wr **bad_wr)
-{
-	struct shiftu_srq *r = shiftu_window.srq;
-	struct shiftu_srqent *e;
-
-	if (unlikely(r->app != srq) || unlikely(wr->next) || unlikely(wr->num_sge != 1))
-		return post_srq_other(srq, wr, bad_wr);
-	/* before the credit: a move that shuts the path waits for us */
-	shiftu_window_open();
-	if (unlikely(!shiftu_srqtab_credit(&r->tab)))
-		return post_srq_slow(srq, NULL, bad_wr, wr);
-	if (unlikely(!shiftu_srqtab_claim_fast(&r->tab, &e)))
-		return post_srq_slow(srq, e, bad_wr, wr);
-	e->wr_id = wr->wr_id;
-	e->sge[0] = wr->sg_list[0];
-	shiftu_window_close();
-	/*
-	 * @srq is @r's (checked above), and stays in the register it came
-	 * in: without the empty asm, GCC 12 gives that register to the
-	 * window's TLS offset and moves @srq out and back (28 instructions
-	 * in all); @r->app loaded again instead costs a load (26).
-	 */
-	shiftu_hide_var(srq);
-	return r->post(srq, &e->wr, bad_wr);
-}
-
-_Static_assert(offsetof(struct ibv_wc, opcode) == offsetof(struct ibv_wc, status) + 4 &&
-	       sizeof(((struct ibv_wc *)0)->status) == 4 && __BYTE_ORDER == __LITTLE_ENDIAN,
-	       "a completion's status and opcode are read as one 64-bit word");
-
-/* The completion's status and opcode, masked with shiftu_wc_look. */
-static inline uint64_t wc_look(const struct ibv_wc *wc)
-{
-	uint64_t w;
-
-	memcpy(&w, &wc->status, sizeof(w));
-	return w & __atomic_load_n(&shiftu_wc_look, __ATOMIC_RELAXED);
-}
-
-/*
- * A completion that needs a look (an error, or a receive to count) and
- * was not a good receive counted here, without a call.  The first test is
- * the one a good send completion takes, status and opcode in one 64-bit
- * test; only a completion that fails it has its status looked at alone.
- */
-static inline bool wc_looked(const struct ibv_wc *wc)
-{
-	return unlikely(wc_look(wc) != 0) &&
-	       (wc->status != IBV_WC_SUCCESS ||
-		!shiftu_count_recv_cached(shiftu_window.ctx, wc->qp_num));
-}
-
-/*
- * What the poll hands the application: the library's ids given back
- * (rename.h; an SRQ's table's, a renamed request's), each completion
- * classified once.  Only a process with an SRQ table or a renamed
- * request pays more than the test.
- */
-static inline int poll_out(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
-{
-	if (unlikely(__atomic_load_n(&shiftu_srq_tables, __ATOMIC_RELAXED)) ||
-	    unlikely(__atomic_load_n(&s->wrids, __ATOMIC_RELAXED) != NULL))
-		return shiftu_wrid_out_all(s, wc, n);
-	return n;
-}
-
-/*
- * The @n completions the thread's poll took (its context, CQ and array
- * are in its block), from the @i-th on, the first that needs a
- * look: errors and receives.  Leaves the poller's window (quiesce.h) once
- * they are counted, or stashed for a failover.  A receive posted through
- * an SRQ's table (its QP is not in the receive cache under its number)
- * comes here: the application's id back, inside the window.
- */
-static __attribute__((noinline)) int poll_took(int n, int i)
-{
-	struct shiftu_ctx *s = shiftu_window.ctx;
-	struct ibv_wc *wc = shiftu_window.wc;
-
-	for (; i < n; i++) {
-		/* an error completion may start a failover (the transport's verdict) */
-		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-			n = shiftu_poll_error(s, shiftu_window.cq, wc, n);
-			shiftu_poll_leave();
-			return poll_out(s, wc, n);
-		}
-		if (wc_look(&wc[i]))
-			shiftu_count_recv(s, wc[i].qp_num);
-	}
-	n = poll_out(s, wc, n);
-	shiftu_poll_leave();
-	return n;
-}
-
-/* Entered with the window open; a slow poll takes the CQ's lock, which
- * keeps it out of a drain's way: no window. */
-static shiftu_cold int poll_moved(struct shiftu_ctx *s, struct ibv_cq *cq,
-				  int num, struct ibv_wc *wc)
-{
-	shiftu_poll_leave();
-	if (shiftu_health_moved(&s->health_seen))
-		shiftu_ctx_health(s);
-	if (__atomic_load_n(&s->slow_cqs, __ATOMIC_RELAXED))
-		return shiftu_poll_cq_slow(s, cq, num, wc);
-	shiftu_poll_reenter();
-	shiftu_window.cq = cq;
-	shiftu_window.wc = wc;
-	return poll_took(s->poll_cq(cq, num, wc), 0);
-}
-
-/*
- * The common path, for the thread's context @s: the poller's window, the
- * context's word against the page's sequence, the provider's poll, and a
- * look at each completion's status and opcode; a good send completion
- * needs nothing more, a good receive of a QP the context's cache holds is
- * counted here, the rest goes to poll_took().  The verb's arguments go to
- * the thread's block, not to registers kept across the provider's call:
- * only the array is used after it on this path.
- */
-static __attribute__((always_inline)) inline int poll_common(struct shiftu_ctx *s,
-							     struct ibv_cq *cq, int num,
-							     struct ibv_wc *wc)
-{
-	int n, i;
-
-	/* before the slow flag's load: a move that sets it waits for us */
-	shiftu_poll_open();
-	if (unlikely(!ctx_open(s)))
-		return poll_moved(s, cq, num, wc);
-	shiftu_window.cq = cq;
-	shiftu_window.wc = wc;
-	n = s->poll_cq(cq, num, wc);
-	if (n > 0) {
-		/* statistics (the exit line): one add, its thread's word */
-		shiftu_window.wcs += (uint32_t)n;
-		/* most polls that take any take one: it is looked at first */
-		wc = shiftu_window.wc;
-		if (wc_looked(&wc[0]))
-			return poll_took(n, 0);
-		/* the rest with the loop's test at its foot */
-		if (unlikely(n > 1))
-			for (i = 1; i < n; i++)
-				if (wc_looked(&wc[i]))
-					return poll_took(n, i);
-	}
-	shiftu_poll_close();
-	return n;
-}
-
-/*
- * @cq's context is neither of the thread's two, or this is the thread's
- * first poll (its window is not registered yet).  A context the library
- * does not manage cannot reach here (its ops were never replaced).
- */
-static shiftu_cold int poll_list(struct ibv_cq *cq, int num, struct ibv_wc *wc)
-{
-	struct shiftu_ctx *s = shiftu_ctx_find(cq->context);
-
-	if (!shiftu_window_ready())
-		shiftu_window_register();
-	shiftu_window.ctx_before = shiftu_window.ctx;
-	shiftu_window.ctx = s;
-	return poll_common(s, cq, num, wc);
-}
-
-/*
- * @cq's context is not the thread's: it polls CQs of several (a thread for
- * two rails, say).  The one it polled before, if it is @cq's, becomes the
- * thread's, with no call before the provider's, as on the common path.
- */
-static __attribute__((noinline)) int poll_find(struct ibv_cq *cq, int num,
-					       struct ibv_wc *wc)
-{
-	struct shiftu_ctx *s = shiftu_window.ctx_before;
-
-	if (unlikely(s->ctx != cq->context))
-		return poll_list(cq, num, wc);
-	shiftu_window.ctx_before = shiftu_window.ctx;
-	shiftu_window.ctx = s;
-	return poll_common(s, cq, num, wc);
-}
-
-int shiftu_poll_taken(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n)
-{
-	if (!shiftu_window_ready())
-		shiftu_window_register();
-	shiftu_window.ctx = s;
-	shiftu_window.cq = cq;
-	shiftu_window.wc = wc;
-	return poll_took(n, 0);
-}
-
-int shiftu_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
-{
-	struct shiftu_ctx *s = shiftu_window.ctx;
-
-	if (unlikely(s->ctx != cq->context))
-		return poll_find(cq, num, wc);
-	return poll_common(s, cq, num, wc);
-}
-
-int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
-		       uint8_t *path)
-{
-	uint64_t since;
-
-	*path = SHIFT_FT_PATH_UNKNOWN;
-	if (!vq->port_num ||
-	    shiftu_health_port(vq->sctx->node_guid, vq->port_num, ph))
-		return -ENOENT;
-	if (ph->state != SHIFT_FT_PORT_ACTIVE)
-		return 1;
-	/*
-	 * A path down by this QP's own report: its probe tells when it is
-	 * back.  A path down since before the QP last came back to it: the
-	 * probe (ours or the peer's) proved it since; the table has not
-	 * heard yet (the agents relay a remote port late).
-	 */
-	if (vq->has_dgid && !shiftu_health_path(ph->port_index, vq->dgid, path, &since))
-		return *path == SHIFT_FT_PATH_DOWN &&
-		       !__atomic_load_n(&vq->reported, __ATOMIC_RELAXED) &&
-		       since > __atomic_load_n(&vq->back_ns, __ATOMIC_RELAXED);
-	return 0;
-}
-
-void shiftu_vqp_health(struct shiftu_vqp *vq)
-{
-	struct shiftu_port_health ph;
-	uint8_t path;
-	uint32_t flags;
-	int down;
-
-	down = shiftu_vqp_primary(vq, &ph, &path);
-	if (down < 0)
-		return;		/* unbound, no page, or no row for the port: unknown */
-	if (down == vq->down)
-		return;
-	/* which, for a failover another thread starts on seeing @down */
-	vq->down_path = path == SHIFT_FT_PATH_DOWN;
-	vq->down = down;
-	/*
-	 * Set here, cleared only by the slow paths under fo_lock: a move
-	 * another thread is making still reads Default until it is done.
-	 */
-	if (down)
-		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
-	flags = __atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED);
-	shiftu_qp_set_flags(&vq->reg, down ? flags | SHIFTU_QP_F_PRIMARY_DOWN :
-					     flags & ~SHIFTU_QP_F_PRIMARY_DOWN);
-	shiftu_info("qp %u on %s port %u: %s %s (backup: %s port %u)",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->port_num,
-		    path == SHIFT_FT_PATH_DOWN ? "path" : "port",
-		    down ? "down" : "up",
-		    ph.backup_index == SHIFT_FT_NO_PORT ? "none" : ph.backup_dev_name,
-		    ph.backup_port_num);
-	if (down)
-		shiftu_failover(vq, path == SHIFT_FT_PATH_DOWN ? "path down" : "port down");
 }
