@@ -33,11 +33,10 @@
 #include "log.h"
 #include "recsign.h"
 #include "store.h"
+#include "store_int.h"
 #include "storeauth.h"
 #include "util.h"
 
-#define PREFIX_LEN		(sizeof(SHIFTU_KV_PREFIX) - 1)
-#define STORED_KEY_LEN		(PREFIX_LEN + SHIFTU_KV_KEY_MAX + 1)
 /* SHIFTU_KV_PREFIX escaped, then "%XX" per byte of key at worst */
 #define FILE_PREFIX		"shiftu%3Av1%3A"
 #define FILE_NAME_LEN		(sizeof(FILE_PREFIX) - 1 + 3 * SHIFTU_KV_KEY_MAX + 1)
@@ -45,68 +44,6 @@ _Static_assert(FILE_NAME_LEN <= NAME_MAX + 1,
 	       "SHIFTU_KV_KEY_MAX too large for a LOCAL file name");
 /* temporary files start with '.', which no escaped key does */
 #define TMP_FMT			".tmp-%d-%u"
-
-struct shiftu_kv {
-	enum shiftu_store_kind kind;
-	bool failing;			/* REDIS: in a run of failures (logged) */
-	uint64_t silent_ns;		/* REDIS: failing since, 0 when it answers */
-	int dirfd;			/* LOCAL */
-	redisContext *ctx;		/* REDIS: NULL while disconnected */
-	uint32_t rcv_ms;		/* REDIS: ctx's read timeout */
-	/* REDIS: the longest recent answer, halved for each second since
-	 * @lat_at_ns (kv_pace()) */
-	uint64_t lat_ns, lat_at_ns;
-	char host[256];			/* REDIS: name or address; UNIX: path */
-	uint16_t port;			/* REDIS: 0 for a Unix socket */
-	struct shift_auth auth;		/* REDIS: sent at every connect */
-	struct shift_sign_key sign;	/* values signed and checked, when set */
-	char desc[PATH_MAX + 16];
-};
-
-/* ---- keys and values ---- */
-
-static bool valid_key(const char *key)
-{
-	size_t n;
-
-	if (!key)
-		return false;
-	for (n = 0; key[n]; n++)
-		if (key[n] < 0x21 || key[n] > 0x7e || n >= SHIFTU_KV_KEY_MAX)
-			return false;
-	return n > 0;
-}
-
-static bool valid_val(const char *val, size_t len)
-{
-	size_t i;
-
-	if (len > SHIFTU_KV_VAL_MAX)
-		return false;
-	for (i = 0; i < len; i++)
-		if (val[i] < 0x20 || val[i] > 0x7e)
-			return false;
-	return true;
-}
-
-/* "shiftu:v1:" + key, into a STORED_KEY_LEN buffer; key already valid */
-static void stored_key(const char *key, char *out)
-{
-	memcpy(out, SHIFTU_KV_PREFIX, PREFIX_LEN);
-	strcpy(out + PREFIX_LEN, key);
-}
-
-/* Copy a value read from the store out to the caller (store.h's rules). */
-static int copy_out(const char *v, size_t n, char *val, size_t len)
-{
-	if (!valid_val(v, n))
-		return -EBADMSG;
-	if (n >= len)
-		return -ENOBUFS;
-	memcpy(val, v, n);
-	val[n] = '\0';
-	return 0;
-}
 
 /* ---- LOCAL: a directory ---- */
 

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * store_int.h: what the store's files share among themselves (store.h
+ * is what the rest of the library calls): the handle, the checks of
+ * keys and values.  No file outside the store's includes it.
+ */
+#ifndef _SHIFTU_STORE_INT_H
+#define _SHIFTU_STORE_INT_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "recsign.h"
+#include "store.h"
+#include "storeauth.h"
+
+#define PREFIX_LEN		(sizeof(SHIFTU_KV_PREFIX) - 1)
+#define STORED_KEY_LEN		(PREFIX_LEN + SHIFTU_KV_KEY_MAX + 1)
+
+/* hiredis.h's, which only store_redis.c includes */
+struct redisContext;
+
+struct shiftu_kv {
+	enum shiftu_store_kind kind;
+	bool failing;			/* REDIS: in a run of failures (logged) */
+	uint64_t silent_ns;		/* REDIS: failing since, 0 when it answers */
+	int dirfd;			/* LOCAL */
+	struct redisContext *ctx;	/* REDIS: NULL while disconnected */
+	uint32_t rcv_ms;		/* REDIS: ctx's read timeout */
+	/* REDIS: the longest recent answer, halved for each second since
+	 * @lat_at_ns (kv_pace()) */
+	uint64_t lat_ns, lat_at_ns;
+	char host[256];			/* REDIS: name or address; UNIX: path */
+	uint16_t port;			/* REDIS: 0 for a Unix socket */
+	struct shift_auth auth;		/* REDIS: sent at every connect */
+	struct shift_sign_key sign;	/* values signed and checked, when set */
+	char desc[PATH_MAX + 16];
+};
+
+/* ---- keys and values ---- */
+
+static inline bool valid_key(const char *key)
+{
+	size_t n;
+
+	if (!key)
+		return false;
+	for (n = 0; key[n]; n++)
+		if (key[n] < 0x21 || key[n] > 0x7e || n >= SHIFTU_KV_KEY_MAX)
+			return false;
+	return n > 0;
+}
+
+static inline bool valid_val(const char *val, size_t len)
+{
+	size_t i;
+
+	if (len > SHIFTU_KV_VAL_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (val[i] < 0x20 || val[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* "shiftu:v1:" + key, into a STORED_KEY_LEN buffer; key already valid */
+static inline void stored_key(const char *key, char *out)
+{
+	memcpy(out, SHIFTU_KV_PREFIX, PREFIX_LEN);
+	strcpy(out + PREFIX_LEN, key);
+}
+
+/* Copy a value read from the store out to the caller (store.h's rules). */
+static inline int copy_out(const char *v, size_t n, char *val, size_t len)
+{
+	if (!valid_val(v, n))
+		return -EBADMSG;
+	if (n >= len)
+		return -ENOBUFS;
+	memcpy(val, v, n);
+	val[n] = '\0';
+	return 0;
+}
+
+#endif /* _SHIFTU_STORE_INT_H */
