@@ -9,9 +9,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -21,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,180 +29,9 @@
 #include "event.h"
 #include "log.h"
 #include "recsign.h"
-#include "store.h"
 #include "store_int.h"
 #include "storeauth.h"
 #include "util.h"
-
-/* SHIFTU_KV_PREFIX escaped, then "%XX" per byte of key at worst */
-#define FILE_PREFIX		"shiftu%3Av1%3A"
-#define FILE_NAME_LEN		(sizeof(FILE_PREFIX) - 1 + 3 * SHIFTU_KV_KEY_MAX + 1)
-_Static_assert(FILE_NAME_LEN <= NAME_MAX + 1,
-	       "SHIFTU_KV_KEY_MAX too large for a LOCAL file name");
-/* temporary files start with '.', which no escaped key does */
-#define TMP_FMT			".tmp-%d-%u"
-
-/* ---- LOCAL: a directory ---- */
-
-static void file_name(const char *key, char *out)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char sk[STORED_KEY_LEN];
-	const unsigned char *p;
-
-	stored_key(key, sk);
-	for (p = (const unsigned char *)sk; *p; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-') {
-			*out++ = *p;
-		} else {
-			*out++ = '%';
-			*out++ = hex[*p >> 4];
-			*out++ = hex[*p & 15];
-		}
-	}
-	*out = '\0';
-}
-
-/*
- * Open (creating it if missing) the directory and check that nobody else
- * can plant or swap files in it: it holds what peers will connect to.
- */
-static int local_open(struct shiftu_kv *kv, const char *cfg_dir)
-{
-	char dir[PATH_MAX];
-	struct stat st;
-	int fd;
-
-	if (cfg_dir && *cfg_dir)
-		snprintf(dir, sizeof(dir), "%s", cfg_dir);
-	else
-		snprintf(dir, sizeof(dir), "/dev/shm/shiftu-%u", (unsigned int)geteuid());
-	snprintf(kv->desc, sizeof(kv->desc), "local:%s", dir);
-
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fd = -errno;
-		shiftu_warn("store %s: cannot create the directory: %s",
-			    kv->desc, strerror(-fd));
-		return fd;
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ELOOP || errno == ENOTDIR) {
-			shiftu_warn("store %s: refused: not a directory or a symbolic link",
-				    kv->desc);
-			return -EPERM;
-		}
-		fd = -errno;
-		shiftu_warn("store %s: cannot open the directory: %s",
-			    kv->desc, strerror(-fd));
-		return fd;
-	}
-	if (fstat(fd, &st)) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		shiftu_warn("store %s: refused: owned by uid %u, mode %03o (need uid %u, not group or other writable)",
-			    kv->desc, (unsigned int)st.st_uid,
-			    (unsigned int)(st.st_mode & 07777), (unsigned int)geteuid());
-		close(fd);
-		return -EPERM;
-	}
-	kv->dirfd = fd;
-	return 0;
-}
-
-static unsigned int tmp_seq;	/* atomic: temporary names of this process */
-
-static int local_put(struct shiftu_kv *kv, const char *key, const char *val)
-{
-	char name[FILE_NAME_LEN], tmp[64];
-	size_t len = strlen(val), off = 0;
-	int fd, err, tries;
-
-	file_name(key, name);
-	/* unique within the process; EEXIST: left by a dead process whose
-	 * pid came back, take the next number */
-	for (tries = 0;; tries++) {
-		snprintf(tmp, sizeof(tmp), TMP_FMT, (int)getpid(),
-			 __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_RELAXED));
-		fd = openat(kv->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
-			    O_NOFOLLOW, 0600);
-		if (fd >= 0)
-			break;
-		if (errno != EEXIST || tries == 8)
-			return -errno;
-	}
-	while (off < len) {
-		ssize_t n = write(fd, val + off, len - off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto remove_tmp;
-		}
-		off += n;
-	}
-	if (close(fd)) {
-		fd = -1;
-		err = -errno;
-		goto remove_tmp;
-	}
-	fd = -1;
-	/* the switch readers see: the whole old value or the whole new one */
-	if (renameat(kv->dirfd, tmp, kv->dirfd, name)) {
-		err = -errno;
-		goto remove_tmp;
-	}
-	return 0;
-
-remove_tmp:
-	if (fd >= 0)
-		close(fd);
-	unlinkat(kv->dirfd, tmp, 0);
-	return err;
-}
-
-static int local_get(struct shiftu_kv *kv, const char *key, char *val, size_t len)
-{
-	char name[FILE_NAME_LEN], buf[SHIFTU_KV_VAL_MAX + 2];
-	size_t off = 0;
-	int fd, err;
-
-	file_name(key, name);
-	fd = openat(kv->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	/* one byte more than a value may have, to tell a too long file */
-	while (off < sizeof(buf)) {
-		ssize_t n = read(fd, buf + off, sizeof(buf) - off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			close(fd);
-			return err;
-		}
-		if (!n)
-			break;
-		off += n;
-	}
-	close(fd);
-	return copy_out(buf, off, val, len);
-}
-
-static int local_del(struct shiftu_kv *kv, const char *key)
-{
-	char name[FILE_NAME_LEN];
-
-	file_name(key, name);
-	return unlinkat(kv->dirfd, name, 0) ? -errno : 0;
-}
 
 /* ---- REDIS: hiredis, loaded on demand ---- */
 
@@ -1119,7 +945,7 @@ int shiftu_kv_open(const struct shiftu_store *cfg, struct shiftu_kv **out)
 	 * at the next try */
 	err = kv_key_read(kv, cfg);
 	if (!err)
-		err = cfg->kind == SHIFTU_STORE_LOCAL ? local_open(kv, cfg->dir)
+		err = cfg->kind == SHIFTU_STORE_LOCAL ? shiftu_local_open(kv, cfg->dir)
 						      : redis_open(kv, cfg);
 	if (err) {
 		shift_auth_clear(&kv->auth);
@@ -1139,7 +965,7 @@ static int kv_put_raw(struct shiftu_kv *kv, const char *key, const char *val)
 	if (!valid_key(key) || !val ||
 	    !valid_val(val, strnlen(val, SHIFTU_KV_VAL_MAX + 1)))
 		return -EINVAL;
-	return kv->kind == SHIFTU_STORE_LOCAL ? local_put(kv, key, val)
+	return kv->kind == SHIFTU_STORE_LOCAL ? shiftu_local_put(kv, key, val)
 					      : redis_put(kv, key, val);
 }
 
@@ -1147,7 +973,7 @@ static int kv_get_raw(struct shiftu_kv *kv, const char *key, char *val, size_t l
 {
 	if (!valid_key(key) || !val)
 		return -EINVAL;
-	return kv->kind == SHIFTU_STORE_LOCAL ? local_get(kv, key, val, len)
+	return kv->kind == SHIFTU_STORE_LOCAL ? shiftu_local_get(kv, key, val, len)
 					      : redis_get(kv, key, val, len);
 }
 
@@ -1155,7 +981,7 @@ int shiftu_kv_del(struct shiftu_kv *kv, const char *key)
 {
 	if (!valid_key(key))
 		return -EINVAL;
-	return kv->kind == SHIFTU_STORE_LOCAL ? local_del(kv, key)
+	return kv->kind == SHIFTU_STORE_LOCAL ? shiftu_local_del(kv, key)
 					      : redis_del(kv, key);
 }
 
@@ -1200,11 +1026,11 @@ static int kv_batch_raw(struct shiftu_kv *kv, struct shiftu_kv_req *reqs, unsign
 		if (reqs[i].ret)
 			continue;
 		if (reqs[i].op == SHIFTU_KV_PUT)
-			reqs[i].ret = local_put(kv, reqs[i].key, reqs[i].val);
+			reqs[i].ret = shiftu_local_put(kv, reqs[i].key, reqs[i].val);
 		else if (reqs[i].op == SHIFTU_KV_DEL)
-			reqs[i].ret = local_del(kv, reqs[i].key);
+			reqs[i].ret = shiftu_local_del(kv, reqs[i].key);
 		else
-			reqs[i].ret = local_get(kv, reqs[i].key, reqs[i].val, reqs[i].len);
+			reqs[i].ret = shiftu_local_get(kv, reqs[i].key, reqs[i].val, reqs[i].len);
 	}
 	return 0;
 }

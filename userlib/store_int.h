@@ -2,7 +2,18 @@
 /*
  * store_int.h: what the store's files share among themselves (store.h
  * is what the rest of the library calls): the handle, the checks of
- * keys and values.  No file outside the store's includes it.
+ * keys and values, and the calls of one file into another.
+ *
+ *   store.c        the interface: keys and values checked, each call
+ *                  passed to its backend, values signed on the way in
+ *                  and checked on the way out when a key is set
+ *   store_local.c  LOCAL: a directory, one file per key
+ *
+ * A file calls only those listed below it (the backends call neither
+ * each other nor any file above them).  Each function's comment is with its
+ * definition.  Context: the library's background thread, which may
+ * block for a bounded time; a struct shiftu_kv is used by one thread at
+ * a time (store.h).  No file outside these includes this header.
  */
 #ifndef _SHIFTU_STORE_INT_H
 #define _SHIFTU_STORE_INT_H
@@ -17,6 +28,7 @@
 #include "recsign.h"
 #include "store.h"
 #include "storeauth.h"
+#include "util.h"
 
 #define PREFIX_LEN		(sizeof(SHIFTU_KV_PREFIX) - 1)
 #define STORED_KEY_LEN		(PREFIX_LEN + SHIFTU_KV_KEY_MAX + 1)
@@ -85,5 +97,15 @@ static inline int copy_out(const char *v, size_t n, char *val, size_t len)
 	val[n] = '\0';
 	return 0;
 }
+
+/* ---- store_local.c --------------------------------------------------- */
+
+/* the directory (@cfg_dir, or the default) opened and checked */
+int shiftu_local_open(struct shiftu_kv *kv, const char *cfg_dir) SHIFTU_HIDDEN;
+/* a valid key's file written, read or removed */
+int shiftu_local_put(struct shiftu_kv *kv, const char *key, const char *val) SHIFTU_HIDDEN;
+int shiftu_local_get(struct shiftu_kv *kv, const char *key, char *val,
+		     size_t len) SHIFTU_HIDDEN;
+int shiftu_local_del(struct shiftu_kv *kv, const char *key) SHIFTU_HIDDEN;
 
 #endif /* _SHIFTU_STORE_INT_H */
