@@ -8,6 +8,9 @@
  *                  passed to its backend, values signed on the way in
  *                  and checked on the way out when a key is set
  *   store_local.c  LOCAL: a directory, one file per key
+ *   store_redis.c  REDIS, REDIS_UNIX: hiredis loaded at the first open,
+ *                  credentials, reconnects at the server's pace, batches
+ *                  pipelined; a refusal of us said once per process
  *
  * A file calls only those listed below it (the backends call neither
  * each other nor any file above them).  Each function's comment is with its
@@ -44,7 +47,7 @@ struct shiftu_kv {
 	struct redisContext *ctx;	/* REDIS: NULL while disconnected */
 	uint32_t rcv_ms;		/* REDIS: ctx's read timeout */
 	/* REDIS: the longest recent answer, halved for each second since
-	 * @lat_at_ns (kv_pace()) */
+	 * @lat_at_ns (store_redis.c's kv_pace()) */
 	uint64_t lat_ns, lat_at_ns;
 	char host[256];			/* REDIS: name or address; UNIX: path */
 	uint16_t port;			/* REDIS: 0 for a Unix socket */
@@ -107,5 +110,23 @@ int shiftu_local_put(struct shiftu_kv *kv, const char *key, const char *val) SHI
 int shiftu_local_get(struct shiftu_kv *kv, const char *key, char *val,
 		     size_t len) SHIFTU_HIDDEN;
 int shiftu_local_del(struct shiftu_kv *kv, const char *key) SHIFTU_HIDDEN;
+
+/* ---- store_redis.c --------------------------------------------------- */
+
+/* hiredis loaded, @cfg's credentials read, connected */
+int shiftu_redis_open(struct shiftu_kv *kv, const struct shiftu_store *cfg) SHIFTU_HIDDEN;
+/* SET, GET and DEL of a valid key, one command each */
+int shiftu_redis_put(struct shiftu_kv *kv, const char *key, const char *val) SHIFTU_HIDDEN;
+int shiftu_redis_get(struct shiftu_kv *kv, const char *key, char *val,
+		     size_t len) SHIFTU_HIDDEN;
+int shiftu_redis_del(struct shiftu_kv *kv, const char *key) SHIFTU_HIDDEN;
+/* valid requests, pipelined in one round trip */
+int shiftu_redis_batch(struct shiftu_kv *kv, struct shiftu_kv_req *reqs,
+		       unsigned int n) SHIFTU_HIDDEN;
+/* the connection, if any, closed */
+void shiftu_redis_drop(struct shiftu_kv *kv) SHIFTU_HIDDEN;
+/* the store refused us (or our key file): said once per process */
+void shiftu_auth_refused(struct shiftu_kv *kv, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3))) SHIFTU_HIDDEN;
 
 #endif /* _SHIFTU_STORE_INT_H */
