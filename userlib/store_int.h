@@ -7,16 +7,22 @@
  *   store.c        the interface: keys and values checked, each call
  *                  passed to its backend, values signed on the way in
  *                  and checked on the way out when a key is set
+ *   store_seal.c   the records' signatures (recsign.h): the key file,
+ *                  values sealed and unsealed, replays refused, drops
+ *                  counted and said once per source
  *   store_local.c  LOCAL: a directory, one file per key
  *   store_redis.c  REDIS, REDIS_UNIX: hiredis loaded at the first open,
  *                  credentials, reconnects at the server's pace, batches
  *                  pipelined; a refusal of us said once per process
  *
- * A file calls only those listed below it (the backends call neither
- * each other nor any file above them).  Each function's comment is with its
- * definition.  Context: the library's background thread, which may
- * block for a bounded time; a struct shiftu_kv is used by one thread at
- * a time (store.h).  No file outside these includes this header.
+ * A file calls only those listed below it: the backends call neither
+ * each other nor any file above them, and store_seal.c calls only
+ * store_redis.c's shiftu_auth_refused(), so that a key file that cannot
+ * be used is said as refused credentials are, once per process.  Each
+ * function's comment is with its definition.  Context: the library's
+ * background thread, which may block for a bounded time; a struct
+ * shiftu_kv is used by one thread at a time (store.h).  No file outside
+ * these four includes this header.
  */
 #ifndef _SHIFTU_STORE_INT_H
 #define _SHIFTU_STORE_INT_H
@@ -100,6 +106,17 @@ static inline int copy_out(const char *v, size_t n, char *val, size_t len)
 	val[n] = '\0';
 	return 0;
 }
+
+/* ---- store_seal.c ---------------------------------------------------- */
+
+/* @cfg's key file into @kv: -EACCES when it cannot be used */
+int shiftu_kv_key_read(struct shiftu_kv *kv, const struct shiftu_store *cfg) SHIFTU_HIDDEN;
+/* @val signed as record @key into @out (SHIFTU_KV_VAL_MAX + 1 bytes) */
+int shiftu_kv_seal(struct shiftu_kv *kv, const char *key, const char *val,
+		   char *out) SHIFTU_HIDDEN;
+/* the value @buf read for @key checked, then copied out: -EBADMSG when dropped */
+int shiftu_kv_unseal(struct shiftu_kv *kv, const char *key, char *buf, char *val,
+		     size_t len) SHIFTU_HIDDEN;
 
 /* ---- store_local.c --------------------------------------------------- */
 
