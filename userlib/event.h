@@ -18,7 +18,7 @@ enum shiftu_stat {
 	SHIFTU_STAT_REPLAYED_WRS,
 	SHIFTU_STAT_ATOMIC_ERRORS,
 	SHIFTU_STAT_UNPROTECTED,
-	SHIFTU_STAT_RECORDS_DROPPED,	/* store.c: unsigned or badly signed */
+	SHIFTU_STAT_RECORDS_DROPPED,	/* store_seal.c: unsigned or badly signed */
 
 	__SHIFTU_STAT_MAX
 };

@@ -3,10 +3,10 @@
  * recsign.h: the signature every record published to the cluster store
  * carries when a cluster key is configured: the shiftmon agents' port
  * records and libshiftu's qp:, mr:, fbreq: and fbrep: values.  Shared by
- * libshiftu (store.c) and shiftmon (tools/shiftmon/agent.c), which compiles
- * this file too, as it does storeauth.c: no logging, no library state but
- * libcrypto's handle, nothing but -errno and a reason in the caller's
- * buffer.
+ * libshiftu (store_seal.c) and shiftmon (tools/shiftmon/agent.c), which
+ * compiles this file too, as it does storeauth.c: no logging, no library
+ * state but libcrypto's handle, nothing but -errno and a reason in the
+ * caller's buffer.
  *
  * The key: a file (SHIFTU_STORE_KEY_FILE, shiftu-run -k, shiftmon
  * --store-key-file) checked as the credentials file is (storeauth.h: a

@@ -68,7 +68,7 @@
 #define SHIFTU_KV_VAL_MAX	1023
 #define SHIFTU_KV_TIMEOUT_MS	1000
 #define SHIFTU_KV_TIMEOUT_MAX_MS	4000
-/* a server that times out is slow, not gone, until silent this long (store.c) */
+/* a server that times out is slow, not gone, until silent this long (store_redis.c) */
 #define SHIFTU_KV_SLOW_MS	10000
 
 /* One connection (REDIS) or one open directory (LOCAL). */

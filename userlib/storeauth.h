@@ -3,7 +3,7 @@
  * storeauth.h: the credentials a Redis store is opened with (a Redis 6+
  * ACL user and its password, sent as AUTH USER PASSWORD on every new
  * connection), where they come from, and how a store's address is shown
- * without them.  Shared by libshiftu (store.c, config.c) and shiftmon
+ * without them.  Shared by libshiftu (store_redis.c, config.c) and shiftmon
  * (tools/shiftmon/store.c), which compiles this file too: no logging, no
  * library state, nothing but -errno and a reason in the caller's buffer.
  *
