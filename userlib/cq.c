@@ -342,18 +342,24 @@ static bool path_error(enum ibv_wc_status st)
 /*
  * A "remote invalid request" of @vq's that is the transport's, not the
  * application's (provq.h): its default QP's responder lost its place in a
- * WRITE it had taken before, which a failover mends as any path fault (the
- * 300-fault soak: 6.1's Soft-RoCE refused chunk 1 of a write_imm message
- * whose chunk 0 it took; no verb of either side's in between).  Known only
- * where the provider's ring shows it (SHIFTU_RINGS_PROVIDER).
+ * WRITE or SEND stream it had taken before, which a failover mends as any
+ * path fault (the 300-fault soak: 6.1's Soft-RoCE refused chunk 1 of a
+ * write_imm message whose chunk 0 it took; no verb of either side's in
+ * between; the 1000-fault soak: three 4 KiB SENDs so).  Known only where
+ * the provider's ring shows it (SHIFTU_RINGS_PROVIDER).
  */
 static bool transport_refusal(struct shiftu_vqp *vq, const struct ibv_wc *wc)
 {
+	const char *what;
+
 	if (wc->status != IBV_WC_REM_INV_REQ_ERR || vq->rings != SHIFTU_RINGS_PROVIDER ||
-	    !vq->psq || !shiftu_provq_write_desync(vq->psq, wc->wr_id))
+	    !vq->psq)
 		return false;
-	shiftu_info("qp %u: %s on an RDMA WRITE behind one the peer took: its responder lost its place, the transport's error",
-		    vq->reg.app_qp->qp_num, wc_status_word(wc->status));
+	what = shiftu_provq_desync(vq->psq, wc->wr_id);
+	if (!what)
+		return false;
+	shiftu_info("qp %u: %s on %s behind one the peer took: its responder lost its place, the transport's error",
+		    vq->reg.app_qp->qp_num, wc_status_word(wc->status), what);
 	return true;
 }
 

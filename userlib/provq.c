@@ -269,11 +269,24 @@ unsigned int shiftu_provq_rkeys(const struct rxe_queue_buf *q, uint32_t *out,
 	return n;
 }
 
-/* An RDMA WRITE: its remote access, length and packet order are all the
- * responder checks of it. */
-static bool is_write(uint32_t op)
+/*
+ * The kind of request a refused one is compared with: an RDMA WRITE (its
+ * remote access, length and packet order are all the responder checks of
+ * it) or a SEND (its length against the receive, and its packet order);
+ * 0 for the others, which a refusal always leaves the application's.
+ */
+static uint32_t desync_kind(uint32_t op)
 {
-	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return 1;
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return 2;
+	default:
+		return 0;
+	}
 }
 
 /* A slot the provider has not written since the QP's reset zeroed it. */
@@ -282,13 +295,12 @@ static bool slot_empty(const struct rxe_send_wqe *w)
 	return !w->wr.wr_id && !w->wr.opcode && !w->dma.length && !w->dma.num_sge;
 }
 
-bool shiftu_provq_write_desync(const struct rxe_queue_buf *q, uint64_t wr_id)
+const char *shiftu_provq_desync(const struct rxe_queue_buf *q, uint64_t wr_id)
 {
 	uint32_t prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
 	uint32_t cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
-	uint32_t k, mask = q->index_mask, len = 0;
+	uint32_t k, mask = q->index_mask, len = 0, kind = 0;
 	const struct rxe_send_wqe *w;
-	bool found = false;
 
 	/*
 	 * The completed slots, newest first: past those still outstanding,
@@ -297,25 +309,27 @@ bool shiftu_provq_write_desync(const struct rxe_queue_buf *q, uint64_t wr_id)
 	 */
 	for (k = ((prod - cons) & mask) + 1; k <= mask; k++) {
 		w = slot(q, prod - k);
-		if (!found) {
+		if (!kind) {
 			if (w->wr.wr_id != wr_id ||
 			    __atomic_load_n(&w->status, __ATOMIC_RELAXED) != IBV_WC_REM_INV_REQ_ERR)
 				continue;
-			/* a zero-length WRITE proves nothing by its length */
-			if (!is_write(w->wr.opcode) || !w->dma.length)
-				return false;
-			found = true;
+			kind = desync_kind(w->wr.opcode);
+			/* an empty request proves nothing by its length */
+			if (!kind || !w->dma.length)
+				return NULL;
 			len = w->dma.length;
 			continue;
 		}
 		/* before the QP's last reset: another connection's */
 		if (slot_empty(w))
-			return false;
+			return NULL;
+		/* one that failed too is no evidence: it may be the same fault */
 		if (shiftu_wrid_app(w->wr.wr_id) &&
-		    is_write(w->wr.opcode) && w->dma.length >= len)
-			return true;
+		    __atomic_load_n(&w->status, __ATOMIC_RELAXED) == IBV_WC_SUCCESS &&
+		    desync_kind(w->wr.opcode) == kind && w->dma.length >= len)
+			return kind == 1 ? "an RDMA WRITE" : "a SEND";
 	}
-	return false;
+	return NULL;
 }
 
 void shiftu_provq_mark(struct shiftu_vqp *vq)

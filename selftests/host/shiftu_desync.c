@@ -2,11 +2,13 @@
 /*
  * shiftu_desync: a "remote invalid request" error completion is taken for
  * the transport's (the responder lost its place in a message) only when
- * the provider's send ring shows it on an RDMA WRITE, behind a WRITE of
- * the application's at least as long that completed on the same
- * connection (shiftu_provq_write_desync(), provq.c); a SEND's, a first
- * WRITE's, a WRITE longer than any before it, one behind the QP's last
- * reset, or one whose slot was written again, stays the application's.
+ * the provider's send ring shows it on an RDMA WRITE or a SEND, behind a
+ * request of the application's of the same kind, at least as long, that
+ * completed on the same connection (shiftu_provq_desync(), provq.c); a
+ * first WRITE's or SEND's, one longer than any before it, one behind only
+ * requests of the other kind, one behind the QP's last reset, an atomic's
+ * or a READ's, or one whose slot was written again, stays the
+ * application's.
  *
  * The ring is a fake one in the format of <rdma/rdma_user_rxe.h>
  * (Soft-RoCE's, which the library reads in the lab): the completed
@@ -52,9 +54,9 @@ TEST(write_behind_a_write)
 	put(q, 5, 0x20000000a3010003ULL, IBV_WR_RDMA_WRITE_WITH_IMM, 4096, IBV_WC_WR_FLUSH_ERR);
 	q->producer_index = 6;
 	q->consumer_index = 6;
-	EXPECT_TRUE(shiftu_provq_write_desync(q, 0x10000000a3010001ULL));
+	EXPECT_STREQ("an RDMA WRITE", shiftu_provq_desync(q, 0x10000000a3010001ULL));
 	/* the error's id names it, not a flushed one */
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 0x10000000a3010002ULL));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 0x10000000a3010002ULL));
 	free(q);
 }
 
@@ -71,7 +73,7 @@ TEST(write_imm_behind_its_data)
 	q->producer_index = 3;
 	q->consumer_index = 2;
 	put(q, 2, 5, IBV_WR_RDMA_WRITE, 4096, 0);
-	EXPECT_TRUE(shiftu_provq_write_desync(q, 3));
+	EXPECT_NE(NULL, shiftu_provq_desync(q, 3));
 	free(q);
 }
 
@@ -85,7 +87,7 @@ TEST(first_write)
 	put(q, 1, 7, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
 	q->producer_index = 2;
 	q->consumer_index = 2;
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 7));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 7));
 	free(q);
 }
 
@@ -98,23 +100,78 @@ TEST(longer_than_any_before)
 	put(q, 1, 2, IBV_WR_RDMA_WRITE, 8192, IBV_WC_REM_INV_REQ_ERR);
 	q->producer_index = 2;
 	q->consumer_index = 2;
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 2));
 	free(q);
 }
 
-/* a SEND refused is the classic receive too short: the application's */
-TEST(send_stays_the_applications)
+/* the soak's send pair: a 4 KiB SEND refused behind one the peer's
+ * receive took (and with immediate data behind one without) */
+TEST(send_behind_a_send)
 {
 	struct rxe_queue_buf *q = ring();
 
 	put(q, 0, 1, IBV_WR_SEND, 4096, IBV_WC_SUCCESS);
 	put(q, 1, 2, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
-	put(q, 2, 3, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
+	put(q, 2, 3, IBV_WR_SEND, 4096, IBV_WC_WR_FLUSH_ERR);
+	q->producer_index = 3;
+	q->consumer_index = 3;
+	EXPECT_STREQ("a SEND", shiftu_provq_desync(q, 2));
+	put(q, 1, 2, IBV_WR_SEND, 4096, IBV_WC_SUCCESS);
+	put(q, 2, 3, IBV_WR_SEND_WITH_IMM, 2048, IBV_WC_REM_INV_REQ_ERR);
+	EXPECT_NE(NULL, shiftu_provq_desync(q, 3));
+	free(q);
+}
+
+/*
+ * The receive too short is the classic refusal of a SEND: a first SEND, or
+ * one longer than any the peer's receives took, stays the application's;
+ * so does one behind only WRITEs, which say nothing of the receives
+ */
+TEST(send_stays_the_applications)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, 1, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 1;
+	q->consumer_index = 1;
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 1));
+	put(q, 0, 1, IBV_WR_SEND, 1024, IBV_WC_SUCCESS);
+	put(q, 1, 2, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
+	put(q, 2, 3, IBV_WR_RDMA_WRITE, 8192, IBV_WC_SUCCESS);
 	put(q, 3, 4, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
 	q->producer_index = 4;
 	q->consumer_index = 4;
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 4));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 2));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 4));
+	free(q);
+}
+
+/* a WRITE behind only SENDs: the SENDs say nothing of its remote access */
+TEST(write_behind_only_sends)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, 1, IBV_WR_SEND, 4096, IBV_WC_SUCCESS);
+	put(q, 1, 2, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 2;
+	q->consumer_index = 2;
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 2));
+	free(q);
+}
+
+/* an atomic or a READ refused is the application's, whatever came before */
+TEST(atomic_and_read_stay_the_applications)
+{
+	struct rxe_queue_buf *q = ring();
+
+	put(q, 0, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, IBV_WC_SUCCESS);
+	put(q, 1, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, IBV_WC_REM_INV_REQ_ERR);
+	put(q, 2, 3, IBV_WR_RDMA_READ, 4096, IBV_WC_SUCCESS);
+	put(q, 3, 4, IBV_WR_RDMA_READ, 4096, IBV_WC_REM_INV_REQ_ERR);
+	q->producer_index = 4;
+	q->consumer_index = 4;
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 2));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 4));
 	free(q);
 }
 
@@ -130,7 +187,7 @@ TEST(not_past_a_reset)
 	put(q, 11, 2, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
 	q->producer_index = 12;
 	q->consumer_index = 12;
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 2));
 	free(q);
 }
 
@@ -143,12 +200,12 @@ TEST(slot_gone)
 	put(q, 1, 2, IBV_WR_RDMA_WRITE, 4096, IBV_WC_SUCCESS);
 	q->producer_index = 2;
 	q->consumer_index = 2;
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 2));
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 9));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 2));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 9));
 	/* still outstanding: not a completion the kernel wrote yet */
 	put(q, 2, 3, IBV_WR_RDMA_WRITE, 4096, IBV_WC_REM_INV_REQ_ERR);
 	q->producer_index = 3;
-	EXPECT_FALSE(shiftu_provq_write_desync(q, 3));
+	EXPECT_EQ(NULL, shiftu_provq_desync(q, 3));
 	free(q);
 }
 
