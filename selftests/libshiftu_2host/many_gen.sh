@@ -111,7 +111,7 @@ pull_connected()
 
 	while [ "$n" -lt "$P" ] && [ "$(lu_ms "$t0")" -lt 30000 ]; do
 		lab_nap 0.1
-		n=$(grep -c '^shiftgen\[[0-9]*\]: role=client connected$' "$FT_TMP/$1.cli.out") || true
+		n=$(grep -c '^shiftgen\[[0-9]*\]: role=client connected: ' "$FT_TMP/$1.cli.out") || true
 	done
 	log "$1: $n of $P connections up $(lu_ms "$t0") ms after the client started"
 	LU_PULL_AT=1 lu_pull "$1"

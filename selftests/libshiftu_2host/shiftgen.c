@@ -1308,6 +1308,18 @@ static int qp_connect(struct sg *g)
 	return ret;
 }
 
+/*
+ * One line per connection once its QP is connected, with its QP's number
+ * and the peer's: the libraries' logs name QPs by number, so that a
+ * server's sequence error can be matched with its QP's moves.
+ */
+static void say_connected(const struct sg *g)
+{
+	printf("shiftgen[%d]: role=%s connected: qp %u, peer's qp %u\n", g->idx, g->role,
+	       g->qp->qp_num, g->remote.qpn);
+	fflush(stdout);
+}
+
 static void put_endpoint(struct wire *w, const struct endpoint *e)
 {
 	w->f[W_QPN] = e->qpn;
@@ -2530,11 +2542,9 @@ static int client_run(struct sg *g)
 		ret = reply_recv(g);
 	if (ret)
 		goto out;
-	if (g->idx >= 0) {
+	if (g->idx >= 0)
 		/* a test's cue that every connection is up */
-		printf("shiftgen[%d]: role=%s connected\n", g->idx, g->role);
-		fflush(stdout);
-	}
+		say_connected(g);
 
 	g->t0 = now_ns();
 	if (g->spare)
@@ -2671,6 +2681,8 @@ static int server_run(struct sg *g)
 	g->setup_ns += now_ns() - t;
 	if (ret)
 		goto out;
+	if (g->idx >= 0)
+		say_connected(g);
 	memset(&w, 0, sizeof(w));
 	if (g->run.mode == MODE_ATOMIC) {
 		g->local.rkey = g->aux_mr->rkey;

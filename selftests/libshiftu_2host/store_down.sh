@@ -59,7 +59,7 @@ connected()
 {
 	local n
 
-	n=$(grep -c '^shiftgen\[[0-9]*\]: role=client connected$' "$FT_TMP/$1.cli.out") || true
+	n=$(grep -c '^shiftgen\[[0-9]*\]: role=client connected: ' "$FT_TMP/$1.cli.out") || true
 	echo "${n:-0}"
 }
 
