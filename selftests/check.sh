@@ -43,7 +43,7 @@ tap_summary() {
 stage() {
 	local name=$1 log=$log_dir/$1.log line rc
 	shift
-	echo "== $name"
+	echo "== $name (at ${SECONDS} s)"
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E '^([a-z0-9_-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n 1)
@@ -167,6 +167,7 @@ if [ "$two_lanes" = 2 ]; then
 	done
 fi
 wait "${pids[@]}"
+lanes_end=$SECONDS
 stage lab-one lab_part lab-one
 for o in "${others[@]}"; do
 	stage "lab-one-$o" lab_part "lab-one-$o"
@@ -186,5 +187,6 @@ fi
 
 fail=$((fail + broken))
 echo
+echo "check: the lab's lanes ended at ${lanes_end} s, all at ${SECONDS} s"
 echo "check: $pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]
