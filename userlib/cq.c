@@ -20,6 +20,7 @@
 
 #include "bell.h"
 #include "cq.h"
+#include "cq_int.h"
 #include "cqex.h"
 #include "failover.h"
 #include "handshake.h"
@@ -173,12 +174,6 @@ static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 	return n;
 }
 
-/* The CQs of context @s take the slow poll while @on (cq->lock held). */
-static void cq_slow_ctx(struct shiftu_ctx *s, bool on)
-{
-	__atomic_fetch_add(&s->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
-}
-
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on)
 {
 	cq_slow_ctx(vq->sctx, on);
@@ -199,29 +194,6 @@ static const char *wc_status_word(enum ibv_wc_status st)
 	case IBV_WC_REM_OP_ERR:		return "remote operation error";
 	default:			return "error completion";
 	}
-}
-
-/*
- * @c's lock; @urgent: a library thread's turn, to which the application's
- * slow polls give way (cq_give_way()).  Without that, on a CPU the poller shares,
- * the poller takes the lock again each time it drops it, before the woken
- * waiter runs: a two-sided failback's replay waited 4.4 s for the send CQ
- * of ib_send_bw -q 16 in the lab, and a drain's polls came 60 ms apart.
- */
-static void cq_take(struct shiftu_cq *c, bool urgent)
-{
-	if (!urgent) {
-		shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
-		return;
-	}
-	__atomic_fetch_add(&c->urgent, 1, __ATOMIC_RELAXED);
-	shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
-	__atomic_fetch_sub(&c->urgent, 1, __ATOMIC_RELAXED);
-}
-
-static void cq_lock_urgent(struct shiftu_cq *c)
-{
-	cq_take(c, true);
 }
 
 /*
