@@ -28,8 +28,6 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
-#include "provq.h"
-#include "quiesce.h"
 #include "shadow.h"
 #include "srq.h"
 #include "testbuild.h"
@@ -141,7 +139,7 @@ static void own_dropped(struct shiftu_ctx *s, const struct ibv_wc *wc)
 
 /* Takes the library's own completions out of @wc[0..n), taken from an
  * application's CQ of @s; returns how many are left. */
-static int drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+int shiftu_drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
 {
 	int i, j;
 
@@ -177,23 +175,6 @@ static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on)
 {
 	cq_slow_ctx(vq->sctx, on);
-}
-
-/* A completion status as a word for the log (ibv_wc_status_str is in
- * libibverbs, which the library does not link). */
-static const char *wc_status_word(enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_RETRY_EXC_ERR:	return "transport retry counter exceeded";
-	case IBV_WC_RNR_RETRY_EXC_ERR:	return "RNR retry counter exceeded";
-	case IBV_WC_WR_FLUSH_ERR:	return "work request flushed";
-	case IBV_WC_REM_ACCESS_ERR:	return "remote access error";
-	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
-	case IBV_WC_LOC_LEN_ERR:	return "local length error";
-	case IBV_WC_REM_INV_REQ_ERR:	return "remote invalid request error";
-	case IBV_WC_REM_OP_ERR:		return "remote operation error";
-	default:			return "error completion";
-	}
 }
 
 /*
@@ -291,185 +272,6 @@ void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
 }
 
 /*
- * Whether @st says the path or the NIC failed, not the request: the
- * transport gave up, the device did, Soft-RoCE found no route (ip link
- * down), or the QP was flushed after one of those.  Any other error is the
- * application's own (a bad key, length or opcode, a receiver not ready).
- */
-static bool path_error(enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_WR_FLUSH_ERR:
-	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_FATAL_ERR:
-	case IBV_WC_RESP_TIMEOUT_ERR:
-	case IBV_WC_GENERAL_ERR:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
- * A "remote invalid request" of @vq's that is the transport's, not the
- * application's (provq.h): its default QP's responder lost its place in a
- * WRITE or SEND stream it had taken before, which a failover mends as any
- * path fault (the 300-fault soak: 6.1's Soft-RoCE refused chunk 1 of a
- * write_imm message whose chunk 0 it took; no verb of either side's in
- * between; the 1000-fault soak: three 4 KiB SENDs so).  Known only where
- * the provider's ring shows it (SHIFTU_RINGS_PROVIDER).
- */
-static bool transport_refusal(struct shiftu_vqp *vq, const struct ibv_wc *wc)
-{
-	const char *what;
-
-	if (wc->status != IBV_WC_REM_INV_REQ_ERR || vq->rings != SHIFTU_RINGS_PROVIDER ||
-	    !vq->psq)
-		return false;
-	what = shiftu_provq_desync(vq->psq, wc->wr_id);
-	if (!what)
-		return false;
-	shiftu_info("qp %u: %s on %s behind one the peer took: its responder lost its place, the transport's error",
-		    vq->reg.app_qp->qp_num, wc_status_word(wc->status), what);
-	return true;
-}
-
-/*
- * The QP of the error completion @wc, polled from @cq, if the library can
- * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
- * or move it onto its twin again as it goes back (shiftu_rejoin()); else
- * NULL: what the library would refuse is left to the application, and so
- * is a default QP the application's own error broke, from that error on
- * (app_stop).
- */
-static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
-				   const struct ibv_wc *wc)
-{
-	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
-
-	/* a QP the application stops itself flushes for it, as without us */
-	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
-	    __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED) ||
-	    (vq->scq->app != cq && vq->rcq->app != cq))
-		return NULL;
-	/* its own error stopped it as surely as a move to ERR would have */
-	if (vq->state == SHIFTU_SEND_DEFAULT && !shiftu_going_back(vq) &&
-	    !path_error(wc->status) && !transport_refusal(vq, wc)) {
-		if (!__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED))
-			shiftu_info("qp %u: %s: the application's own error: its errors are its own, not protected any more",
-				    vq->reg.app_qp->qp_num, wc_status_word(wc->status));
-		return NULL;
-	}
-	if (shiftu_going_back(vq))
-		return vq;
-	if (vq->state == SHIFTU_SEND_DEFAULT &&
-	    (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || shiftu_twin_coming(vq)) &&
-	    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
-	    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
-		return vq;
-	return NULL;
-}
-
-/* Fail @vq over on the error completion @wc a poller met (and stashed);
- * @wait: see shiftu_failover_on_error(). */
-static void error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc, bool wait)
-{
-	if (shiftu_failover_on_error(vq, wc_status_word(wc->status), wait) &&
-	    wc->status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
-		/* the transport's verdict on the path: for other processes too */
-		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
-		shiftu_shadow_poke();
-	}
-}
-
-/*
- * Completions @wc[0..k) just taken from @c's CQ: the first error of a QP
- * the library can fail over, and what follows it, go to the stash; *@vq
- * gets that QP (else NULL) and *@first the error, for the caller to fail
- * over once it has dropped the lock.  Returns how many completions are
- * left in @wc.  Context: c->lock held.
- */
-static int hold_error(struct shiftu_ctx *s, struct shiftu_cq *c, struct ibv_wc *wc,
-		      int k, struct shiftu_vqp **vq, struct ibv_wc *first)
-{
-	int i, j;
-
-	for (i = 0; i < k; i++)
-		if (wc[i].status != IBV_WC_SUCCESS && (*vq = error_vq(s, c->app, &wc[i])))
-			break;
-	if (i == k) {
-		*vq = NULL;
-		return k;
-	}
-	for (j = i; j < k; j++)
-		if (shiftu_stash_push(c, &wc[j])) {
-			/* no memory to hold them: hand everything over as it is */
-			c->stash_n -= j - i;
-			*vq = NULL;
-			return k;
-		}
-	*first = wc[i];
-	cq_slow_ctx(s, true);
-	c->slow_leftover++;
-	return i;
-}
-
-static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc);
-
-/*
- * An error completion in what the provider returned.  If it is the first
- * error of a QP the library can fail over, everything from it on is
- * stashed, the QP fails over (which takes its other flushed completions
- * out of the stash), and the application gets what came before it now and
- * the rest from the slow poll: if nothing came before, at most @n now (the
- * entries the provider filled; poll_cq may return fewer than asked, and the
- * common path keeps no other size).  Other errors (unprotected QPs, or a
- * QP already on its twin) go to the application unchanged.  Context: the
- * polling thread.  Cold.
- */
-int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n)
-{
-	struct shiftu_cq *c = shiftu_cq_find(cq);
-	struct shiftu_vqp *vq = NULL;
-	struct ibv_wc first;
-	int i, j, took = n;
-
-	/* the caller counted the receives before the first error, not after */
-	for (j = 0; j < n; j++)
-		if (wc[j].status != IBV_WC_SUCCESS)
-			break;
-	shiftu_took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
-	/* a bell's completion is never the application's (a drain's markers
-	 * may be pending: they are stashed for it with the rest, below) */
-	for (i = 0, j = 0; i < n; i++)
-		if (shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_BELL)
-			wc[j++] = wc[i];
-	n = j;
-	if (c) {
-		/* the error and what follows it wait in the stash: the
-		 * failover counts the errors there, and what it leaves is
-		 * served in order.  Not the quiet lock: a drain waits for
-		 * this poller's window. */
-		shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
-		n = hold_error(s, c, wc, n, &vq, &first);
-		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-	}
-	/* the library's own requests, flushed with the QP or not, are not
-	 * shown (those among the stashed are the drain's) */
-	n = drop_ours(s, wc, n);
-	if (!vq)
-		return n;
-	/* handed over: a drain need not wait for us (we may wait for it) */
-	shiftu_poll_leave();
-	error_failover(vq, &first, true);
-	if (n)
-		return n;
-	/* not shiftu_poll_cq_slow(): the caller gives the ids back, once */
-	return poll_cq_slow(s, cq, took, wc);
-}
-
-/*
  * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
  * taken out (a peer's control message goes to @msgs, or @c's park:
  * shiftu_hs_keep()), the application's get their QP's number.  Returns how
@@ -524,7 +326,7 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				shiftu_warn("qp %u on its twin, qp %u on %s: %s: nothing backs a twin: the application gets its errors",
 					    t->reg.app_qp->qp_num, wc[i].qp_num,
 					    t->sctx->bak_name,
-					    wc_status_word(wc[i].status));
+					    shiftu_wc_status_word(wc[i].status));
 			wc[i].qp_num = t->reg.app_qp->qp_num;
 			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
 				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
@@ -590,7 +392,7 @@ static int app_ctrl(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	k = shiftu_app_own(c, wc, k, msgs, n_msgs);
-	return drop_ours(c->sctx, wc, k);
+	return shiftu_drop_ours(c->sctx, wc, k);
 }
 
 /*
@@ -662,7 +464,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 		for (i = 0; i < k; i++) {
 			/* a QP's first error: the move counts it in the stash */
 			if (!fo && wc[i].status != IBV_WC_SUCCESS &&
-			    (v = error_vq(c->sctx, c->app, &wc[i]))) {
+			    (v = shiftu_error_vq(c->sctx, c->app, &wc[i]))) {
 				fo = v;
 				first = wc[i];
 			}
@@ -678,7 +480,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	shiftu_hs_unpark(c);
 	/* this is the shadow thread, which resets twins: no waiting */
 	if (fo)
-		error_failover(fo, &first, false);
+		shiftu_error_failover(fo, &first, false);
 }
 
 void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n)
@@ -807,14 +609,14 @@ void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq)
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			struct ibv_wc *wc)
 {
-	int n = poll_cq_slow(s, cq, num, wc);
+	int n = shiftu_poll_slow(s, cq, num, wc);
 
 	/* receives posted through an SRQ's table, requests renamed: the
 	 * application's ids back, once (rename.h) */
 	return shiftu_wrid_out_all(s, wc, n);
 }
 
-static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc)
+int shiftu_poll_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -836,7 +638,7 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 		} else if (k > 0) {
 			k = app_ctrl(c, wc + n, k, msgs, &n_msgs);
 			shiftu_took(s, wc + n, k);
-			k = hold_error(s, c, wc + n, k, &fo, &first);
+			k = shiftu_hold_error(s, c, wc + n, k, &fo, &first);
 			n += k;
 		}
 	}
@@ -856,9 +658,9 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 	shiftu_cq_fences(c);
 	shiftu_cq_backs(c);
 	if (fo) {
-		error_failover(fo, &first, true);
+		shiftu_error_failover(fo, &first, true);
 		if (!n)
-			return poll_cq_slow(s, cq, num, wc);
+			return shiftu_poll_slow(s, cq, num, wc);
 	}
 	return n;
 }

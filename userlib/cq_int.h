@@ -35,6 +35,28 @@
 #include "shadow.h"
 #include "util.h"
 
+/* ---- cq.c ------------------------------------------------------------ */
+
+/* the library's own completions taken out of @wc[0..n); how many are left */
+int shiftu_drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n) SHIFTU_HIDDEN;
+/* the slow poll: shiftu_poll_cq_slow() but for the ids given back */
+int shiftu_poll_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
+		     struct ibv_wc *wc) SHIFTU_HIDDEN;
+
+/* ---- cqerr.c --------------------------------------------------------- */
+
+/* a completion status as a word for the log */
+const char *shiftu_wc_status_word(enum ibv_wc_status st) SHIFTU_HIDDEN;
+/* the QP of the error completion @wc the library fails over, else NULL */
+struct shiftu_vqp *shiftu_error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
+				   const struct ibv_wc *wc) SHIFTU_HIDDEN;
+/* fail @vq over on the error completion @wc a poller met (and stashed) */
+void shiftu_error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc,
+			   bool wait) SHIFTU_HIDDEN;
+/* the first error of @wc[0..k) to fail over on, and what follows, stashed */
+int shiftu_hold_error(struct shiftu_ctx *s, struct shiftu_cq *c, struct ibv_wc *wc,
+		      int k, struct shiftu_vqp **vq, struct ibv_wc *first) SHIFTU_HIDDEN;
+
 /* ---- inline: the CQ's slow poll count and its lock ------------------- */
 
 /* The CQs of context @s take the slow poll while @on (cq->lock held). */
