@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * cq.c: the CQ side of a failover (cq.h).
+ * cq.c: the CQ side of a failover (cq.h): the slow polls of the
+ * application's CQs.
  *
  * While a QP is on its twin, or the library holds completions for the
  * application, the application's polls of its CQs take the slow path here:
  * first what the library holds (the stash, in the order the NIC produced
  * it), then the application's CQ, then the twin CQ, whose completions get
- * the application's QP number.  The library's own completions (markers,
- * probes, control messages, a bell's) are taken out on the way; a peer's
- * control message is handed to the handshake.  An error completion the fast
- * poll meets may start a failover (shiftu_poll_error()).  The watcher and
- * the shadow thread serve the CQs the application may not be polling.
+ * the application's QP number (cqtwin.c).  The library's own completions
+ * (markers, probes, control messages, a bell's) are taken out on the way;
+ * a peer's control message is handed to the handshake, through its CQ's
+ * park beyond a poll's batch (cqpark.c).  An error completion the fast
+ * poll meets may start a failover (shiftu_poll_error(), cqerr.c).  The
+ * watcher (cqtwin.c) and the shadow thread serve the CQs the application
+ * may not be polling.  cq_int.h says what these files share.
  */
 #include <endian.h>
 #include <errno.h>
