@@ -14,12 +14,14 @@
  *   cqpark.c  the peers' control messages beyond a poll's batch, kept in
  *             their CQ's park and handed over in order
  *
- * The slow poll (cq.c) and an error's (cqerr.c) call each other, as they
- * did in one file; cqtwin.c and cqpark.c are called from cq.c and call
- * back into it.  The helpers below were static in cq.c, inlined wherever
- * they were called: they stay inline, and keep their short names.  Each
- * function's comment is with its definition.  Context: c->lock as each
- * comment says.  No file outside these four includes this header.
+ * cq.c's slow polls call the other three, which call back into it (the
+ * stash, the CQ's lock, the messages handed over, the slow poll again
+ * after an error); cqtwin.c calls cqerr.c (a status's word for the log)
+ * and cqpark.c too.  The helpers below were static in cq.c and inlined
+ * wherever they were called: static inlines here, they stay so, under
+ * their short names.  Each function's comment is with its definition,
+ * and says what lock it needs.  No file outside these four includes this
+ * header.
  */
 #ifndef _SHIFTU_CQ_INT_H
 #define _SHIFTU_CQ_INT_H
