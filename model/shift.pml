@@ -900,7 +900,7 @@ inline q_exec(q)
 /*
  * The peer gave its QP up and stopped its end (a drain): what is left on
  * the queue runs out of retries and completes in error, which the library
- * leaves to the application (error_vq() in cq.c: a twin's).
+ * leaves to the application (shiftu_error_vq() in cqerr.c: a twin's).
  */
 inline q_fail(q)
 {

@@ -1,25 +1,28 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * cq.c: the CQ side of a failover (cq.h).
+ * cq.c: the CQ side of a failover (cq.h): the slow polls of the
+ * application's CQs.
  *
  * While a QP is on its twin, or the library holds completions for the
  * application, the application's polls of its CQs take the slow path here:
  * first what the library holds (the stash, in the order the NIC produced
  * it), then the application's CQ, then the twin CQ, whose completions get
- * the application's QP number.  The library's own completions (markers,
- * probes, control messages, a bell's) are taken out on the way; a peer's
- * control message is handed to the handshake.  An error completion the fast
- * poll meets may start a failover (shiftu_poll_error()).  The watcher and
- * the shadow thread serve the CQs the application may not be polling.
+ * the application's QP number (cqtwin.c).  The library's own completions
+ * (markers, probes, control messages, a bell's) are taken out on the way;
+ * a peer's control message is handed to the handshake, through its CQ's
+ * park beyond a poll's batch (cqpark.c).  An error completion the fast
+ * poll meets may start a failover (shiftu_poll_error(), cqerr.c).  The
+ * watcher (cqtwin.c) and the shadow thread serve the CQs the application
+ * may not be polling.  cq_int.h says what these files share.
  */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "bell.h"
 #include "cq.h"
+#include "cq_int.h"
 #include "cqex.h"
 #include "failover.h"
 #include "handshake.h"
@@ -27,22 +30,10 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
-#include "provq.h"
-#include "quiesce.h"
 #include "shadow.h"
 #include "srq.h"
 #include "testbuild.h"
 #include "util.h"
-
-uint64_t shiftu_twin_wcs;
-
-/* a statistic of the process's: the child's starts at zero */
-static void twin_wcs_fork_child(void)
-{
-	shiftu_twin_wcs = 0;
-}
-SHIFTU_FORK_HOOK(twin_wcs, .rank = SHIFTU_RANK_NONE, .name = "twin_wcs",
-		 .child = twin_wcs_fork_child);
 
 bool shiftu_recv_owed_pay(struct shiftu_vqp *vq)
 {
@@ -140,7 +131,7 @@ static void own_dropped(struct shiftu_ctx *s, const struct ibv_wc *wc)
 
 /* Takes the library's own completions out of @wc[0..n), taken from an
  * application's CQ of @s; returns how many are left. */
-static int drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
+int shiftu_drop_ours(struct shiftu_ctx *s, struct ibv_wc *wc, int n)
 {
 	int i, j;
 
@@ -173,55 +164,9 @@ static int stash_pop(struct shiftu_cq *c, struct ibv_wc *wc, int num)
 	return n;
 }
 
-/* The CQs of context @s take the slow poll while @on (cq->lock held). */
-static void cq_slow_ctx(struct shiftu_ctx *s, bool on)
-{
-	__atomic_fetch_add(&s->slow_cqs, on ? 1 : -1, __ATOMIC_RELAXED);
-}
-
 void shiftu_cq_slow(struct shiftu_vqp *vq, bool on)
 {
 	cq_slow_ctx(vq->sctx, on);
-}
-
-/* A completion status as a word for the log (ibv_wc_status_str is in
- * libibverbs, which the library does not link). */
-static const char *wc_status_word(enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_RETRY_EXC_ERR:	return "transport retry counter exceeded";
-	case IBV_WC_RNR_RETRY_EXC_ERR:	return "RNR retry counter exceeded";
-	case IBV_WC_WR_FLUSH_ERR:	return "work request flushed";
-	case IBV_WC_REM_ACCESS_ERR:	return "remote access error";
-	case IBV_WC_LOC_QP_OP_ERR:	return "local QP operation error";
-	case IBV_WC_LOC_LEN_ERR:	return "local length error";
-	case IBV_WC_REM_INV_REQ_ERR:	return "remote invalid request error";
-	case IBV_WC_REM_OP_ERR:		return "remote operation error";
-	default:			return "error completion";
-	}
-}
-
-/*
- * @c's lock; @urgent: a library thread's turn, to which the application's
- * slow polls give way (cq_give_way()).  Without that, on a CPU the poller shares,
- * the poller takes the lock again each time it drops it, before the woken
- * waiter runs: a two-sided failback's replay waited 4.4 s for the send CQ
- * of ib_send_bw -q 16 in the lab, and a drain's polls came 60 ms apart.
- */
-static void cq_take(struct shiftu_cq *c, bool urgent)
-{
-	if (!urgent) {
-		shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
-		return;
-	}
-	__atomic_fetch_add(&c->urgent, 1, __ATOMIC_RELAXED);
-	shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
-	__atomic_fetch_sub(&c->urgent, 1, __ATOMIC_RELAXED);
-}
-
-static void cq_lock_urgent(struct shiftu_cq *c)
-{
-	cq_take(c, true);
 }
 
 /*
@@ -291,285 +236,6 @@ void shiftu_unlock_cqs(struct shiftu_cq *a, struct shiftu_cq *b)
 		shiftu_unlock(&b->lock, SHIFTU_LOCK_CQ);
 }
 
-bool shiftu_twins_has(const struct shiftu_cq *c, const struct shiftu_vqp *vq)
-{
-	unsigned int j;
-
-	for (j = 0; j < c->n_twins; j++)
-		if (c->twins[j] == vq)
-			return true;
-	return false;
-}
-
-void shiftu_twins_add(struct shiftu_cq *c, struct shiftu_vqp *vq)
-{
-	if (!shiftu_twins_has(c, vq))
-		c->twins[c->n_twins++] = vq;
-}
-
-void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
-{
-	unsigned int j;
-
-	for (j = 0; j < c->n_twins; j++)
-		if (c->twins[j] == vq) {
-			c->twins[j] = c->twins[--c->n_twins];
-			break;
-		}
-}
-
-/*
- * Whether @st says the path or the NIC failed, not the request: the
- * transport gave up, the device did, Soft-RoCE found no route (ip link
- * down), or the QP was flushed after one of those.  Any other error is the
- * application's own (a bad key, length or opcode, a receiver not ready).
- */
-static bool path_error(enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_WR_FLUSH_ERR:
-	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_FATAL_ERR:
-	case IBV_WC_RESP_TIMEOUT_ERR:
-	case IBV_WC_GENERAL_ERR:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
- * A "remote invalid request" of @vq's that is the transport's, not the
- * application's (provq.h): its default QP's responder lost its place in a
- * WRITE or SEND stream it had taken before, which a failover mends as any
- * path fault (the 300-fault soak: 6.1's Soft-RoCE refused chunk 1 of a
- * write_imm message whose chunk 0 it took; no verb of either side's in
- * between; the 1000-fault soak: three 4 KiB SENDs so).  Known only where
- * the provider's ring shows it (SHIFTU_RINGS_PROVIDER).
- */
-static bool transport_refusal(struct shiftu_vqp *vq, const struct ibv_wc *wc)
-{
-	const char *what;
-
-	if (wc->status != IBV_WC_REM_INV_REQ_ERR || vq->rings != SHIFTU_RINGS_PROVIDER ||
-	    !vq->psq)
-		return false;
-	what = shiftu_provq_desync(vq->psq, wc->wr_id);
-	if (!what)
-		return false;
-	shiftu_info("qp %u: %s on %s behind one the peer took: its responder lost its place, the transport's error",
-		    vq->reg.app_qp->qp_num, wc_status_word(wc->status), what);
-	return true;
-}
-
-/*
- * The QP of the error completion @wc, polled from @cq, if the library can
- * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
- * or move it onto its twin again as it goes back (shiftu_rejoin()); else
- * NULL: what the library would refuse is left to the application, and so
- * is a default QP the application's own error broke, from that error on
- * (app_stop).
- */
-static struct shiftu_vqp *error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq,
-				   const struct ibv_wc *wc)
-{
-	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
-
-	/* a QP the application stops itself flushes for it, as without us */
-	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
-	    __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED) ||
-	    (vq->scq->app != cq && vq->rcq->app != cq))
-		return NULL;
-	/* its own error stopped it as surely as a move to ERR would have */
-	if (vq->state == SHIFTU_SEND_DEFAULT && !shiftu_going_back(vq) &&
-	    !path_error(wc->status) && !transport_refusal(vq, wc)) {
-		if (!__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED))
-			shiftu_info("qp %u: %s: the application's own error: its errors are its own, not protected any more",
-				    vq->reg.app_qp->qp_num, wc_status_word(wc->status));
-		return NULL;
-	}
-	if (shiftu_going_back(vq))
-		return vq;
-	if (vq->state == SHIFTU_SEND_DEFAULT &&
-	    (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || shiftu_twin_coming(vq)) &&
-	    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
-	    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
-		return vq;
-	return NULL;
-}
-
-/* Fail @vq over on the error completion @wc a poller met (and stashed);
- * @wait: see shiftu_failover_on_error(). */
-static void error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc, bool wait)
-{
-	if (shiftu_failover_on_error(vq, wc_status_word(wc->status), wait) &&
-	    wc->status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
-		/* the transport's verdict on the path: for other processes too */
-		__atomic_store_n(&vq->report_down, 1, __ATOMIC_RELAXED);
-		shiftu_shadow_poke();
-	}
-}
-
-/*
- * Completions @wc[0..k) just taken from @c's CQ: the first error of a QP
- * the library can fail over, and what follows it, go to the stash; *@vq
- * gets that QP (else NULL) and *@first the error, for the caller to fail
- * over once it has dropped the lock.  Returns how many completions are
- * left in @wc.  Context: c->lock held.
- */
-static int hold_error(struct shiftu_ctx *s, struct shiftu_cq *c, struct ibv_wc *wc,
-		      int k, struct shiftu_vqp **vq, struct ibv_wc *first)
-{
-	int i, j;
-
-	for (i = 0; i < k; i++)
-		if (wc[i].status != IBV_WC_SUCCESS && (*vq = error_vq(s, c->app, &wc[i])))
-			break;
-	if (i == k) {
-		*vq = NULL;
-		return k;
-	}
-	for (j = i; j < k; j++)
-		if (shiftu_stash_push(c, &wc[j])) {
-			/* no memory to hold them: hand everything over as it is */
-			c->stash_n -= j - i;
-			*vq = NULL;
-			return k;
-		}
-	*first = wc[i];
-	cq_slow_ctx(s, true);
-	c->slow_leftover++;
-	return i;
-}
-
-static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc);
-
-/*
- * An error completion in what the provider returned.  If it is the first
- * error of a QP the library can fail over, everything from it on is
- * stashed, the QP fails over (which takes its other flushed completions
- * out of the stash), and the application gets what came before it now and
- * the rest from the slow poll: if nothing came before, at most @n now (the
- * entries the provider filled; poll_cq may return fewer than asked, and the
- * common path keeps no other size).  Other errors (unprotected QPs, or a
- * QP already on its twin) go to the application unchanged.  Context: the
- * polling thread.  Cold.
- */
-int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n)
-{
-	struct shiftu_cq *c = shiftu_cq_find(cq);
-	struct shiftu_vqp *vq = NULL;
-	struct ibv_wc first;
-	int i, j, took = n;
-
-	/* the caller counted the receives before the first error, not after */
-	for (j = 0; j < n; j++)
-		if (wc[j].status != IBV_WC_SUCCESS)
-			break;
-	shiftu_took(s, wc + j + 1, n > j + 1 ? n - j - 1 : 0);
-	/* a bell's completion is never the application's (a drain's markers
-	 * may be pending: they are stashed for it with the rest, below) */
-	for (i = 0, j = 0; i < n; i++)
-		if (shiftu_wrid_kind(wc[i].wr_id) != SHIFTU_WRID_BELL)
-			wc[j++] = wc[i];
-	n = j;
-	if (c) {
-		/* the error and what follows it wait in the stash: the
-		 * failover counts the errors there, and what it leaves is
-		 * served in order.  Not the quiet lock: a drain waits for
-		 * this poller's window. */
-		shiftu_lock(&c->lock, SHIFTU_LOCK_CQ);
-		n = hold_error(s, c, wc, n, &vq, &first);
-		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-	}
-	/* the library's own requests, flushed with the QP or not, are not
-	 * shown (those among the stashed are the drain's) */
-	n = drop_ours(s, wc, n);
-	if (!vq)
-		return n;
-	/* handed over: a drain need not wait for us (we may wait for it) */
-	shiftu_poll_leave();
-	error_failover(vq, &first, true);
-	if (n)
-		return n;
-	/* not shiftu_poll_cq_slow(): the caller gives the ids back, once */
-	return poll_cq_slow(s, cq, took, wc);
-}
-
-/*
- * Completions @wc[0..k) polled from @c's twin CQ: the library's own are
- * taken out (a peer's control message goes to @msgs, or @c's park:
- * shiftu_hs_keep()), the application's get their QP's number.  Returns how
- * many are left.  Context: c->lock held.
- */
-int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
-		    struct shiftu_hs_msg *msgs, int *n_msgs)
-{
-	struct shiftu_vqp *t;
-	int i, j, kept = 0;
-
-	for (i = 0; i < k; i++) {
-		t = NULL;
-		for (j = 0; j < (int)c->n_twins; j++)
-			if (c->twins[j]->bak_qp->qp_num == wc[i].qp_num) {
-				t = c->twins[j];
-				break;
-			}
-		switch (shiftu_wrid_kind(wc[i].wr_id)) {
-		case SHIFTU_WRID_APP:
-		case SHIFTU_WRID_SRQ:		/* renamed on its way out (srq.h) */
-		case SHIFTU_WRID_RENAMED:	/* ... (rename.h) */
-			break;
-		case SHIFTU_WRID_CTRL_RECV:
-			/* a peer's control message; flushed, nobody's */
-			shiftu_ctrl_recv_check(&wc[i]);
-			if (!t)
-				t = shiftu_vqp_by_twin(c->sctx, wc[i].qp_num);
-			if (t && wc[i].status == IBV_WC_SUCCESS) {
-				struct shiftu_hs_msg m = {
-					.vq = t, .imm = be32toh(wc[i].imm_data),
-					.foreign = wc[i].opcode != IBV_WC_RECV,
-					.gen = __atomic_load_n(&t->reconnects,
-							       __ATOMIC_RELAXED),
-				};
-
-				shiftu_hs_keep(c, msgs, n_msgs, &m);
-			}
-			continue;
-		default:
-			/* our control message (sq_sig_all), a marker a drain
-			 * gave up on: never the application's */
-			continue;
-		}
-		if (t) {
-			/*
-			 * Nothing backs a twin: its failure is the
-			 * application's to see, and the log says whose it
-			 * was (the flushes behind it say nothing new).
-			 */
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
-				shiftu_warn("qp %u on its twin, qp %u on %s: %s: nothing backs a twin: the application gets its errors",
-					    t->reg.app_qp->qp_num, wc[i].qp_num,
-					    t->sctx->bak_name,
-					    wc_status_word(wc[i].status));
-			wc[i].qp_num = t->reg.app_qp->qp_num;
-			if (wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV))
-				__atomic_fetch_add(&t->consumed, 1, __ATOMIC_RELAXED);
-			else if (!(wc[i].opcode & IBV_WC_RECV))
-				t->twin_done++;	/* send completions are the signaled ones */
-			/* its fence may be this one, or posted as we look */
-			if (t->state == SHIFTU_SEND_WAIT_DRAINED ||
-			    t->state == SHIFTU_SEND_WAIT_SIGNALED)
-				__atomic_store_n(&c->fence_due, true, __ATOMIC_RELAXED);
-		}
-		wc[kept++] = wc[i];
-	}
-	if (kept)
-		__atomic_fetch_add(&shiftu_twin_wcs, kept, __ATOMIC_RELAXED);
-	return kept;
-}
-
 int shiftu_app_own(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		   struct shiftu_hs_msg *msgs, int *n_msgs)
 {
@@ -618,7 +284,7 @@ static int app_ctrl(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 		    struct shiftu_hs_msg *msgs, int *n_msgs)
 {
 	k = shiftu_app_own(c, wc, k, msgs, n_msgs);
-	return drop_ours(c->sctx, wc, k);
+	return shiftu_drop_ours(c->sctx, wc, k);
 }
 
 /*
@@ -690,7 +356,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 		for (i = 0; i < k; i++) {
 			/* a QP's first error: the move counts it in the stash */
 			if (!fo && wc[i].status != IBV_WC_SUCCESS &&
-			    (v = error_vq(c->sctx, c->app, &wc[i]))) {
+			    (v = shiftu_error_vq(c->sctx, c->app, &wc[i]))) {
 				fo = v;
 				first = wc[i];
 			}
@@ -706,7 +372,7 @@ void shiftu_app_serve(struct shiftu_vqp *vq)
 	shiftu_hs_unpark(c);
 	/* this is the shadow thread, which resets twins: no waiting */
 	if (fo)
-		error_failover(fo, &first, false);
+		shiftu_error_failover(fo, &first, false);
 }
 
 void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n)
@@ -715,28 +381,6 @@ void shiftu_hs_deliver(struct shiftu_hs_msg *msgs, int n)
 
 	for (i = 0; i < n; i++)
 		shiftu_hs_message(&msgs[i]);
-}
-
-void shiftu_cq_fences(struct shiftu_cq *c)
-{
-	struct shiftu_vqp *v[SHIFTU_ARRAY_SIZE(c->twins)];
-	unsigned int i, n = 0;
-
-	if (!__atomic_load_n(&c->fence_due, __ATOMIC_RELAXED))
-		return;
-	/*
-	 * Every twin waiting for its fence, not only the last one seen: one
-	 * poll may complete the fences of several (16 QPs on one CQ).  The
-	 * state is a hint here; shiftu_try_drain() reads it under fo_lock.
-	 */
-	cq_lock_urgent(c);
-	__atomic_store_n(&c->fence_due, false, __ATOMIC_RELAXED);
-	for (i = 0; i < c->n_twins; i++)
-		if (c->twins[i]->state == SHIFTU_SEND_WAIT_DRAINED)
-			v[n++] = c->twins[i];
-	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-	for (i = 0; i < n; i++)
-		shiftu_try_drain(v[i]);
 }
 
 void shiftu_cq_backs(struct shiftu_cq *c)
@@ -756,93 +400,17 @@ void shiftu_cq_backs(struct shiftu_cq *c)
 		shiftu_take_back(v[i]);
 }
 
-void shiftu_hs_keep(struct shiftu_cq *c, struct shiftu_hs_msg *msgs, int *n_msgs,
-		    const struct shiftu_hs_msg *m)
-{
-	struct shiftu_hs_msg *p;
-	unsigned int cap;
-
-	/* what is parked is older: a message may not overtake it */
-	if (!c->park_n && *n_msgs < SHIFTU_HS_BATCH) {
-		msgs[(*n_msgs)++] = *m;
-		return;
-	}
-	if (c->park_n == c->park_cap) {
-		cap = c->park_cap ? 2 * c->park_cap : SHIFTU_HS_BATCH;
-		p = realloc(c->park, cap * sizeof(*p));
-		if (!p) {
-			shiftu_warn("qp %u: no memory to keep the peer's control message: it is lost",
-				    m->vq->reg.app_qp->qp_num);
-			return;
-		}
-		c->park = p;
-		c->park_cap = cap;
-	}
-	c->park[c->park_n] = *m;
-	/* read unlocked by shiftu_hs_unpark()'s first look */
-	__atomic_store_n(&c->park_n, c->park_n + 1, __ATOMIC_RELAXED);
-}
-
-void shiftu_hs_unpark(struct shiftu_cq *c)
-{
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	unsigned int n, total = 0;
-
-	/* racy, and fine: a thread that parks unparks after */
-	if (!__atomic_load_n(&c->park_n, __ATOMIC_RELAXED))
-		return;
-	/*
-	 * One thread at a time, so that they go in order: a message may
-	 * start a move whose own unpark (on this thread or another) would
-	 * otherwise hand over later ones first.  That thread takes what is
-	 * parked meanwhile.
-	 */
-	cq_lock_urgent(c);
-	if (c->unparking) {
-		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-		return;
-	}
-	c->unparking = true;
-	for (;;) {
-		n = c->park_n < SHIFTU_HS_BATCH ? c->park_n : SHIFTU_HS_BATCH;
-		if (!n)
-			break;
-		memcpy(msgs, c->park, n * sizeof(*msgs));
-		memmove(c->park, c->park + n, (c->park_n - n) * sizeof(*msgs));
-		__atomic_store_n(&c->park_n, c->park_n - n, __ATOMIC_RELAXED);
-		shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-		total += n;
-		shiftu_hs_deliver(msgs, n);
-		cq_lock_urgent(c);
-	}
-	c->unparking = false;
-	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-	if (total)
-		shiftu_info("%s: %u of the peers' control messages came beyond a poll's %d: kept, and handed over after",
-			    c->sctx->bak_name, total, SHIFTU_HS_BATCH);
-}
-
-void shiftu_hs_park_forget(struct shiftu_cq *c, const struct shiftu_vqp *vq)
-{
-	unsigned int i, kept = 0;
-
-	for (i = 0; i < c->park_n; i++)
-		if (c->park[i].vq != vq)
-			c->park[kept++] = c->park[i];
-	__atomic_store_n(&c->park_n, kept, __ATOMIC_RELAXED);
-}
-
 int shiftu_poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num,
 			struct ibv_wc *wc)
 {
-	int n = poll_cq_slow(s, cq, num, wc);
+	int n = shiftu_poll_slow(s, cq, num, wc);
 
 	/* receives posted through an SRQ's table, requests renamed: the
 	 * application's ids back, once (rename.h) */
 	return shiftu_wrid_out_all(s, wc, n);
 }
 
-static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc)
+int shiftu_poll_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
 	struct shiftu_cq *c = shiftu_cq_find(cq);
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
@@ -864,7 +432,7 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 		} else if (k > 0) {
 			k = app_ctrl(c, wc + n, k, msgs, &n_msgs);
 			shiftu_took(s, wc + n, k);
-			k = hold_error(s, c, wc + n, k, &fo, &first);
+			k = shiftu_hold_error(s, c, wc + n, k, &fo, &first);
 			n += k;
 		}
 	}
@@ -884,45 +452,9 @@ static int poll_cq_slow(struct shiftu_ctx *s, struct ibv_cq *cq, int num, struct
 	shiftu_cq_fences(c);
 	shiftu_cq_backs(c);
 	if (fo) {
-		error_failover(fo, &first, true);
+		shiftu_error_failover(fo, &first, true);
 		if (!n)
-			return poll_cq_slow(s, cq, num, wc);
+			return shiftu_poll_slow(s, cq, num, wc);
 	}
 	return n;
-}
-
-/*
- * The watcher's turn (handshake.c): @c's twin CQ had an event.  What it
- * holds goes to the stash, for the application's next poll; the CQ is
- * armed again.  Context: the watcher thread, no lock held.
- */
-void shiftu_twin_serve(struct shiftu_cq *c)
-{
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	struct ibv_wc wc[16];
-	int k, i, kept, n_msgs = 0, pass;
-	bool any = false;
-
-	shiftu_cq_lock_quiet(c);
-	for (pass = 0; pass < 2; pass++) {
-		/* poll, arm, poll: nothing that came in between is missed */
-		do {
-			k = c->bak->context->ops.poll_cq(c->bak, SHIFTU_ARRAY_SIZE(wc), wc);
-			kept = k > 0 ? shiftu_twin_take(c, wc, k, msgs, &n_msgs) : 0;
-			for (i = 0; i < kept; i++)
-				shiftu_stash_push(c, &wc[i]);
-			any |= kept > 0;
-		} while (k == (int)SHIFTU_ARRAY_SIZE(wc));
-		if (!pass)
-			c->bak->context->ops.req_notify_cq(c->bak, 0);
-	}
-	if (any) {
-		/* the stash must be served: slow until it is empty */
-		cq_slow_ctx(c->sctx, true);
-		c->slow_leftover++;
-	}
-	shiftu_unlock(&c->lock, SHIFTU_LOCK_CQ);
-	shiftu_hs_deliver(msgs, n_msgs);
-	shiftu_hs_unpark(c);
-	shiftu_cq_fences(c);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cq.h: the CQ side of a failover (cq.c), and what the failover files
- * (failover_int.h) share with it.
+ * cq.h: the CQ side of a failover (cq.c, cqerr.c, cqtwin.c, cqpark.c:
+ * cq_int.h), and what the failover files (failover_int.h) share with it.
  *
  * Locking: a shiftu_cq's stash, twins and counters are under its lock; a
  * move takes both CQs of its QP (shiftu_lock_cqs()) under its fo_lock.

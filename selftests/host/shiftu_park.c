@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * shiftu_park: a peer's control message that a poll takes beyond its
- * caller's batch (SHIFTU_HS_BATCH) waits in its CQ's park (cq.c) and is
- * handed to the handshake later, none lost, in the order the CQ gave them,
- * even when handing one over starts a move that polls and parks more, or
- * unparks again; a QP that goes takes its parked messages with it.  And
- * a poll of a twin CQ that completes the fences of several QPs at once
- * lets each of them release its held requests (shiftu_cq_fences()).
+ * caller's batch (SHIFTU_HS_BATCH) waits in its CQ's park (cqpark.c) and
+ * is handed to the handshake later, none lost, in the order the CQ gave
+ * them, even when handing one over starts a move that polls and parks
+ * more, or unparks again; a QP that goes takes its parked messages with
+ * it.  And a poll of a twin CQ that completes the fences of several QPs
+ * at once lets each of them release its held requests
+ * (shiftu_cq_fences(), cqtwin.c).
  *
  * The handshake is not run: shiftu_hs_message() and shiftu_try_drain() are
  * wrapped (-Wl,--wrap) to record what reaches them.  Each TEST runs in its
