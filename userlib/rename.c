@@ -165,6 +165,23 @@ int shiftu_wrid_send_in(struct shiftu_wrids *w, struct ibv_send_wr *wr, bool sig
 	return 0;
 }
 
+/*
+ * Give a request of the chain its own id back, if it was renamed (the
+ * renamed ones are the chain's only ids in the range), and its table
+ * entry too if the provider refused it (@gone): *@k counts the renamed
+ * ones so far.  Returns whether it was renamed.
+ */
+static bool give_back(struct shiftu_wrids *w, uint64_t *wr_id, bool gone,
+		      const struct shiftu_wrid_saved *sv, unsigned int *k)
+{
+	if (shiftu_wrid_kind(*wr_id) != SHIFTU_WRID_RENAMED)
+		return false;
+	if (gone)
+		shiftu_wridtab_unclaim(&w->tab, *wr_id);
+	*wr_id = sv->ids[(*k)++];
+	return true;
+}
+
 void shiftu_wrid_send_out(struct shiftu_wrids *w, struct ibv_send_wr *wr,
 			  const struct ibv_send_wr *bad, struct shiftu_wrid_saved *sv)
 {
@@ -173,15 +190,8 @@ void shiftu_wrid_send_out(struct shiftu_wrids *w, struct ibv_send_wr *wr,
 
 	for (; wr && k < sv->n; wr = wr->next) {
 		gone |= wr == bad;
-		/* ours: the renamed ones are the chain's only ids in the range */
-		if (shiftu_wrid_kind(wr->wr_id) != SHIFTU_WRID_RENAMED)
-			continue;
-		if (sv->quiet & (1ULL << k))
+		if (give_back(w, &wr->wr_id, gone, sv, &k) && (sv->quiet & (1ULL << (k - 1))))
 			wr->send_flags &= ~IBV_SEND_SIGNALED;
-		/* refused: the provider never had it */
-		if (gone)
-			shiftu_wridtab_unclaim(&w->tab, wr->wr_id);
-		wr->wr_id = sv->ids[k++];
 	}
 	saved_fini(sv);
 }
@@ -216,11 +226,7 @@ void shiftu_wrid_recv_out(struct shiftu_wrids *w, struct ibv_recv_wr *wr,
 
 	for (; wr && k < sv->n; wr = wr->next) {
 		gone |= wr == bad;
-		if (shiftu_wrid_kind(wr->wr_id) != SHIFTU_WRID_RENAMED)
-			continue;
-		if (gone)
-			shiftu_wridtab_unclaim(&w->tab, wr->wr_id);
-		wr->wr_id = sv->ids[k++];
+		give_back(w, &wr->wr_id, gone, sv, &k);
 	}
 	saved_fini(sv);
 }
