@@ -801,8 +801,8 @@ lu_rides()
 # lu_pair TAG PRELOAD PROG ARGS...: PROG's server on host 2 and its client
 # on host 1, over rail 0 (rxe0, 10.0.0.x; TCP over mgmt), on a TCP port of
 # their own, both preloaded or neither; the client also gets the words of
-# LU_CLI_ENV (VAR=VALUE) and LU_CLI_ARGS (after ARGS); the server is ended
-# after LU_SRV_SECS (90 s).  Leaves in $FT_TMP:
+# LU_CLI_ENV (VAR=VALUE) and LU_CLI_ARGS (after ARGS), the server the words
+# of LU_SRV_ENV; the server is ended after LU_SRV_SECS (90 s).  Leaves in $FT_TMP:
 # TAG.cli.out, TAG.cli.rc, TAG.srv.out, TAG.srv.rc and, when preloaded,
 # TAG.cli.shiftu and TAG.srv.shiftu (the libshiftu logs; the server's
 # fetched from host 2).
@@ -883,7 +883,7 @@ lu_srv_spawn()
 
 	# timeout before env: only CMD runs with the library; --foreground
 	# keeps it in setsid's process group
-	cmd="timeout --foreground $secs $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu") $4 > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
+	cmd="timeout --foreground $secs $(lu_env "$pre" "$LU_RDIR/$tag.srv.shiftu")${LU_SRV_ENV:+ $LU_SRV_ENV} $4 > $LU_RDIR/$tag.srv.out 2>&1; echo \$? > $LU_RDIR/$tag.srv.rc"
 	pid=$(lu_peer_out "setsid bash -c $(printf %q "$cmd") < /dev/null > /dev/null 2>&1 & echo \$!") || pid=
 	[ -n "$pid" ] || fail "$tag: could not start its server on host 2: $4"
 	LU_SRV_STARTED=$pid LU_SRV_PID=$pid
@@ -972,7 +972,7 @@ lu_show()
 	local f
 	for f in "$@"; do
 		[ -f "$f" ] || { log "${f##*/}: (missing)"; continue; }
-		sed "s|^|# ${f##*/}: |" "$f" | tail -n 40
+		sed "s|^|# ${f##*/}: |" "$f" | tail -n "${LU_SHOW_LINES:-40}"
 	done
 }
 
@@ -1004,9 +1004,10 @@ lu_fail()
 	for f in "$FT_TMP/$1".cli.*; do
 		case $f in *.cli.out) ;; *) lu_show "$f" ;; esac
 	done
-	lu_show "$FT_TMP/$1".cli.out
+	LU_SHOW_LINES=24 lu_show "$FT_TMP/$1".cli.out
 	lu_culprit "$1"
 	lu_warns "$1"
+	lu_lasts "$1"
 	fail "$1: $2"
 }
 
@@ -1021,6 +1022,20 @@ lu_warns()
 		grep -E '^([0-9:.]+ )?libshiftu\[[0-9]+\]: (warn|error): ' "$FT_TMP/$1.$side.shiftu" 2> /dev/null |
 			grep -v ': UNAUTHENTICATED records: ' | head -n 6 |
 			sed "s|^|# $side warns: |" || true
+	done
+}
+
+# lu_lasts TAG: each side's last library lines in the pair TAG, cut short:
+# what each library did last (a move it waits in, its exit or none), in
+# a log cut to its tail beside the other side's warnings.
+lu_lasts()
+{
+	local side
+
+	for side in srv cli; do
+		[ -f "$FT_TMP/$1.$side.shiftu" ] || continue
+		grep -E '^([0-9:.]+ )?libshiftu\[[0-9]+\]: ' "$FT_TMP/$1.$side.shiftu" |
+			tail -n 4 | cut -c1-240 | sed "s|^|# $side last: |" || true
 	done
 }
 
