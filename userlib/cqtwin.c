@@ -101,9 +101,20 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 				shiftu_hs_keep(c, msgs, n_msgs, &m);
 			}
 			continue;
+		case SHIFTU_WRID_CTRL_SEND:
+			/*
+			 * Ours (sq_sig_all, or an error): one that failed
+			 * never reached the peer, which then cannot answer
+			 * (a side that holds its sends for the answer waits
+			 * out its 10 s); the log says so now.
+			 */
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+				shiftu_warn("twin qp %u on %s: our control message to the peer failed: %s: it cannot answer",
+					    wc[i].qp_num, c->sctx->bak_name,
+					    shiftu_wc_status_word(wc[i].status));
+			continue;
 		default:
-			/* our control message (sq_sig_all), a marker a drain
-			 * gave up on: never the application's */
+			/* a marker a drain gave up on: never the application's */
 			continue;
 		}
 		if (t) {
