@@ -195,8 +195,10 @@ bool shiftu_failover_on_error(struct shiftu_vqp *vq, const char *why, bool wait)
 	if (!wait)
 		return shiftu_failover(vq, why);
 	if (shiftu_twin_coming(vq)) {
-		shiftu_info("qp %u on %s: %s while its twin is being reset: waiting for it",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why);
+		shiftu_info("qp %u on %s: %s while its twin is %s: waiting for it",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, why,
+			    __atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED) & SHIFTU_QP_F_PROTECTED ?
+			    "being reset" : "not joined by the peer's yet");
 		shiftu_shadow_poke();
 		while (shiftu_twin_coming(vq) && shiftu_mono_ns() < until)
 			usleep(100);
@@ -348,6 +350,15 @@ static enum fo_result hs_act(struct shiftu_vqp *vq, enum shiftu_hs_act act,
 		break;
 	case SHIFTU_HS_FOLLOW_OVER:
 		r = shiftu_move_locked(vq, MOVE_OVER, false, "the peer failed over", msgs, n_msgs);
+		/*
+		 * Not followed, and nothing will ask again: the peer waits
+		 * for our count in vain.  Both twins have joined before either
+		 * side moves (twin.c), so this says a rule was broken.
+		 */
+		if (r == FO_NONE && vq->state == SHIFTU_SEND_DEFAULT &&
+		    !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE))
+			shiftu_warn("qp %u on %s: the peer failed over, but our twin is not ready: not followed",
+				    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
 		break;
 	case SHIFTU_HS_ANSWER:
 		vq->on_twin = 1;
@@ -414,6 +425,9 @@ void shiftu_hs_message(const struct shiftu_hs_msg *m)
 	 * count, whichever wrap of the 31 bits lies between.
 	 */
 	peer = shiftu_hs_count_get(m->imm, vq->sent2);
+	/* the peer moved before the store told us it had joined our twin */
+	if (!in.on_default)
+		shiftu_twin_heard(vq);
 	in.state = vq->state;
 	in.on_twin = vq->on_twin;
 	in.old_gen = m->gen != (uint16_t)vq->ctrl_gen;

@@ -29,8 +29,9 @@ bool shiftu_failover(struct shiftu_vqp *vq, const char *why);
 
 /*
  * @vq's twin is being reset (by the shadow thread, after a failback that
- * left it there): the QP is protected and will be able to fail over
- * again.  Relaxed reads.
+ * left it there), or is in RTS and waits for the peer's to join it (the
+ * store to say so): the QP will be able to fail over in a moment.
+ * Relaxed reads.
  */
 bool shiftu_twin_coming(const struct shiftu_vqp *vq);
 

@@ -255,7 +255,7 @@ struct shiftu_vqp {
 	uint8_t has_dgid;
 	uint8_t state;			/* enum shiftu_send_state or DEAD; fo_lock */
 	uint8_t rings;			/* SHIFTU_RINGS_* */
-	uint8_t bak_ready;		/* the twin is in RTS: it can post */
+	uint8_t bak_ready;		/* both twins joined: it can take the work */
 	/*
 	 * The application moves or moved its QP to ERR or RESET itself
 	 * (ibv_modify_qp, rdma_disconnect), or its own error completion (a
@@ -366,6 +366,11 @@ struct shiftu_vqp {
 	uint8_t published;
 	uint8_t peer_known;
 	uint8_t bak_rtr;		/* the twin is in RTR: peers can reach it */
+	uint8_t bak_rts;		/* ... and in RTS: it can post */
+	uint8_t joined_pub;		/* our record says our twin joined */
+	uint8_t peer_joined;		/* the peer's twin joined ours */
+	uint8_t joined_once;		/* both joined: the QP was protected */
+	uint64_t bak_rtr_ns;		/* when (SHIFTU_TEST_JOIN_DELAY_MS) */
 	uint8_t sgid[16];		/* our default GID (from the RTR step) */
 	struct shiftu_peer peer;
 	uint64_t peer_node_guid;	/* the peer's default device */

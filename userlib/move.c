@@ -321,7 +321,7 @@ static bool move_twin_ready(struct move *m)
 		 * has reset a twin a failback stopped (a moment) */
 		shiftu_vqp_set_slow(vq, 1, __ATOMIC_RELAXED);
 		if (shiftu_twin_coming(vq))
-			shiftu_dbg("qp %u on %s: %s: its twin is being reset, failing over in a moment",
+			shiftu_dbg("qp %u on %s: %s: its twin is being reset or joined, failing over in a moment",
 				    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why);
 		else if (!vq->told_waiting++)
 			/* a stall, as without the library, until the shadow
@@ -738,6 +738,7 @@ void shiftu_moved_deliver(struct shiftu_vqp *vq, struct shiftu_hs_msg *msgs, int
 bool shiftu_twin_coming(const struct shiftu_vqp *vq)
 {
 	return !__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) &&
-	       (__atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED) & SHIFTU_QP_F_PROTECTED) &&
+	       ((__atomic_load_n(&vq->reg.flags, __ATOMIC_RELAXED) & SHIFTU_QP_F_PROTECTED) ||
+		__atomic_load_n(&vq->bak_rts, __ATOMIC_RELAXED)) &&
 	       __atomic_load_n(&vq->published, __ATOMIC_RELAXED) != 2;
 }

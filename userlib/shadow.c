@@ -338,9 +338,9 @@ static bool qp_step(struct shiftu_vqp *vq, struct pass_qp *pq, bool reset)
 		shiftu_app_serve(vq);
 		pending = true;
 	}
-	/* a passive QP (no RTS step) is done once its twin is in RTR */
-	if (!vq->bak_ready && vq->published != 2 &&
-	    !(vq->bak_rtr && !vq->steps.rts_mask))
+	/* until both twins have joined (a passive side's goes to RTS too)
+	 * and our record says ours has */
+	if (vq->published != 2 && (!vq->bak_ready || (vq->bak_rts && !vq->joined_pub)))
 		pending = true;
 	shiftu_unlock(&vq->lock, SHIFTU_LOCK_VQ);
 	return pending;

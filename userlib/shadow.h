@@ -7,8 +7,13 @@
  * names, with the same attributes, and publishes what a peer needs to reach
  * them (QP number, GID, PSN; MR keys) in the key-value store:
  *
- *   qp:<default GID>:<default QPN>  ->  "<backup GID> <backup QPN> <backup PSN> <node GUID>"
+ *   qp:<default GID>:<default QPN>  ->  "<backup GID> <backup QPN> <backup PSN> <node GUID>
+ *                                        <default RQ PSN> <mailbox addr> <mailbox rkey>
+ *                                        <backup mailbox addr> <backup mailbox rkey> <joined>"
  *   mr:<node GUID>:<default rkey>   ->  "<backup rkey>"
+ *
+ * <joined> is 0, then 1 once the backup QP has joined the peer's (RTS); a
+ * QP is protected once both have (twin.c).
  *
  * GIDs are 32 hex digits, numbers decimal, the node GUID 16 hex digits (the
  * default device's, as the health page has it).
@@ -171,6 +176,13 @@ struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq);
  * fo_lock held (the QP's connection steps are settled by then).
  */
 int shiftu_twin_renew(struct shiftu_vqp *vq);
+
+/*
+ * A control message of the peer's came to @vq's twin: the peer's twin has
+ * joined ours, whether or not the store has said so yet, and ours is
+ * ready if it is in RTS (the first join only).  Context: fo_lock held.
+ */
+void shiftu_twin_heard(struct shiftu_vqp *vq);
 
 /*
  * The backup lkey of local @lkey on @vq's device, and the peer's backup

@@ -66,6 +66,8 @@ int shiftu_test_knobs_from_env(struct shiftu_config *cfg, char *(*get)(const cha
 		     &cfg->test.follow_delay_ms);
 	nbad += knob(get, "SHIFTU_TEST_SCOUT_DELAY_MS", SHIFTU_SCOUT_DELAY_MS_MAX,
 		     &cfg->test.scout_delay_ms);
+	nbad += knob(get, "SHIFTU_TEST_JOIN_DELAY_MS", SHIFTU_JOIN_DELAY_MS_MAX,
+		     &cfg->test.join_delay_ms);
 	return nbad;
 }
 
@@ -97,6 +99,9 @@ void shiftu_test_knobs_log(const struct shiftu_config *cfg)
 	if (t->scout_delay_ms)
 		shiftu_info("config: SHIFTU_TEST_SCOUT_DELAY_MS=%u: the look ahead reads no send ring for %u ms (a test setting)",
 			    t->scout_delay_ms, t->scout_delay_ms);
+	if (t->join_delay_ms)
+		shiftu_info("config: SHIFTU_TEST_JOIN_DELAY_MS=%u: a twin waits %u ms in RTR before RTS (a test setting)",
+			    t->join_delay_ms, t->join_delay_ms);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

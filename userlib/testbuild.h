@@ -42,6 +42,10 @@
  *	the look ahead reads no QP's send ring for this long after its
  *	first chance to (scout.c): a failover in that time meets keys of
  *	the peer's that nothing fetched ahead
+ *   SHIFTU_TEST_JOIN_DELAY_MS		0..20000	(0)
+ *	a twin waits this long in RTR before RTS (twin.c), as one whose
+ *	thread is starved of the CPU between the two steps: it takes the
+ *	peer's messages, but cannot answer them yet
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -63,6 +67,7 @@
 #define SHIFTU_DRAIN_STALL_MS_MAX	20000
 #define SHIFTU_FOLLOW_DELAY_MS_MAX	20000
 #define SHIFTU_SCOUT_DELAY_MS_MAX	60000
+#define SHIFTU_JOIN_DELAY_MS_MAX	20000
 
 #ifdef SHIFTU_TEST_BUILD
 /*
@@ -119,6 +124,11 @@ static inline uint32_t shiftu_test_scout_delay_ms(void)
 {
 	return shiftu_config()->test.scout_delay_ms;
 }
+
+static inline uint32_t shiftu_test_join_delay_ms(void)
+{
+	return shiftu_config()->test.join_delay_ms;
+}
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
 					     char *(*get)(const char *))
@@ -174,6 +184,11 @@ static inline uint32_t shiftu_test_follow_delay_ms(void)
 }
 
 static inline uint32_t shiftu_test_scout_delay_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_join_delay_ms(void)
 {
 	return 0;
 }

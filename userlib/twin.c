@@ -276,8 +276,9 @@ static uint32_t box_rkey(const struct shiftu_vqp *vq, enum shiftu_box_side side)
 
 /*
  * Publish the twin under our default GID and QPN, once the RTR step told
- * us the GID index: the request (*@pq).  Context: shadow thread,
- * vq->lock held.
+ * us the GID index, and again once it has joined the peer's twin (its
+ * last field 1): the request (*@pq).  Context: shadow thread, vq->lock
+ * held.
  */
 static void qp_publish_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 {
@@ -287,7 +288,8 @@ static void qp_publish_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	uint8_t idx = vq->steps.rtr.ah_attr.grh.sgid_index;
 	int i;
 
-	if (vq->published || !vq->steps.rtr_mask || !vq->port_num)
+	if (vq->published == 2 || (vq->published && (vq->joined_pub || !vq->bak_rts)) ||
+	    !vq->steps.rtr_mask || !vq->port_num)
 		return;
 	if (shiftu_real.query_gid(vq->reg.app_qp->context, vq->port_num, idx, &sgid) ||
 	    shiftu_real.query_gid(s->bak_ctx, s->bak_port, idx, &bgid))
@@ -304,24 +306,29 @@ static void qp_publish_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "qp:%s:%u", g1, vq->reg.app_qp->qp_num);
 	/* our default rq_psn lets the peer tell this record from a stale one
 	 * left by an earlier process with the same GID and QPN */
-	/* last, its mailboxes if its receives come from an SRQ (box.c):
-	 * the default QP's, the twin's (0 0 for none) */
+	/* then its mailboxes if its receives come from an SRQ (box.c):
+	 * the default QP's, the twin's (0 0 for none); last, 1 once the
+	 * twin has joined the peer's and can take its messages */
 	snprintf(reqs[i].val, sizeof(reqs[i].val),
-		 "%s %u %u %016" PRIx64 " %u %" PRIx64 " %u %" PRIx64 " %u",
+		 "%s %u %u %016" PRIx64 " %u %" PRIx64 " %u %" PRIx64 " %u %u",
 		 g2, vq->bak_qp->qp_num, vq->bak_psn, s->node_guid, vq->steps.rtr.rq_psn,
 		 box_addr(vq, SHIFTU_BOX_DEFAULT), box_rkey(vq, SHIFTU_BOX_DEFAULT),
-		 box_addr(vq, SHIFTU_BOX_TWIN), box_rkey(vq, SHIFTU_BOX_TWIN));
+		 box_addr(vq, SHIFTU_BOX_TWIN), box_rkey(vq, SHIFTU_BOX_TWIN), vq->bak_rts);
 	pq->pub = i;
 }
 
 /* Its answer.  Context: vq->lock held. */
 static void qp_publish(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	if (vq->published || req_ret(pq->pub))
+	const char *val;
+
+	if (vq->published == 2 || req_ret(pq->pub))
 		return;
+	val = reqs[pq->pub].val;
 	vq->published = 1;
-	shiftu_dbg("qp %u: published %s = %s", vq->reg.app_qp->qp_num, reqs[pq->pub].key,
-		   reqs[pq->pub].val);
+	if (val[strlen(val) - 1] == '1')
+		vq->joined_pub = 1;
+	shiftu_dbg("qp %u: published %s = %s", vq->reg.app_qp->qp_num, reqs[pq->pub].key, val);
 }
 
 /* Read the peer's twin, published under the peer's default GID and QPN:
@@ -331,7 +338,7 @@ static void qp_peer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	char g[33];
 	int i;
 
-	if (vq->peer_known || !vq->has_dgid || !(vq->steps.rtr_mask & IBV_QP_DEST_QPN))
+	if (vq->peer_joined || !vq->has_dgid || !(vq->steps.rtr_mask & IBV_QP_DEST_QPN))
 		return;
 	i = shiftu_req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
 	if (i < 0)
@@ -341,22 +348,26 @@ static void qp_peer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
 	pq->peer = i;
 }
 
-/* Its answer: none yet (the next pass asks again), or the peer's twin. */
+/*
+ * Its answer: none yet (the next pass asks again), or the peer's twin, and
+ * later whether that has joined ours (then ours can take the QP's work).
+ */
 static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
-	unsigned int qpn, psn, rq_psn, rk[2] = { 0, 0 };
+	unsigned int qpn, psn, rq_psn, rk[2] = { 0, 0 }, joined;
 	uint64_t guid, ad[2] = { 0, 0 };
+	union ibv_gid gid;
 	const char *key, *val;
 	char gs[40];
 	int n;
 
-	if (vq->peer_known || req_ret(pq->peer))
+	if (vq->peer_joined || req_ret(pq->peer))
 		return;
 	key = reqs[pq->peer].key;
 	val = reqs[pq->peer].val;
-	n = sscanf(val, "%39s %u %u %" SCNx64 " %u %" SCNx64 " %u %" SCNx64 " %u", gs, &qpn,
-		   &psn, &guid, &rq_psn, &ad[0], &rk[0], &ad[1], &rk[1]);
-	if (n != 9 || gid_parse(gs, vq->peer.gid.raw)) {
+	n = sscanf(val, "%39s %u %u %" SCNx64 " %u %" SCNx64 " %u %" SCNx64 " %u %u", gs, &qpn,
+		   &psn, &guid, &rq_psn, &ad[0], &rk[0], &ad[1], &rk[1], &joined);
+	if (n != 10 || joined > 1 || gid_parse(gs, gid.raw)) {
 		shiftu_warn("qp %u: bad peer record %s = %s", vq->reg.app_qp->qp_num,
 			    key, val);
 		vq->published = 2;
@@ -365,6 +376,14 @@ static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	/* the peer expects our default sq_psn: if we sent one, it must match */
 	if (vq->steps.rts_mask && rq_psn != vq->steps.rts.sq_psn)
 		return;		/* an earlier process's record: wait for the new one */
+	if (vq->peer_known) {
+		/* the same twin, joined to ours now? */
+		if (joined && qpn == vq->peer.qpn && psn == vq->peer.psn &&
+		    !memcmp(gid.raw, vq->peer.gid.raw, sizeof(gid.raw)))
+			vq->peer_joined = 1;
+		return;
+	}
+	vq->peer.gid = gid;
 	vq->peer.qpn = qpn;
 	vq->peer.psn = psn;
 	vq->peer.node_guid = guid;
@@ -383,6 +402,7 @@ static void qp_peer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	memcpy(vq->peer.box_addr, ad, sizeof(ad));
 	memcpy(vq->peer.box_rkey, rk, sizeof(rk));
 	vq->peer_known = 1;
+	vq->peer_joined = joined;
 }
 
 /*
@@ -407,10 +427,48 @@ static int rts_attr(const struct shiftu_qp_steps *st, struct ibv_qp_attr *a)
 }
 
 /*
+ * Both twins have joined each other: ours can take the QP's work, and
+ * the QP is protected from now on (the first time: a renewed twin is
+ * joined by the same move on both sides).  Before, a failover could tell
+ * its count to a twin of the peer's that could not answer it: one before
+ * RTR drops it, one in RTR (its thread starved before RTS, as in a CI
+ * run of failover_cqex.sh) takes it while its side cannot follow yet;
+ * the side that failed over waited 10 s for an answer that never came
+ * (failover_late_join.sh).  Context: vq->lock (the shadow thread) or
+ * fo_lock (a peer's message on the twin).
+ */
+static void twin_ready(struct shiftu_vqp *vq)
+{
+	if (!vq->bak_rts || (!vq->reconnects && !vq->peer_joined) ||
+	    __atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE))
+		return;
+	if (!vq->reconnects && !__atomic_exchange_n(&vq->joined_once, 1, __ATOMIC_ACQ_REL)) {
+		shiftu_qp_set_flags(&vq->reg, vq->reg.flags | SHIFTU_QP_F_PROTECTED);
+		shiftu_stat_add(SHIFTU_STAT_QPS_PROTECTED, 1);
+		shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u; requests %s)",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
+			    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn,
+			    vq->rings == SHIFTU_RINGS_PROVIDER ? "in the provider's rings" :
+								 "copied as posted");
+	}
+	__atomic_store_n(&vq->bak_ready, 1, __ATOMIC_RELEASE);
+	shiftu_dbg("qp %u: its twin can post", vq->reg.app_qp->qp_num);
+}
+
+void shiftu_twin_heard(struct shiftu_vqp *vq)
+{
+	if (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || vq->reconnects || !vq->bak_rts)
+		return;
+	/* only a twin that has joined ours sends to it */
+	vq->peer_joined = 1;
+	twin_ready(vq);
+}
+
+/*
  * Bring the twin as far as the application brought its QP, with the same
  * attributes re-aimed at the peer's twin: RTR (it can be written to and
- * read from), then RTS (it can post).  A passive side (perftest's server)
- * never goes past RTR.
+ * read from), then RTS (it can post), and ready once the peer's has joined
+ * it too (twin_ready()).
  */
 static void twin_connect(struct shiftu_vqp *vq)
 {
@@ -456,27 +514,24 @@ static void twin_connect(struct shiftu_vqp *vq)
 	if (ret)
 		goto fail;
 	vq->bak_rtr = 1;
-	if (!vq->reconnects) {
-		shiftu_qp_set_flags(&vq->reg, vq->reg.flags | SHIFTU_QP_F_PROTECTED);
-		shiftu_stat_add(SHIFTU_STAT_QPS_PROTECTED, 1);
-		shiftu_info("qp %u on %s: protected by qp %u on %s port %u (peer's twin: qp %u; requests %s)",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
-			    vq->sctx->bak_name, vq->sctx->bak_port, vq->peer.qpn,
-			    vq->rings == SHIFTU_RINGS_PROVIDER ? "in the provider's rings" :
-								 "copied as posted");
-	}
+	/* SHIFTU_TEST_JOIN_DELAY_MS: RTS on a later pass (qp_connect()) */
+	vq->bak_rtr_ns = shiftu_mono_ns();
+	if (shiftu_test_join_delay_ms() && !vq->reconnects)
+		return;
 rts:
 	/*
 	 * A passive side (perftest's server) never asks for RTS; its twin
 	 * still answers a peer's failover.
 	 */
-	ret = rts_attr(st, &a);
-	a.sq_psn = vq->bak_psn;
-	ret = shiftu_real.modify_qp(vq->bak_qp, &a, ret | IBV_QP_SQ_PSN);
-	if (ret)
-		goto fail;
-	__atomic_store_n(&vq->bak_ready, 1, __ATOMIC_RELEASE);
-	shiftu_dbg("qp %u: its twin can post", vq->reg.app_qp->qp_num);
+	if (!vq->bak_rts) {
+		ret = rts_attr(st, &a);
+		a.sq_psn = vq->bak_psn;
+		ret = shiftu_real.modify_qp(vq->bak_qp, &a, ret | IBV_QP_SQ_PSN);
+		if (ret)
+			goto fail;
+		vq->bak_rts = 1;
+	}
+	twin_ready(vq);
 	return;
 fail:
 	shiftu_warn("qp %u: cannot bring its twin to RTS: %s: unprotected",
@@ -493,6 +548,10 @@ fail:
 static void qp_connect(struct shiftu_vqp *vq)
 {
 	if (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || vq->twin_stale)
+		return;
+	/* SHIFTU_TEST_JOIN_DELAY_MS: a twin that waits in RTR */
+	if (vq->bak_rtr && !vq->bak_rts && shiftu_test_join_delay_ms() &&
+	    shiftu_mono_ns() - vq->bak_rtr_ns < shiftu_test_join_delay_ms() * 1000000ULL)
 		return;
 	twin_connect(vq);
 }
@@ -511,6 +570,7 @@ int shiftu_twin_renew(struct shiftu_vqp *vq)
 	vq->twin_stale = 1;
 	__atomic_store_n(&vq->bak_ready, 0, __ATOMIC_RELEASE);
 	vq->bak_rtr = 0;
+	vq->bak_rts = 0;
 	vq->ctrl_rq = 0;
 	vq->twin_recvs = 0;
 	vq->tw_old = 0;
