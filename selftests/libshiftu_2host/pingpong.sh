@@ -58,7 +58,7 @@ rc_start()
 	LU_GIDX_OPT=-g LU_BG_PRE=$pre lu_bg_start "$tag" 60 ibv_rc_pingpong "$@"
 }
 
-declare -A ITERS_OF
+declare -A ITERS_OF ITERS_PLAIN
 tags=()
 lu_group_gate
 for v in "${RC[@]}"; do
@@ -72,13 +72,15 @@ for v in "${RC[@]}"; do
 	read -r tag args <<< "$v"
 	lu_exited_ok "$tag.pace"
 	secs=${RC_SECS:-14}
+	lu_pp_iters "$tag.pace" "$secs" 300
+	ITERS_PLAIN[$tag]=$ITERS
 	# -e with the library ran twice as fast as its pace (1874 against 3653
 	# usec/iter without it): sized to 14 s, one such run ended 2.4 s after
-	# the repair, before its failback
-	[ "$args" != -e ] || secs=$((secs * 2))
-	lu_pp_iters "$tag.pace" "$secs" 300
+	# the repair, before its failback.  Without the library it keeps its
+	# pace, and twice that was a group's 14 s more to wait for.
+	[ "$args" != -e ] || lu_pp_iters "$tag.pace" $((secs * 2)) 300
 	ITERS_OF[$tag]=$ITERS
-	log "$tag.pace: $(lu_pp_line "$tag.pace"), four pairs together: $ITERS iterations for the pulled runs"
+	log "$tag.pace: $(lu_pp_line "$tag.pace"), four pairs together: ${ITERS_PLAIN[$tag]} iterations for the pulled run without the library, $ITERS with it"
 done
 
 for pre in 0 1; do
@@ -86,8 +88,13 @@ for pre in 0 1; do
 	lu_group_gate
 	for v in "${RC[@]}"; do
 		read -r tag args <<< "$v"
+		if [ "$pre" = 1 ]; then
+			iters=${ITERS_OF[$tag]}
+		else
+			iters=${ITERS_PLAIN[$tag]}
+		fi
 		# shellcheck disable=SC2086 # args: words
-		rc_start "$tag.$pre" "$pre" -n "${ITERS_OF[$tag]}" $args
+		rc_start "$tag.$pre" "$pre" -n "$iters" $args
 		tags+=("$tag.$pre")
 	done
 	LU_PULL_ON=1 LU_PULL_BY=link LU_BG_PRE=$pre lu_group_ride "${tags[@]}"
