@@ -53,7 +53,11 @@
  *     control receive;
  *   - the store is where a side finds its peer's twin and keys: the
  *     twins are connected before the failure (the shadow thread's work),
- *     so it is always there when a move asks.
+ *     so it is always there when a move asks.  The library makes that
+ *     so: a QP is protected, and can move, only once both twins have
+ *     joined each other (twin.c, the record's <joined>); before that
+ *     rule a failover could tell its count to a twin of the peer's in
+ *     RTR whose side could not follow yet (failover_late_join.sh).
  *
  * Checked (assert), with every interleaving:
  *   - a notification is executed at most once, and when it is, every
