@@ -12,6 +12,7 @@
  * its held requests (shiftu_cq_fences()).
  */
 #include <endian.h>
+#include <stdlib.h>
 
 #include "cq.h"
 #include "cq_int.h"
@@ -59,6 +60,54 @@ void shiftu_twins_del(struct shiftu_cq *c, struct shiftu_vqp *vq)
 			c->twins[j] = c->twins[--c->n_twins];
 			break;
 		}
+}
+
+/*
+ * Room in a twin's hold beyond its two queues: the receives of its SRQ a
+ * drain may meet flushed (move.c: SRQ_FLUSHED).
+ */
+#define TW_HELD_SLACK	8
+
+/*
+ * The error completion @wc of @vq's twin, polled from @c, while the QP's
+ * work is on it (Fallback): the twin failed under it (in the 1000-fault
+ * soak, Soft-RoCE's responder lost its place on the backup rail, and both
+ * twins stopped).  Nothing backs a twin, but the default QP may be good
+ * again: the error, and the twin's flushes after it, wait in @vq's hold
+ * for the failback that goes back (the drain counts them, and the sends
+ * among them are replayed), and the shadow thread is told to ask for that
+ * failback at once.  Returns false, the completion left to the
+ * application, when the work is elsewhere (a move under way drains the
+ * twin itself) or the hold has no room.  Context: c->lock held.
+ */
+static bool twin_hold(struct shiftu_cq *c, struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	unsigned int side = c == vq->rcq && c != vq->scq;
+	unsigned int cap = vq->sq.mask + vq->rq.mask + 2 + TW_HELD_SLACK;
+
+	if (__atomic_load_n(&vq->state, __ATOMIC_RELAXED) != SHIFTU_SEND_FALLBACK ||
+	    !vq->on_twin || vq->twin_drain || __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED))
+		return false;
+	if (!vq->tw_held[side]) {
+		vq->tw_held[side] = malloc(cap * sizeof(*wc));
+		if (!vq->tw_held[side])
+			return false;
+	}
+	if (vq->tw_held_n[side] == cap) {
+		/* more than the QP can have outstanding: not its twin's */
+		shiftu_warn("qp %u on its twin: more error completions than requests outstanding: the application gets them",
+			    vq->reg.app_qp->qp_num);
+		return false;
+	}
+	vq->tw_held[side][vq->tw_held_n[side]++] = *wc;
+	if (!__atomic_load_n(&vq->twin_dead_ns, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&vq->twin_dead_ns, shiftu_mono_ns(), __ATOMIC_RELEASE);
+		shiftu_info("qp %u on its twin, qp %u on %s: %s: its twin failed: going back to %s once its path is up, its errors held until then",
+			    vq->reg.app_qp->qp_num, wc->qp_num, vq->sctx->bak_name,
+			    shiftu_wc_status_word(wc->status), vq->sctx->dev_name);
+		shiftu_shadow_poke();
+	}
+	return true;
 }
 
 /*
@@ -117,14 +166,17 @@ int shiftu_twin_take(struct shiftu_cq *c, struct ibv_wc *wc, int k,
 			/* a marker a drain gave up on: never the application's */
 			continue;
 		}
+		if (t && wc[i].status != IBV_WC_SUCCESS && twin_hold(c, t, &wc[i]))
+			continue;
 		if (t) {
 			/*
-			 * Nothing backs a twin: its failure is the
-			 * application's to see, and the log says whose it
-			 * was (the flushes behind it say nothing new).
+			 * A twin that failed where its work cannot go back:
+			 * its failure is the application's to see, and the
+			 * log says whose it was (the flushes behind it say
+			 * nothing new).
 			 */
 			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
-				shiftu_warn("qp %u on its twin, qp %u on %s: %s: nothing backs a twin: the application gets its errors",
+				shiftu_warn("qp %u on its twin, qp %u on %s: %s: its work cannot go back: the application gets its errors",
 					    t->reg.app_qp->qp_num, wc[i].qp_num,
 					    t->sctx->bak_name,
 					    shiftu_wc_status_word(wc[i].status));

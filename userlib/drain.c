@@ -191,6 +191,27 @@ static int unstash_errors(struct shiftu_vqp *vq, struct drain_state *d)
 }
 
 /*
+ * A twin that failed under its work: the error completions a poller held
+ * for the drain that goes back (cqtwin.c: twin_hold()), which came before
+ * any the drain polls, go through drain_take().  The hold is empty after,
+ * and the twin sound once renewed.  Returns 0 or -EOVERFLOW.
+ */
+static int take_held(struct shiftu_vqp *vq, struct drain_state *d)
+{
+	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
+	unsigned int i, j;
+	int ret = 0;
+
+	for (j = 0; j < 2; j++) {
+		for (i = 0; i < vq->tw_held_n[j] && !ret; i++)
+			ret = drain_take(vq, true, d, cqs[j], &vq->tw_held[j][i]);
+		vq->tw_held_n[j] = 0;
+	}
+	__atomic_store_n(&vq->twin_dead_ns, 0, __ATOMIC_RELAXED);
+	return ret;
+}
+
+/*
  * Wait out the threads a move of @vq overtook inside a data verb
  * (quiesce.h): usually at once, else up to QUIESCE_MAX_S with a line
  * saying so.  A thread held longer (stopped, or starved of CPU) leaves the
@@ -320,9 +341,9 @@ static int drain_stop(struct shiftu_vqp *vq, struct ibv_qp *qp, bool twin, struc
 	 * modify then only confirms it.  Error completions of the QP that a
 	 * poller stashed (the first error and those after it, or ones a
 	 * poller met while another thread started this move) are part of
-	 * the count.
+	 * the count; so are those a twin that failed had held.
 	 */
-	ret = twin ? 0 : unstash_errors(vq, d);
+	ret = twin ? take_held(vq, d) : unstash_errors(vq, d);
 	if (ret < 0)
 		return ret;
 	ret = shiftu_real.modify_qp(qp, &a, IBV_QP_STATE);

@@ -86,6 +86,14 @@
 #define FB_POLL_NS	(500ULL * 1000 * 1000)
 /* How long a probe may take (failback_probed()). */
 #define FB_PROBE_NS	(2000ULL * 1000 * 1000)
+/*
+ * How long a QP whose twin failed under its work holds the twin's errors
+ * for a failback that has not begun (twin_dead_step()): a pulled cable
+ * plugged back in a few seconds, a peer busy for a moment.  The
+ * application's other QPs go on meanwhile; this one's requests wait, as
+ * they would for the transport's retries.
+ */
+#define TWIN_DEAD_NS	(10ULL * 1000 * 1000 * 1000)
 
 static uint64_t fb_answer_ns(void)
 {
@@ -202,15 +210,18 @@ static void failback_probed(struct shiftu_vqp *vq)
  */
 static void failback_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
+	bool dead = __atomic_load_n(&vq->twin_dead_ns, __ATOMIC_RELAXED);
 	char g[33];
 	int i;
 
 	/*
 	 * A passive side (no RTS of its own, nothing posted: perftest's
 	 * server) does not lead: its peer, which sends, asks and probes
-	 * with what it sends; this side answers.
+	 * with what it sends; this side answers.  Unless its twin failed:
+	 * the peer's twin may not know, retrying for ever (Soft-RoCE's
+	 * retry count of 7).
 	 */
-	if (!vq->steps.rts_mask && !vq->sq.head)
+	if (!vq->steps.rts_mask && !vq->sq.head && !dead)
 		return;
 	if (shiftu_mono_ns() < vq->fb_next_ns || !primary_ok(vq))
 		return;
@@ -236,11 +247,12 @@ static void failback_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g,
 		 vq->steps.rtr.dest_qp_num);
 	/* the peer's twin names the peer process this is meant for; the
-	 * last word: our receives are on the twin */
+	 * last word: our receives are on the twin, or our twin failed, and
+	 * what it held goes back by the peer's count either way */
 	vq->fb_by_send = shiftu_probe_by_send(vq);
 	snprintf(reqs[i].val, sizeof(reqs[i].val), "%u %u %u %u %u", vq->fb_seq,
 		 vq->fb_psn, vq->peer.qpn, vq->peer.psn,
-		 (vq->twin_recvs ? FB_TWIN_RECVS : 0) |
+		 (vq->twin_recvs || dead ? FB_TWIN_RECVS : 0) |
 		 (vq->fb_by_send ? FB_PROBE_SEND : 0));
 	reqs[i].why = PASS_FBREQ;
 	reqs[i].qi = pass_index(pq);
@@ -303,6 +315,17 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	}
 	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
 		   vq->reg.app_qp->qp_num);
+	/*
+	 * A grant of a request made before our twin failed, one-sided:
+	 * the twin cannot complete a fence now.  Asked again at once, as
+	 * two-sided (a peer that stayed on its default QP refuses that;
+	 * twin_dead_step() then gives up).
+	 */
+	if (!(mode & FB_TWIN_RECVS) && __atomic_load_n(&vq->twin_dead_ns, __ATOMIC_RELAXED)) {
+		vq->fb_stage = 0;
+		vq->fb_next_ns = 0;
+		return;
+	}
 	/* one-sided (mode 0): the peer posts no control receive, nor takes
 	 * part; a QP whose peer grants no remote access cannot go back so */
 	by_send = (mode & FB_PROBE_SEND) && vq->fb_by_send;
@@ -702,13 +725,44 @@ bool shiftu_failback_waits(struct shiftu_vqp *vq)
 }
 
 /*
+ * @vq's twin failed under its work (cqtwin.c): its failback is asked for
+ * at once, past any backoff, and two-sided (failback_ask()).  One that has
+ * not begun TWIN_DEAD_NS later (its path still down, or the peer on its
+ * default QP, which a two-sided failback cannot reset) gives the twin's
+ * errors to the application (goback.c).  A failback under way, or the
+ * peer's that we granted, goes on.  Context: the shadow thread, vq->lock
+ * held.
+ */
+static void twin_dead_step(struct shiftu_vqp *vq)
+{
+	uint64_t dead = __atomic_load_n(&vq->twin_dead_ns, __ATOMIC_ACQUIRE);
+
+	if (!dead) {
+		vq->twin_dead_seen = 0;
+		return;
+	}
+	if (!vq->twin_dead_seen) {
+		vq->twin_dead_seen = 1;
+		vq->fb_backoff_ms = 0;
+		if (vq->fb_stage == 0)
+			vq->fb_next_ns = 0;
+	}
+	if (vq->state != SHIFTU_SEND_FALLBACK || vq->fb_stage == 2 || shiftu_back_pending(vq) ||
+	    vq->fb_grant_open || shiftu_mono_ns() - dead < TWIN_DEAD_NS)
+		return;
+	shiftu_twin_dead_give_up(vq, primary_ok(vq) ? "no failback began" :
+				 "its port or path is still down");
+}
+
+/*
  * The requests @vq's failback makes in the pass's last batch (to join our
  * twin, to cancel the peer's grant), and its step on the side that failed
- * over.  True while its probe is under way: the pass looks again soon.
- * Context: the shadow thread, vq->lock held.
+ * over.  True while its probe is under way, or its twin failed: the pass
+ * looks again soon.  Context: the shadow thread, vq->lock held.
  */
 bool shiftu_failback_steps(struct shiftu_vqp *vq, const struct pass_qp *pq)
 {
+	twin_dead_step(vq);
 	if (vq->rejoin_ask)
 		rejoin_ask(vq, pq);
 	else if (vq->fb_cancel == 1 && shiftu_going_back(vq))
@@ -717,7 +771,7 @@ bool shiftu_failback_steps(struct shiftu_vqp *vq, const struct pass_qp *pq)
 		failback_step(vq, pq);
 	else if (vq->fb_stage == 2)
 		vq->fb_stage = 0;	/* back by the peer's word */
-	return vq->fb_stage == 2;
+	return vq->fb_stage == 2 || vq->twin_dead_seen;
 }
 
 /*

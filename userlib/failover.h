@@ -82,6 +82,14 @@ void shiftu_rejoin_serve(struct shiftu_vqp *vq);
 void shiftu_cancel_serve(struct shiftu_vqp *vq, uint32_t granted);
 
 /*
+ * @vq's twin failed under its work, and no failback began in time
+ * (failback.c): the twin's errors it held go to the application, with
+ * @why, and the QP is unprotected.  Context: the shadow thread, vq->lock
+ * held.
+ */
+void shiftu_twin_dead_give_up(struct shiftu_vqp *vq, const char *why);
+
+/*
  * Failing back: after the shadow thread reconnected the default QP with the
  * peer, probe it (false: it could not be posted), @by_send with an empty
  * SEND that a control receive of the peer's takes; shiftu_probe_step()

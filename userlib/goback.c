@@ -149,6 +149,41 @@ void shiftu_cancel_serve(struct shiftu_vqp *vq, uint32_t granted)
 	shiftu_moved_deliver(vq, msgs, n_msgs);
 }
 
+void shiftu_twin_dead_give_up(struct shiftu_vqp *vq, const char *why)
+{
+	struct shiftu_cq *cqs[2] = { vq->scq, vq->rcq };
+	uint64_t dead = 0;
+	unsigned int i, j, n = 0;
+	struct ibv_wc wc;
+
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	if (vq->state == SHIFTU_SEND_FALLBACK && vq->on_twin)
+		dead = __atomic_load_n(&vq->twin_dead_ns, __ATOMIC_RELAXED);
+	if (dead) {
+		/* in the order they came, as the twin's that cannot go back */
+		for (j = 0; j < 2; j++) {
+			for (i = 0; i < vq->tw_held_n[j]; i++) {
+				wc = vq->tw_held[j][i];
+				wc.qp_num = vq->reg.app_qp->qp_num;
+				shiftu_stash_push(cqs[j], &wc);
+			}
+			n += vq->tw_held_n[j];
+			vq->tw_held_n[j] = 0;
+		}
+		__atomic_store_n(&vq->twin_dead_ns, 0, __ATOMIC_RELAXED);
+		shiftu_go_dead(vq, NULL, 0, vq->sq.head);
+	}
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	if (!dead)
+		return;
+	shiftu_warn("qp %u on %s: its twin failed %.1f s ago and %s: the application gets its %u errors: unprotected",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, (shiftu_mono_ns() - dead) / 1e9,
+		    why, n);
+	shiftu_fo_report(vq, FO_DEAD);
+}
+
 void shiftu_switch_back(struct shiftu_vqp *vq)
 {
 	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];

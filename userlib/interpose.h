@@ -458,6 +458,23 @@ struct shiftu_vqp {
 	uint8_t fb_grant_open;
 	uint64_t fb_cancel_ns;
 	uint64_t twin_recvs;		/* the application's receives posted there */
+	/*
+	 * Its twin failed under its work (cqtwin.c: shiftu_twin_hold()).
+	 * Nothing backs a twin: the work goes back to the default QP, with
+	 * the peer, once its path is up, a two-sided failback asked for at
+	 * once (failback.c).  Until then the twin's error completions wait
+	 * here for the drain that goes back to count them (drain.c), per
+	 * CQ: @tw_held[0] the send CQ's, [1] the receive CQ's when it is
+	 * another, each under its CQ's lock.  A failback that does not come
+	 * in time gives them to the application (goback.c:
+	 * shiftu_twin_dead_give_up()).  @twin_dead_ns: since when (atomic;
+	 * 0, its twin is sound); @twin_dead_seen: the shadow thread asked
+	 * for the failback (vq->lock).
+	 */
+	struct ibv_wc *tw_held[2];
+	unsigned int tw_held_n[2];
+	uint64_t twin_dead_ns;
+	uint8_t twin_dead_seen;
 	uint64_t hs_peer;		/* 31 bits on the wire, extended (serial.h) */
 	uint64_t replay_start;
 	struct shiftu_sq_gap sq_gap;	/* sends on no QP (fo_lock; proto.h) */

@@ -327,6 +327,8 @@ static void qp_detach(struct ibv_qp *qp)
 	pthread_mutex_destroy(&vq->lock);
 	pthread_mutex_destroy(&vq->fo_lock);
 	shiftu_wr_detach(vq);
+	free(vq->tw_held[0]);
+	free(vq->tw_held[1]);
 	free(vq->sq.slots);
 	free(vq->rq.slots);
 	shiftu_vqp_node_put(n);

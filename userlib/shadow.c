@@ -189,12 +189,47 @@ unlock:
 #endif
 }
 
-/* SHIFTU_TEST_RESET_FILE is there: this pass resets (test_reset_step()). */
-static bool test_reset_due(void)
+/*
+ * SHIFTU_TEST_TWIN_ERR_FILE (the test build): once the file is there, move
+ * @vq's twin to the error state if the QP's work is on it (Fallback): the
+ * twin fails under it, its requests flushed.  Context: the shadow thread,
+ * vq->lock held.
+ */
+static void test_twin_err_step(struct shiftu_vqp *vq, bool due)
 {
-	const char *f = shiftu_test_reset_file();
+#ifdef SHIFTU_TEST_BUILD
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int ret;
 
+	if (!due)
+		return;
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	if (vq->state == SHIFTU_SEND_FALLBACK && vq->on_twin) {
+		ret = shiftu_real.modify_qp(vq->bak_qp, &a, IBV_QP_STATE);
+		shiftu_info("qp %u on %s: its twin, qp %u on %s, stopped (a test setting): %s",
+			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->bak_qp->qp_num,
+			    vq->sctx->bak_name, ret ? strerror(ret) : "done");
+	}
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+#else
+	(void)vq;
+	(void)due;
+#endif
+}
+
+/* The test build's files that are there: what this pass does for them. */
+#define TEST_RESET	1U	/* test_reset_step() */
+#define TEST_TWIN_ERR	2U	/* test_twin_err_step() */
+
+static bool test_file_there(const char *f)
+{
 	return f && !access(f, F_OK);
+}
+
+static unsigned int test_files_due(void)
+{
+	return (test_file_there(shiftu_test_reset_file()) ? TEST_RESET : 0) |
+	       (test_file_there(shiftu_test_twin_err_file()) ? TEST_TWIN_ERR : 0);
 }
 
 /*
@@ -282,7 +317,6 @@ static void serve_awaiting(void)
 	}
 }
 
-/* One step of every record; returns true while something is still pending. */
 /* What every QP asks the store, in the pass's first batch. */
 static void pass_asks(uint64_t now)
 {
@@ -310,7 +344,7 @@ static void pass_asks(uint64_t now)
  * its failback, the reports of its path.  True while something is
  * pending.  Context: the shadow thread, shadow_lock held.
  */
-static bool qp_step(struct shiftu_vqp *vq, struct pass_qp *pq, bool reset)
+static bool qp_step(struct shiftu_vqp *vq, struct pass_qp *pq, unsigned int tests)
 {
 	bool pending = false;
 	uint64_t due;
@@ -329,7 +363,8 @@ static bool qp_step(struct shiftu_vqp *vq, struct pass_qp *pq, bool reset)
 		pending = true;
 	}
 	report_step(vq);
-	test_reset_step(vq, reset);
+	test_reset_step(vq, tests & TEST_RESET);
+	test_twin_err_step(vq, tests & TEST_TWIN_ERR);
 	if (shiftu_failback_listen(vq, pq))
 		pending = true;		/* keep listening for requests */
 	/* a two-sided failback's message may come to a CQ the
@@ -347,7 +382,7 @@ static bool qp_step(struct shiftu_vqp *vq, struct pass_qp *pq, bool reset)
 }
 
 /* The QPs still there once the store answered; true while one waits. */
-static bool pass_answers(bool reset)
+static bool pass_answers(unsigned int tests)
 {
 	uint64_t served = shiftu_mono_ns();
 	bool pending = false;
@@ -362,7 +397,7 @@ static bool pass_answers(bool reset)
 		}
 		if (!vq || !vq->sctx->bak_ctx || vq->published == 2)
 			continue;
-		if (qp_step(vq, &pqs[i], reset))
+		if (qp_step(vq, &pqs[i], tests))
 			pending = true;
 	}
 	return pending;
@@ -372,7 +407,8 @@ static bool pass_answers(bool reset)
 static bool shadow_pass(void)
 {
 	uint64_t now = shiftu_mono_ns();
-	bool pending = false, reset = test_reset_due();
+	unsigned int tests = test_files_due();
+	bool pending = false;
 	unsigned int first_late;
 
 	n_reqs = 0;
@@ -389,13 +425,15 @@ static bool shadow_pass(void)
 	pass_batch();
 	shiftu_scout_apply(now);
 	first_late = n_reqs;
-	if (pass_answers(reset))
+	if (pass_answers(tests))
 		pending = true;
 	shiftu_late_batch(first_late);
 	n_pass = 0;
 	/* done: the test sees the file gone */
-	if (reset)
+	if (tests & TEST_RESET)
 		unlink(shiftu_test_reset_file());
+	if (tests & TEST_TWIN_ERR)
+		unlink(shiftu_test_twin_err_file());
 	/* deletes that wait: the store is backed off, or they came late */
 	if (shiftu_forget_waits())
 		pending = true;

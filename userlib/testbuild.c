@@ -131,22 +131,36 @@ uint64_t shiftu_count_start(void)
 	return count_start;
 }
 
-static pthread_once_t reset_once = PTHREAD_ONCE_INIT;
-static const char *reset_file;
+static pthread_once_t files_once = PTHREAD_ONCE_INIT;
+static const char *reset_file, *twin_err_file;
 
-static void reset_file_read(void)
+/* A knob that names a file: its path, or NULL when unset. */
+static const char *file_knob(const char *var, const char *what)
 {
-	const char *s = getenv("SHIFTU_TEST_RESET_FILE");
+	const char *s = getenv(var);
 
 	if (!s || !*s)
-		return;
-	reset_file = s;
-	shiftu_info("config: SHIFTU_TEST_RESET_FILE=%s: a passive default QP is reset in place once that file is there (a test setting)",
-		    s);
+		return NULL;
+	shiftu_info("config: %s=%s: %s once that file is there (a test setting)", var, s, what);
+	return s;
+}
+
+static void files_read(void)
+{
+	reset_file = file_knob("SHIFTU_TEST_RESET_FILE",
+			       "a passive default QP is reset in place");
+	twin_err_file = file_knob("SHIFTU_TEST_TWIN_ERR_FILE",
+				  "a twin that carries its QP's work is stopped");
 }
 
 const char *shiftu_test_reset_file(void)
 {
-	pthread_once(&reset_once, reset_file_read);
+	pthread_once(&files_once, files_read);
 	return reset_file;
+}
+
+const char *shiftu_test_twin_err_file(void)
+{
+	pthread_once(&files_once, files_read);
+	return twin_err_file;
 }

@@ -28,6 +28,11 @@
  *	passive side), then removes the file: its responder forgets the
  *	message it was in, as Soft-RoCE's did in the 300-fault soak
  *	(shadow.c)
+ *   SHIFTU_TEST_TWIN_ERR_FILE		a path		(none)
+ *	once the file is there, the shadow thread moves to the error state
+ *	each twin that carries its QP's work (Fallback), then removes the
+ *	file: the twin fails under it, its requests flushed, as a backup
+ *	NIC's would be (shadow.c)
  *   SHIFTU_TEST_DRAIN_STALL_MS		0..20000	(0)
  *	a drain of a twin stalls this long, CQ locks held, after it
  *	stopped the twin and before it posts its markers, as a thread
@@ -107,8 +112,9 @@ static inline uint32_t shiftu_test_replay_fail(void)
 	return shiftu_config()->test.replay_fail;
 }
 
-/* SHIFTU_TEST_RESET_FILE, or NULL (read once) */
+/* SHIFTU_TEST_RESET_FILE, SHIFTU_TEST_TWIN_ERR_FILE, or NULL (read once) */
 const char *shiftu_test_reset_file(void) SHIFTU_HIDDEN;
+const char *shiftu_test_twin_err_file(void) SHIFTU_HIDDEN;
 
 static inline uint32_t shiftu_test_drain_stall_ms(void)
 {
@@ -169,6 +175,11 @@ static inline uint32_t shiftu_test_replay_fail(void)
 }
 
 static inline const char *shiftu_test_reset_file(void)
+{
+	return NULL;
+}
+
+static inline const char *shiftu_test_twin_err_file(void)
 {
 	return NULL;
 }
