@@ -11,7 +11,12 @@
 # QP is on its twin, its library stops that twin (SHIFTU_TEST_TWIN_ERR_FILE,
 # the test build), 1.5 s before rail 0 comes back.  shiftgen's
 # WRITE_WITH_IMM traffic rides it: nothing lost, duplicated, reordered or
-# corrupt, no error, no warning.
+# corrupt, no error, no warning.  Then again, with rail 0 out 13 s after
+# the twin stopped: 10 s after, the library gives the twin's errors to the
+# application, as the pull would have without it, with a warning, and
+# shiftgen ends on them; nothing hangs.  (That ride's QPs retry 6 times,
+# not for ever: the server's twin, joined to the stopped one, then fails
+# too, and the server's shiftgen ends as well.)
 #
 #     host 1 (shiftgen client)                         host 2 (shiftgen server)
 #     rxe0 ─ eth0 ══ rail 0: host 1's out ~3 s ════════════════ eth0 ─ rxe0
@@ -31,8 +36,10 @@ STOP=$FT_TMP/$tag.stop
 
 # twin_dies TAG: rail 0 of host 1 out once the QP is protected; once the
 # client's library has failed over, its twin is stopped (the library
-# removes the file once it has), and rail 0 comes back 1.5 s later; then
-# up to 20 s for the failback
+# removes the file once it has), and rail 0 comes back HOLD s later; then
+# up to BACK_TENTHS tenths of a second for the failback.  The client's run
+# is ended then (LU_RIDE_END).
+HOLD=1.5 BACK_TENTHS=200 LU_RIDE_END=1
 twin_dies()
 {
 	local i
@@ -49,9 +56,9 @@ twin_dies()
 		[ -e "$STOP" ] || break
 		lab_nap 0.1
 	done
-	lab_nap 1.5
+	lab_nap "$HOLD"
 	lu_cable 1 link on
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < BACK_TENTHS; i++)); do
 		grep -q 'failed back from' "$FT_TMP/$1.cli.shiftu" 2> /dev/null && break
 		lab_nap 0.1
 	done
@@ -73,3 +80,19 @@ lu_check_log "$tag" srv "failovers>=1"
 log "$tag cli: $(grep -o 'its twin failed.*' "$FT_TMP/$tag.cli.shiftu" | head -n 1)"
 log "$tag cli: $(grep -o 'going back from qp.*' "$FT_TMP/$tag.cli.shiftu" | tail -n 1)"
 log "$tag: $(grep '^shiftgen: role=server' "$FT_TMP/$tag.srv.out")"
+
+# no failback in time: the application gets the errors
+tag=twin_dead_out
+STOP=$FT_TMP/$tag.stop
+HOLD=13 BACK_TENTHS=0
+lu_keep "$tag" twin_dead_out
+LU_CLI_ENV="SHIFTU_TEST_TWIN_ERR_FILE=$STOP" LU_DURING=twin_dies \
+	lu_pair "$tag" 1 "$GEN" -m write_imm -D 40 -r 6
+grep -qE 'its twin failed 1[0-2]\.[0-9] s ago and its port or path is still down: the application gets its [0-9]+ errors: unprotected' \
+	"$FT_TMP/$tag.cli.shiftu" ||
+	lu_fail "$tag" "cli: the held errors were not given to the application 10 s after the twin failed"
+rc=$(cat "$FT_TMP/$tag.cli.rc")
+{ [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'completion error' "$FT_TMP/$tag.cli.out"; } ||
+	lu_fail "$tag" "cli: shiftgen exited $rc: it should have ended on the twin's errors"
+log "$tag cli: $(grep -o 'its twin failed [0-9.]* s ago.*' "$FT_TMP/$tag.cli.shiftu" | head -n 1)"
+log "$tag: $(grep '^shiftgen: role=client' "$FT_TMP/$tag.cli.out" | tail -n 1)"
