@@ -33,6 +33,9 @@
  *   SEED_KEEP_REQ           a side that grants the peer's two-sided
  *                           failback leaves its own request in the store
  *                           (the model's second finding on failback, fixed)
+ *   SEED_TWIN_ERRORS        a twin that fails under the work gives its
+ *                           errors to the application, as the library did
+ *                           before session 28 (M_TD)
  * The open findings (OPEN_*, shift.pml) lift an assumption under which
  * the model holds, and show a defect of the library's.
  */
@@ -261,6 +264,9 @@ int model_opts(void)
 #endif
 #ifdef OPEN_SLOW_RECONNECT
 	       | O_SLOW_RECONNECT
+#endif
+#ifdef SEED_TWIN_ERRORS
+	       | O_TWIN_ERRORS
 #endif
 	       ;
 }

@@ -120,6 +120,23 @@
  * while a READ a failover replayed before its cut is outstanding (the
  * replay's gap, glo and ghi; SEED_GAP_WALK).
  *
+ * A twin failing under the work (M_TD): once, while both sides' work is
+ * on their twins, their exchanges are over and the default path is still
+ * down (a bound on the state space), the twins' path fails (in
+ * the 1000-fault soak, Soft-RoCE's responder lost its place on the backup
+ * rail and both twins stopped): nothing on it executes or is acked any
+ * more.  Each side learns it from its twin's error completions, which the
+ * library holds (cqtwin.c: twin_hold()), and asks for its failback at
+ * once, two-sided (failback.c: twin_dead_step(), failback_ask()); the
+ * drain back counts what the twin held, and the sends are replayed on the
+ * default QP by the peer's count.  Checked as above: nothing lost, none
+ * twice.  SEED_TWIN_ERRORS gives the twin's errors to the application
+ * instead, as the library did before.  Not modelled there: a twin failing
+ * while a failover's exchange or a failback is under way, or under a side
+ * that stayed on its default QP (the library gives the errors to the
+ * application then, or after 10 s without a failback: a matter of time,
+ * which the model has none of).
+ *
  * Not modelled: a failback cut short by a second failure (a rejoin: the
  * model asserts none happens), a failover after a two-sided failback (the
  * renewed twins), backoff and timeouts other than the handshake's, an
@@ -155,6 +172,10 @@
 /* failback requests a side makes at most (each answer may be "busy") */
 #ifndef M_TRIES
 #define M_TRIES	1
+#endif
+/* M_TD: the twins' path fails once under the work (0: never) */
+#ifndef M_TD
+#define M_TD	0
 #endif
 
 c_decl {
@@ -210,6 +231,10 @@ bool expect[2];			/* vq->ctrl_default: a message on the default
 bool cdr[2];			/* the control receive on the default QP */
 byte glo[2], ghi[2];		/* vq->sq_gap: requests [glo, ghi) but READs
 				 * a replay completed good and posted nowhere */
+
+/* the twins' path failed under the work (M_TD) */
+bool tdown;
+bool tdead[2];			/* side s held its twin's errors (vq->twin_dead_ns) */
 
 /* the default path, as the applications connected it (generation 1) */
 bool down;			/* it failed */
@@ -608,7 +633,8 @@ inline answer()
 					    (now.state[Ppeer->me] == S_HANDSHAKE &&
 					     !now.on_twin[Ppeer->me]),
 					    now.fbst[Ppeer->me], Ppeer->me == 0,
-					    now.twrx[1 - Ppeer->me], !now.hs_got[Ppeer->me]); };
+					    now.twrx[1 - Ppeer->me] || now.tdead[1 - Ppeer->me],
+					    !now.hs_got[Ppeer->me]); };
 	a = (plan & 4) != 0;
 	if
 	:: (plan & 3) != F_GRANT -> fbrep[1 - me] = 1
@@ -732,6 +758,30 @@ inline hs_message()
  */
 #define PEER_GONE(s)	(((opts & O_SLOW_RECONNECT) && !qup[3 - (s)]) || qgone[1 - (s)])
 
+/*
+ * The peer gave its QP up and stopped its end (a drain): what is left on
+ * the queue runs out of retries and completes in error, which the library
+ * leaves to the application (shiftu_error_vq() in cqerr.c: a twin's).
+ */
+inline q_fail(q)
+{
+	i = tak[q];
+	do
+	:: i < ttl[q] ->
+		if
+		:: QAT(q, i) < 7 -> comp_err(SND(q), QAT(q, i))
+		:: QAT(q, i) >= 8 && i >= thd[q] -> cwire[SND(q)]--
+		:: else
+		fi;
+		QAT(q, i) = 0;
+		i++
+	:: else -> break
+	od;
+	i = 0;
+	thd[q] = ttl[q];
+	tak[q] = ttl[q]
+}
+
 /* One side: its application's posts and its library's threads. */
 proctype peer(byte me)
 {
@@ -819,6 +869,20 @@ end:
 		tries[me]++
 	   }
 	:: atomic {
+		/* its twin's error completions: the twins' path failed */
+		tdown && !tdead[me] && state[me] == S_FALLBACK && on_twin[me] ->
+		if
+		:: opts & O_TWIN_ERRORS ->
+			/* given to the application (SEED_TWIN_ERRORS) */
+			q_fail(me);
+			state[me] = S_DEAD
+		:: else ->
+			/* held; the failback asked for at once (twin_dead_step()) */
+			tdead[me] = 1;
+			tries[me] = 0
+		fi
+	   }
+	:: atomic {
 		/* failback_answer(): the peer's request, from the store */
 		req[1 - me] -> answer()
 	   }
@@ -901,34 +965,20 @@ inline q_exec(q)
 }
 
 
-/*
- * The peer gave its QP up and stopped its end (a drain): what is left on
- * the queue runs out of retries and completes in error, which the library
- * leaves to the application (shiftu_error_vq() in cqerr.c: a twin's).
- */
-inline q_fail(q)
-{
-	i = tak[q];
-	do
-	:: i < ttl[q] ->
-		if
-		:: QAT(q, i) < 7 -> comp_err(SND(q), QAT(q, i))
-		:: QAT(q, i) >= 8 && i >= thd[q] -> cwire[SND(q)]--
-		:: else
-		fi;
-		QAT(q, i) = 0;
-		i++
-	:: else -> break
-	od;
-	i = 0;
-	thd[q] = ttl[q];
-	tak[q] = ttl[q]
-}
-
-#define QGO(q)	(thd[q] < ttl[q] && qup[q] && qup[(q) + 1 - 2 * ((q) % 2)] && READY(q))
-#define QACK(q)	(tak[q] < thd[q] && qup[q] && qup[(q) + 1 - 2 * ((q) % 2)])
+/* a twin's queue stops when the twins' path fails (M_TD) */
+#define QGO(q)	(thd[q] < ttl[q] && qup[q] && qup[(q) + 1 - 2 * ((q) % 2)] && READY(q) && \
+		 ((q) >= 2 || !tdown))
+#define QACK(q)	(tak[q] < thd[q] && qup[q] && qup[(q) + 1 - 2 * ((q) % 2)] && \
+		 ((q) >= 2 || !tdown))
 #define QFAIL(q)	(tak[q] < ttl[q] && qup[q] && !qup[(q) + 1 - 2 * ((q) % 2)] && \
 			 state[RCV(q)] == S_DEAD)
+
+/* the twins' path may fail (M_TD): both sides on their twins, the
+ * exchanges over, the default path still down */
+#define TD_SIDE(s)	(state[s] == S_FALLBACK && on_twin[s] && hs_got[s] && cwire[s] == 0 && \
+			 len(inbox[s]) == 0 && !fbst[s] && !req[s] && fbrep[s] == 0 && \
+			 !granted[s] && !backdue[s])
+#define TD_CAN		(!tdown && !up && TD_SIDE(0) && TD_SIDE(1))
 
 /* The NICs and the paths between them. */
 proctype nics()
@@ -940,6 +990,9 @@ end:
 	:: atomic { !down -> down = 1 }
 #if M_FB
 	:: atomic { down && !up -> up = 1 }
+#endif
+#if M_TD
+	:: atomic { TD_CAN -> tdown = 1 }
 #endif
 	:: atomic { !down && exec[0] < defhead[0] -> k = exec[0]; execute(0, k); exec[0]++; k = 0 }
 	:: atomic { !down && exec[1] < defhead[1] -> k = exec[1]; execute(1, k); exec[1]++; k = 0 }

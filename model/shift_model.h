@@ -68,6 +68,7 @@
 #define O_SLOW_RECONNECT	4	/* OPEN_SLOW_RECONNECT */
 #define O_ASK_UNHEARD		8	/* SEED_ASK_UNHEARD */
 #define O_KEEP_REQ		16	/* SEED_KEEP_REQ */
+#define O_TWIN_ERRORS		32	/* SEED_TWIN_ERRORS */
 
 /* Where the two-sided counts and ring places start (glue.c's starts[]). */
 #define M_STARTS	4

@@ -729,9 +729,10 @@ bool shiftu_failback_waits(struct shiftu_vqp *vq)
  * at once, past any backoff, and two-sided (failback_ask()).  One that has
  * not begun TWIN_DEAD_NS later (its path still down, or the peer on its
  * default QP, which a two-sided failback cannot reset) gives the twin's
- * errors to the application (goback.c).  A failback under way, or the
- * peer's that we granted, goes on.  Context: the shadow thread, vq->lock
- * held.
+ * errors to the application (goback.c).  A failback under way goes on,
+ * and so does the wait for the peer's that we granted (fb_wait_ns: a
+ * grant whose message never comes is not waited for without end).
+ * Context: the shadow thread, vq->lock held.
  */
 static void twin_dead_step(struct shiftu_vqp *vq)
 {
@@ -748,7 +749,7 @@ static void twin_dead_step(struct shiftu_vqp *vq)
 			vq->fb_next_ns = 0;
 	}
 	if (vq->state != SHIFTU_SEND_FALLBACK || vq->fb_stage == 2 || shiftu_back_pending(vq) ||
-	    vq->fb_grant_open || shiftu_mono_ns() - dead < TWIN_DEAD_NS)
+	    shiftu_mono_ns() < vq->fb_wait_ns || shiftu_mono_ns() - dead < TWIN_DEAD_NS)
 		return;
 	shiftu_twin_dead_give_up(vq, primary_ok(vq) ? "no failback began" :
 				 "its port or path is still down");
