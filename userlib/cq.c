@@ -31,7 +31,6 @@
 #include "lockorder.h"
 #include "log.h"
 #include "shadow.h"
-#include "srq.h"
 #include "testbuild.h"
 #include "util.h"
 

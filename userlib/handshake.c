@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "cq.h"
-#include "failover.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
@@ -21,7 +20,6 @@
 #include "lockorder.h"
 #include "log.h"
 #include "serial.h"
-#include "shadow.h"
 #include "srq.h"
 #include "testbuild.h"
 #include "thread.h"

@@ -33,7 +33,6 @@
 
 #include <rdma/rdma_user_rxe.h>
 
-#include "cq.h"
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"

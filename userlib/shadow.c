@@ -29,7 +29,6 @@
 
 #include "cq.h"
 #include "failover.h"
-#include "handshake.h"
 #include "interpose.h"
 #include "lock.h"
 #include "lockorder.h"
