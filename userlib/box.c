@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * box.c: the mailboxes of QPs whose receives come from an SRQ
- * (handshake.h).
+ * (mailbox.h, handshake.h).
  *
  * A control receive of the library's cannot wait in an SRQ: the
  * application's receives for the other QPs on the SRQ go there too, and
@@ -34,6 +34,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "mailbox.h"
 
 /* The QPs with mailboxes: a leaf lock (lockorder.h). */
 static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;

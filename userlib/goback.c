@@ -15,6 +15,7 @@
 #include "interpose.h"
 #include "lock.h"
 #include "log.h"
+#include "mailbox.h"
 #include "proto.h"
 #include "serial.h"
 #include "shadow.h"

@@ -19,6 +19,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "mailbox.h"
 #include "serial.h"
 #include "srq.h"
 #include "testbuild.h"

@@ -29,6 +29,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "mailbox.h"
 #include "wrid.h"
 
 struct shiftu_cq;
@@ -56,40 +57,7 @@ struct shiftu_hs_msg {
 	uint16_t gen;
 };
 
-/*
- * A QP whose receives come from an SRQ cannot keep a control receive of
- * the library's in the SRQ (srq.h): the peer writes its messages into the
- * QP's mailboxes instead (box.c), one on each side, 16-byte slots of the
- * library's memory registered for remote writes on the protection domain
- * of that side's QP and published with the twin.  A slot's @word is the
- * message's sequence number (high half) and the immediate a SEND would
- * carry (low half); @check is @word ^ SHIFTU_BOX_KEY, so that a look that
- * meets a write half done waits for the next one.  The watcher looks
- * every SHIFTU_BOX_MS.  A QP whose peer has mailboxes has some too, for
- * the messages it writes (they leave from registered memory).
- */
-struct shiftu_box {
-	uint64_t word;
-	uint64_t check;
-};
-
-#define SHIFTU_BOX_KEY		0x5348494654424f58ULL	/* "SHIFTBOX" */
-#define SHIFTU_BOX_MS		5
-#define SHIFTU_BOX_SLOTS	4
-
-enum shiftu_box_side {
-	SHIFTU_BOX_DEFAULT,		/* on the application's QP */
-	SHIFTU_BOX_TWIN,
-	SHIFTU_BOX_SIDES,
-};
-
-/* A QP's mailbox on one side: SHIFTU_BOX_SLOTS slots in, as many out. */
-struct shiftu_mailbox {
-	struct shiftu_box *slots;
-	struct ibv_mr *mr;
-	uint32_t seen;			/* the last message handed over (box_lock) */
-	uint32_t sent;			/* the last one written to the peer's (fo_lock) */
-};
+/* A QP on an SRQ hears its peer through its mailboxes (mailbox.h). */
 
 /*
  * @vq's mailbox on @side, registered on @pd (that side's protection

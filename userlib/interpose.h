@@ -30,8 +30,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "handshake.h"
 #include "health.h"
+#include "mailbox.h"
 #include "proto.h"
 #include "qp.h"
 #include "ring.h"
@@ -193,7 +193,7 @@ struct shiftu_peer {
 	uint32_t qpn;
 	uint32_t psn;
 	uint64_t node_guid;
-	/* its mailboxes (handshake.h), if its receives come from an SRQ */
+	/* its mailboxes (mailbox.h), if its receives come from an SRQ */
 	uint64_t box_addr[2];
 	uint32_t box_rkey[2];
 };
@@ -343,7 +343,7 @@ struct shiftu_vqp {
 	struct ibv_srq *app_srq;
 	struct shiftu_srq *srq;
 	uint8_t srq_side;
-	/* its mailboxes (handshake.h; box.c): default QP's, twin's */
+	/* its mailboxes (mailbox.h; box.c): default QP's, twin's */
 	struct shiftu_mailbox mbox[2];
 	uint8_t mboxed;			/* in the watcher's list */
 

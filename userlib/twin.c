@@ -26,6 +26,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "mailbox.h"
 #include "shadow_int.h"
 #include "srq.h"
 #include "store.h"
