@@ -18,9 +18,9 @@
 #include "lockorder.h"
 #include "log.h"
 #include "provq.h"
-#include "quiesce.h"
 #include "shadow.h"
 #include "util.h"
+#include "window.h"
 
 /* A completion status as a word for the log (ibv_wc_status_str is in
  * libibverbs, which the library does not link). */

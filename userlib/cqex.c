@@ -68,8 +68,8 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
-#include "quiesce.h"
 #include "util.h"
+#include "window.h"
 
 /* The provider's polling functions, as it made the CQ. */
 struct cqx_prov {

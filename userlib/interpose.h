@@ -35,8 +35,8 @@
 #include "proto.h"
 #include "qp.h"
 #include "ring.h"
-#include "quiesce.h"
 #include "util.h"
+#include "window.h"
 
 struct rxe_queue_buf;
 struct drain_state;

@@ -18,10 +18,10 @@
 #include "cq.h"
 #include "health.h"
 #include "interpose.h"
-#include "quiesce.h"
 #include "rename.h"
 #include "srq.h"
 #include "util.h"
+#include "window.h"
 
 /* What a thread's anchors point at before its first post and poll. */
 struct shiftu_vqp shiftu_vqp_none = {	/* reg.app_qp NULL: no QP's */
@@ -30,7 +30,7 @@ struct shiftu_vqp shiftu_vqp_none = {	/* reg.app_qp NULL: no QP's */
 static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
 
 /*
- * The thread's window (quiesce.h) and its anchors.  Most threads post to
+ * The thread's window (window.h) and its anchors.  Most threads post to
  * one QP and poll one context's CQs: the anchor's compare (its object's
  * app_qp or ctx) replaces a lookup.  A thread that posts to several QPs
  * pays the registry's cache, as all did before; one that polls CQs of two

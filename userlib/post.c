@@ -23,6 +23,7 @@
 #include "posters.h"
 #include "quiesce.h"
 #include "rename.h"
+#include "window.h"
 #include "wrapi.h"
 #include "util.h"
 

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "posters.h"
 #include "quiesce.h"
+#include "window.h"
 
 /*
  * How long a hand-over waits for a thread inside its post on the QP.  A

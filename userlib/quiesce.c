@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * quiesce.c: the posting and polling threads' windows and the wait for
- * them (quiesce.h).
+ * them (window.h, quiesce.h).
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -23,6 +23,7 @@
 #include "posters.h"
 #include "quiesce.h"
 #include "util.h"
+#include "window.h"
 
 static pthread_mutex_t windows_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shiftu_window *windows;	/* windows_lock */

@@ -9,10 +9,10 @@
 #include <stdbool.h>
 
 #include "interpose.h"
-#include "quiesce.h"
 #include "srq.h"
 #include "srqtab.h"
 #include "util.h"
+#include "window.h"
 
 /*
  * ibv_post_srq_recv(), past the common path: the thread's SRQ is not

@@ -22,11 +22,11 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
-#include "quiesce.h"
 #include "rename.h"
 #include "serial.h"
 #include "shadow.h"
 #include "util.h"
+#include "window.h"
 
 struct vqp_node *vqp_list;
 static struct vqp_node *vqp_spare;
@@ -295,7 +295,7 @@ SHIFTU_FORK_HOOK(vqp, .rank = SHIFTU_RANK_VQP, .name = "vqp_lock", .lock = &vqp_
  * post_send and post_recv count work requests (the data path counts them,
  * not its calls), poll_wcs the completions poll_cq took on its common path,
  * the others calls.  Each thread counts its polls and their completions in
- * its own window words (quiesce.h): one count every polling thread wrote
+ * its own window words (window.h): one count every polling thread wrote
  * would be a shared line on the data path.
  */
 static void __attribute__((destructor)) shiftu_exit_stats(void)

@@ -54,6 +54,7 @@
 #include "interpose.h"
 #include "log.h"
 #include "provq.h"
+#include "window.h"
 #include "wrapi.h"
 
 struct shiftu_wrbatch {

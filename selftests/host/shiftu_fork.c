@@ -28,9 +28,9 @@
 #include "fork.h"
 #include "interpose.h"
 #include "lockorder.h"
-#include "quiesce.h"
 #include "report.h"
 #include "shadow.h"
+#include "window.h"
 
 #include "kselftest_harness.h"
 

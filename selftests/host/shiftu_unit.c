@@ -36,6 +36,7 @@
 #include "quiesce.h"
 #include "shadow.h"
 #include "thread.h"
+#include "window.h"
 #include "wrid.h"
 
 #include "kselftest_harness.h"

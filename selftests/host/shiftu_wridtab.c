@@ -30,6 +30,7 @@
 #include "posters.h"
 #include "qp.h"
 #include "rename.h"
+#include "window.h"
 #include "wrid.h"
 #include "wridtab.h"
 
