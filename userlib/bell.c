@@ -47,6 +47,7 @@
 #include "bell.h"
 #include "interpose.h"
 #include "log.h"
+#include "real.h"
 #include "shadow.h"
 
 /* Rings in flight at once: each is flushed at once, so a few are plenty. */

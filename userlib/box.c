@@ -35,6 +35,7 @@
 #include "lockorder.h"
 #include "log.h"
 #include "mailbox.h"
+#include "real.h"
 
 /* The QPs with mailboxes: a leaf lock (lockorder.h). */
 static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;

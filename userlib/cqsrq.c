@@ -15,6 +15,7 @@
 #include "interpose.h"
 #include "interpose_int.h"
 #include "log.h"
+#include "real.h"
 #include "shadow.h"
 #include "srq.h"
 #include "util.h"

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "provq.h"
 #include "quiesce.h"
+#include "real.h"
 #include "shadow.h"
 #include "testbuild.h"
 #include "util.h"

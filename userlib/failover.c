@@ -43,6 +43,7 @@
 #include "log.h"
 #include "posters.h"
 #include "proto.h"
+#include "real.h"
 #include "serial.h"
 #include "shadow.h"
 #include "testbuild.h"

@@ -20,6 +20,7 @@
 #include "lockorder.h"
 #include "log.h"
 #include "mailbox.h"
+#include "real.h"
 #include "serial.h"
 #include "srq.h"
 #include "testbuild.h"

@@ -25,6 +25,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "real.h"
 #include "shadow.h"
 #include "util.h"
 

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proto.h"
 #include "provq.h"
+#include "real.h"
 #include "serial.h"
 #include "shadow.h"
 #include "srq.h"

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "interpose.h"
+#include "real.h"
 #include "shadow.h"
 #include "util.h"
 

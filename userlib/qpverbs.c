@@ -22,6 +22,7 @@
 #include "log.h"
 #include "posters.h"
 #include "provq.h"
+#include "real.h"
 #include "serial.h"
 #include "shadow.h"
 #include "srq.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * real.c: where the real libibverbs is (interpose.h, shiftu_real).
+ * real.c: where the real libibverbs is (real.h, shiftu_real).
  *
  * libshiftu defines the control verbs it stands in for under libibverbs'
  * own names and versions, so the real ones are to be found past it.  How
@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interpose.h"
 #include "log.h"
+#include "real.h"
 #include "util.h"
 
 struct shiftu_real shiftu_real;

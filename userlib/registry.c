@@ -27,6 +27,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "real.h"
 #include "shadow_int.h"
 #include "srq.h"
 #include "util.h"

@@ -33,6 +33,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "real.h"
 #include "report.h"
 #include "shadow_int.h"
 #include "testbuild.h"

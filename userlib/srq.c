@@ -42,6 +42,7 @@
 #include "log.h"
 #include "provq.h"
 #include "quiesce.h"
+#include "real.h"
 #include "shadow.h"
 #include "srq.h"
 #include "util.h"

@@ -27,6 +27,7 @@
 #include "lockorder.h"
 #include "log.h"
 #include "mailbox.h"
+#include "real.h"
 #include "shadow_int.h"
 #include "srq.h"
 #include "store.h"

@@ -27,6 +27,7 @@
 #include "interpose.h"
 #include "log.h"
 #include "qp.h"
+#include "real.h"
 #include "ring.h"
 
 #include "kselftest_harness.h"
