@@ -12,7 +12,7 @@
  * apart, which the counts compared here always are: they differ by the
  * work outstanding on one QP, a queue's worth (far below 2^30).
  *
- * Which counts are what (interpose.h, struct shiftu_vqp):
+ * Which counts are what (vqpstate.h, struct shiftu_vqp):
  *   sent2, consumed, a send's seq2, rq.head   64 bits, compared here
  *   hs_peer: the peer's consumed, 31 bits on the wire, extended to 64
  *            bits near our own sent2 (shiftu_hs_count_get())

@@ -80,7 +80,7 @@ void shiftu_shadow_start(void)
  * flush (seconds a QP on a busy host), and the shadow thread meanwhile
  * probes and answers for every other QP.  Up to BACKERS run at once,
  * started as they are needed and kept; a QP handed to one is pinned
- * (interpose.h) until the backer is done with it.
+ * (vqpstate.h, @pins) until the backer is done with it.
  */
 #define BACKERS		4
 
