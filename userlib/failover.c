@@ -35,10 +35,10 @@
 #include <unistd.h>
 
 #include "cq.h"
+#include "ctxstate.h"
 #include "failover.h"
 #include "failover_int.h"
 #include "handshake.h"
-#include "interpose.h"
 #include "lock.h"
 #include "log.h"
 #include "posters.h"
@@ -48,6 +48,7 @@
 #include "shadow.h"
 #include "testbuild.h"
 #include "util.h"
+#include "vqpstate.h"
 
 #define TWIN_WAIT_NS	(2000ULL * 1000 * 1000)
 

@@ -5,10 +5,11 @@
  */
 #include <stdint.h>
 
-#include "interpose.h"
+#include "ctxstate.h"
 #include "log.h"
 #include "posters.h"
 #include "quiesce.h"
+#include "vqpstate.h"
 #include "window.h"
 
 /*

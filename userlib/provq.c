@@ -33,9 +33,9 @@
 
 #include <rdma/rdma_user_rxe.h>
 
-#include "interpose.h"
 #include "log.h"
 #include "provq.h"
+#include "vqpstate.h"
 #include "wrid.h"
 
 /* How far past the struct ibv_qp the provider's object is searched. */

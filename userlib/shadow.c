@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "cq.h"
+#include "ctxstate.h"
 #include "failover.h"
-#include "interpose.h"
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
@@ -39,6 +39,7 @@
 #include "testbuild.h"
 #include "thread.h"
 #include "util.h"
+#include "vqpstate.h"
 
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
 
