@@ -19,6 +19,9 @@
  * Lifetimes follow the verbs rules: an object is not used concurrently with
  * or after its destroy call, and a context outlives its QPs and CQs.
  *
+ * The state of a context and of a QP is ctxstate.h and vqpstate.h; the
+ * real verbs, real.h.
+ *
  * Lock order: lockorder.h.
  */
 #ifndef _SHIFTU_INTERPOSE_H
