@@ -88,9 +88,14 @@ all: module tools lib selftests
 
 # kbuild's kmod/shift_ft.ko is for the last KVER built; the lab loads the
 # copy kept for the kernel it boots, build/kmod/<its version>/shift_ft.ko.
+# So with the selftests' own module (selftests/shift_ft/nldelay), which
+# nothing installs.
+NLDELAY := selftests/shift_ft/nldelay
 module:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules
 	$(Q)install -D -m 0644 kmod/shift_ft.ko $(BUILD)/kmod/$(KVER)/shift_ft.ko
+	$(Q)$(MAKE) -C $(KDIR) M=$(TOP)/$(NLDELAY) modules
+	$(Q)install -D -m 0644 $(NLDELAY)/sft_nldelay.ko $(BUILD)/kmod/$(KVER)/sft_nldelay.ko
 
 tools:
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d || exit; done
@@ -181,6 +186,7 @@ style:
 
 clean:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) clean
+	$(Q)$(MAKE) -C $(KDIR) M=$(TOP)/$(NLDELAY) clean
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	$(Q)$(MAKE) -C userlib clean
 	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \

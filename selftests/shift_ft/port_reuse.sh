@@ -9,22 +9,27 @@
 #
 #   round r: socket A on port P reports A+r (F_WITHDRAW)
 #            A closes  ║  socket B binds P as soon as it is free, reports B+r
-#            a dumper takes the table's lock over and over, so that the
-#            release's notifier waits for it: the window widens
+#            A's release waits 20 ms before shift_ft hears of it
 #   then:    every B+r still reported by an application, every A+r not;
 #            ftreuse exits: every B+r withdrawn
 #
-# A race, run ROUNDS times, which the new socket's report never won in the
-# lab (one CPU or two, LAB_SMP): the released socket's notifier takes the
-# table's lock first.  So it guards what the module does with a reused
-# port's reports (kept while the new socket lives, withdrawn when it
-# goes), and a module that withdraws by port alone passes it too.
+# Left to chance, the new socket's report never won the race in the lab
+# (one CPU or two, LAB_SMP): the window between the port freed and the
+# release told is a few instructions.  The selftests' own module,
+# sft_nldelay (nldelay/), holds each release of ftreuse's ports in it, ahead
+# of shift_ft's notifier, so every round's B reports inside it.  A module
+# that withdraws a port's reports by the port alone (5bcc1ec's) loses
+# every B+r here.
 set -e
 . "$(dirname "$0")/lib.sh"
 
 ft_setup
 FTREUSE=$FT_DIR/ftreuse
 [ -x "$FTREUSE" ] || skip "ftreuse not built"
+NLDELAY_KO=${FT_KO%/*}/sft_nldelay.ko
+[ -f "$NLDELAY_KO" ] || skip "$NLDELAY_KO not built (make module KVER=$(uname -r))"
+insmod "$NLDELAY_KO" delay_ms=20 || fail "insmod $NLDELAY_KO"
+ft_defer "rmmod sft_nldelay"
 A=fe80::5e05:a000:0
 B=fe80::5e05:b000:0
 ROUNDS=${FT_REUSE_ROUNDS:-200}
@@ -49,6 +54,9 @@ for _ in $(seq 600); do
 done
 grep -q '^# hold:' "$FT_TMP/reuse" || fail "ftreuse did not finish its $ROUNDS rounds in 60 s"
 log "$(grep '^rounds=' "$FT_TMP/reuse") (binds refused while the old socket held the port)"
+held=$(cat /sys/module/sft_nldelay/parameters/delayed)
+log "releases held in the window: $held"
+[ "$held" -ge "$ROUNDS" ] || fail "sft_nldelay held $held releases, fewer than the $ROUNDS rounds"
 
 # GIDs as the table prints them: fe80:0000:...:5e05:a000:000N
 a_src=$(sources fe80:0000:0000:0000:0000:5e05:a000)
