@@ -2,7 +2,8 @@
 /*
  * interpose.c: libshiftu's contexts (interpose.h): a device opened, its
  * context's data verbs taken over, and given back when it is closed.  The
- * other control verbs are in the files interpose_int.h lists.
+ * contexts' list is ctx.c's; the other control verbs are in the files
+ * interpose_int.h lists.
  *
  * The library does nothing until the application opens a device: no
  * constructor, no thread, no file.  The first ibv_open_device() reads the
@@ -28,26 +29,6 @@
 #include "real.h"
 #include "shadow.h"
 #include "util.h"
-
-/*
- * Contexts, newest first.  Nodes are never freed: a closed context's node
- * is kept (ctx NULL) and reused, so that a lock-free walker (poll_cq) never
- * reads freed memory.  Pushes publish with release; walkers load acquire.
- */
-struct shiftu_ctx *shiftu_ctx_list;
-uint64_t shiftu_wc_look = SHIFTU_WC_LOOK_ERRORS;
-pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-SHIFTU_FORK_HOOK(ctx, .rank = SHIFTU_RANK_CTX, .name = "ctx_lock", .lock = &ctx_lock);
-
-struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx)
-{
-	/* pairs with the release in ctx_attach() */
-	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
-
-	while (s && s->ctx != ctx)
-		s = s->next;
-	return s;
-}
 
 /*
  * Take over @ctx's data verbs.  Context: ibv_open_device(), before the
@@ -134,16 +115,6 @@ static void ctx_detach(struct ibv_context *ctx)
 		__atomic_store_n(&s->ctx, NULL, __ATOMIC_RELAXED);
 	}
 	shiftu_unlock(&ctx_lock, SHIFTU_LOCK_CTX);
-}
-
-void shiftu_health_sweep(void)
-{
-	/* pairs with the release in ctx_attach(); nodes are never freed */
-	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
-
-	for (; s; s = s->next)
-		if (__atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE))
-			shiftu_ctx_health(s);
 }
 
 /* ---- the exported verbs -------------------------------------------------- */

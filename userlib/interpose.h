@@ -86,7 +86,7 @@ struct shiftu_vqp *shiftu_vqp_by_twin(struct shiftu_ctx *s, uint32_t qp_num);
 /* The context's state, NULL if the library does not manage it.  Cold. */
 struct shiftu_ctx *shiftu_ctx_find(const struct ibv_context *ctx);
 
-/* The contexts, newest first (published with release; interpose.c). */
+/* The contexts, newest first (published with release; interpose.c, ctx.c). */
 extern struct shiftu_ctx *shiftu_ctx_list SHIFTU_HIDDEN;
 
 /* Statistics counter bump: relaxed load and store, no locked instruction. */

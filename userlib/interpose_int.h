@@ -13,8 +13,9 @@
  *   pdmr.c       the PD and MR verbs, recorded for their twins
  *   vqp.c        the managed QPs' list: its nodes, lookups and pins, the
  *                contexts' receive caches, fork(2)'s child, the exit line
+ *   ctx.c        the contexts' list, its lock and its lookup
  *
- * The verbs' files find a context with shiftu_ctx_find() (interpose.c);
+ * The verbs' files find a context with shiftu_ctx_find() (ctx.c);
  * interpose.c puts the create_*_ex of qpverbs.c and cqsrq.c in a context's
  * ops; qpverbs.c takes and gives back vqp.c's nodes; vqp.c reads the
  * contexts' list for fork(2)'s child and the exit line.  Each shared
@@ -33,7 +34,7 @@
 #include "interpose.h"
 #include "util.h"
 
-/* ---- interpose.c ----------------------------------------------------- */
+/* ---- ctx.c ----------------------------------------------------------- */
 
 /* shiftu_ctx_list's writers, and the exit line's walk of it */
 extern pthread_mutex_t ctx_lock SHIFTU_HIDDEN;

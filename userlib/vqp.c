@@ -195,6 +195,16 @@ void shiftu_ctx_health(struct shiftu_ctx *s)
 	free(v);
 }
 
+void shiftu_health_sweep(void)
+{
+	/* pairs with the release in ctx_attach(); nodes are never freed */
+	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
+
+	for (; s; s = s->next)
+		if (__atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE))
+			shiftu_ctx_health(s);
+}
+
 /* @vq's move waits for a polling session of @cq (cqex.c). */
 static bool vqp_polls_held(const struct shiftu_vqp *vq, const void *cq)
 {
