@@ -18,8 +18,8 @@
  * it was written before it.  Sends wait for the count only when two-sided
  * ones are outstanding; a side with nothing to move answers and stays.
  *
- * The watcher thread sleeps in poll(2) on the completion channels of the
- * twin CQs and hands what it finds to failover.c.
+ * The watcher thread (watcher.c) sleeps in poll(2) on the completion
+ * channels of the twin CQs and hands what it finds to failover.c.
  */
 #ifndef _SHIFTU_HANDSHAKE_H
 #define _SHIFTU_HANDSHAKE_H
