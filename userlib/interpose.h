@@ -120,9 +120,6 @@ static inline void shiftu_bump(uint64_t *c)
 #define SHIFTU_WC_LOOK_RECVS	((uint64_t)IBV_WC_RECV << 32 | SHIFTU_WC_LOOK_ERRORS)
 extern uint64_t shiftu_wc_look SHIFTU_HIDDEN;
 
-/* A QP that matches none: the anchors' and the receive cache's empty value. */
-extern struct shiftu_vqp shiftu_vqp_none SHIFTU_HIDDEN;
-
 /*
  * The QP of number @qp_num of context @s (NULL if none), put in the
  * receive cache unless it owes counts.  Takes the registry's lock.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * poll.c: libshiftu's ibv_poll_cq (interpose.h): the common path, the
- * last step of every poll, the library's ids given back (rename.h), and
- * the thread's window with the anchors the data verbs start from.
+ * last step of every poll, and the library's ids given back (rename.h).
+ * The thread's window, with the anchors the data verbs start from, is
+ * window.c's.
  *
  * As for the posts (post.c): the context's object is the one the thread
  * polled last, else found by a walk of the contexts; one acquire load and
@@ -22,32 +23,6 @@
 #include "srq.h"
 #include "util.h"
 #include "window.h"
-
-/* What a thread's anchors point at before its first post and poll. */
-struct shiftu_vqp shiftu_vqp_none = {	/* reg.app_qp NULL: no QP's */
-	.rc_qpn = UINT32_MAX,		/* no QP's number either */
-};
-static struct shiftu_ctx ctx_none;	/* ctx NULL: no CQ's */
-
-/*
- * The thread's window (window.h) and its anchors.  Most threads post to
- * one QP and poll one context's CQs: the anchor's compare (its object's
- * app_qp or ctx) replaces a lookup.  A thread that posts to several QPs
- * pays the registry's cache, as all did before; one that polls CQs of two
- * contexts finds the other one in ctx_before.  The compare is a plain
- * load: an anchored QP may be gone, its node kept for another QP
- * (vqp.c), and whatever app_qp a racing attach or detach leaves
- * there, it is not the QP the thread posts to (that one is alive, its node
- * is its own).  Contexts' nodes are never freed either.  Defined here,
- * beside the polls that change contexts: knowing its alignment, the
- * compiler stores ctx_before and ctx in one aligned move (poll_find()).
- */
-__thread struct shiftu_window shiftu_window __attribute__((tls_model("initial-exec"))) = {
-	.vq = &shiftu_vqp_none,
-	.srq = &shiftu_srq_none,
-	.ctx = &ctx_none,
-	.ctx_before = &ctx_none,
-};
 
 /* As shiftu_vqp_open() (interpose.h), for a context's polls: its page
  * seq and its slow CQs. */

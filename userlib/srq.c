@@ -54,7 +54,6 @@
 
 /* The records, newest first: pushed with release, never freed. */
 static struct shiftu_srq *srq_list;
-struct shiftu_srq shiftu_srq_none = { .slow = true };
 /*
  * Guards the records' QP lists, sides and twins, and the posts to a
  * tabled SRQ off its common path; takes mr_lock (a receive's keys on the

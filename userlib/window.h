@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util.h"
+
 struct shiftu_vqp;
 struct shiftu_srq;
 struct shiftu_ctx;
@@ -66,10 +68,17 @@ struct shiftu_window {
 /*
  * Initial exec: the library is loaded at start (LD_PRELOAD or linked), so
  * its TLS is in the static block and one %fs-relative access reaches it.
- * Defined with the anchors' initial values in poll.c.
+ * Defined with the anchors' initial values in window.c, 16-byte aligned:
+ * poll.c's stores of ctx_before and ctx are one aligned move.
  */
 extern __thread struct shiftu_window shiftu_window
-	__attribute__((tls_model("initial-exec")));
+	__attribute__((tls_model("initial-exec"), aligned(16)));
+
+/* A QP that matches none: the anchors' and the receive cache's empty value. */
+extern struct shiftu_vqp shiftu_vqp_none SHIFTU_HIDDEN;
+
+/* A record that matches no SRQ: a thread's anchor before its first post. */
+extern struct shiftu_srq shiftu_srq_none;
 
 /* Register the calling thread's window.  Cold; may allocate a key. */
 void shiftu_window_register(void);
