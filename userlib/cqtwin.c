@@ -25,8 +25,6 @@
 #include "shadow.h"
 #include "util.h"
 
-uint64_t shiftu_twin_wcs;
-
 /* a statistic of the process's: the child's starts at zero */
 static void twin_wcs_fork_child(void)
 {

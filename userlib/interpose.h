@@ -185,7 +185,7 @@ static inline void shiftu_count_recv(struct shiftu_ctx *s, uint32_t qp_num)
 }
 
 /* Completions the library took from twin CQs (relaxed; statistics). */
-extern uint64_t shiftu_twin_wcs;
+extern uint64_t shiftu_twin_wcs SHIFTU_HIDDEN;
 
 /* post.c, poll.c, srqpost.c: the replacements of the provider's data verbs. */
 int shiftu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

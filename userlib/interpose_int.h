@@ -11,8 +11,10 @@
  *   cqsrq.c      the CQ and SRQ verbs: a CQ's room for a failover's
  *                completions, the extended context's create_cq_ex
  *   pdmr.c       the PD and MR verbs, recorded for their twins
- *   vqp.c        the managed QPs' list: its nodes, lookups and pins, the
+ *   vqp.c        the managed QPs' list: its nodes and lookups, the
  *                contexts' receive caches, fork(2)'s child, the exit line
+ *   sweep.c      the QPs collected and pinned: a health sweep, a polling
+ *                session's end
  *   ctx.c        the contexts' list, its lock and its lookup
  *
  * The verbs' files find a context with shiftu_ctx_find() (ctx.c);

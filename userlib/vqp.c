@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * vqp.c: the managed QPs' list (interpose_int.h): its nodes, which outlive
- * their QPs, the lookups by QP number, the QPs collected and pinned for a
- * health sweep or a polling session's end, the contexts' receive caches,
- * and the counts of the QPs gone, which fork(2)'s child and the exit line
- * read.
+ * their QPs, the lookups by QP number, the contexts' receive caches, and
+ * the counts of the QPs gone and of the twins' completions, which fork(2)'s
+ * child and the exit line read.  The QPs collected and pinned for a health
+ * sweep or a polling session's end are sweep.c's.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,9 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cq.h"
 #include "event.h"
-#include "failover.h"
 #include "interpose.h"
 #include "interpose_int.h"
 #include "lock.h"
@@ -24,7 +22,6 @@
 #include "log.h"
 #include "rename.h"
 #include "serial.h"
-#include "shadow.h"
 #include "util.h"
 #include "window.h"
 
@@ -81,6 +78,7 @@ void shiftu_rcache_drop(struct shiftu_vqp *vq, uint32_t qp_num)
 
 /* The counts of QPs and contexts already gone; under vqp_lock / ctx_lock. */
 struct vqp_retired retired;
+uint64_t shiftu_twin_wcs;
 
 /* Context: vqp_lock held. */
 static struct shiftu_vqp *vqp_by_num_locked(struct shiftu_ctx *s, uint32_t qp_num)
@@ -139,106 +137,6 @@ void shiftu_recv_owe(struct shiftu_vqp *vq, uint64_t owed)
 	__atomic_fetch_add(&vq->consumed, owed, __ATOMIC_RELAXED);
 	shiftu_rcache_drop(vq, vq->reg.app_qp->qp_num);
 	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
-}
-
-/*
- * The QPs for which @match(@vq, @arg) holds, collected under the list's
- * lock and each pinned: the caller acts on them (a failover takes locks
- * this list's lock must not hold) and unpins each when done with it; a QP
- * destroyed meanwhile keeps its node (its locks, its number) until then.
- * Returns the array (the caller frees it), *@k its length; NULL with *@k 0
- * when there is none, or no memory for it (*@oom then set).
- */
-static struct shiftu_vqp **vqps_pinned(bool (*match)(const struct shiftu_vqp *, const void *),
-				       const void *arg, size_t *k, bool *oom)
-{
-	struct shiftu_vqp **v;
-	struct vqp_node *n;
-	size_t cap = 0;
-
-	*k = 0;
-	shiftu_lock(&vqp_lock, SHIFTU_LOCK_VQP);
-	for (n = vqp_list; n; n = n->next)
-		cap++;
-	v = cap ? malloc(cap * sizeof(*v)) : NULL;
-	*oom = cap && !v;
-	for (n = vqp_list; v && n; n = n->next)
-		if (match(&n->vq, arg)) {
-			__atomic_fetch_add(&n->vq.pins, 1, __ATOMIC_RELAXED);
-			v[(*k)++] = &n->vq;
-		}
-	shiftu_unlock(&vqp_lock, SHIFTU_LOCK_VQP);
-	return v;
-}
-
-static void vqp_unpin(struct shiftu_vqp *vq)
-{
-	__atomic_fetch_sub(&vq->pins, 1, __ATOMIC_RELEASE);
-}
-
-static bool vqp_of_ctx(const struct shiftu_vqp *vq, const void *s)
-{
-	return vq->sctx == s && vq->rings;
-}
-
-void shiftu_ctx_health(struct shiftu_ctx *s)
-{
-	struct shiftu_vqp **v;
-	size_t i, k;
-	bool oom;
-
-	v = vqps_pinned(vqp_of_ctx, s, &k, &oom);
-	for (i = 0; i < k; i++) {
-		shiftu_vqp_health(v[i]);
-		vqp_unpin(v[i]);
-	}
-	free(v);
-}
-
-void shiftu_health_sweep(void)
-{
-	/* pairs with the release in ctx_attach(); nodes are never freed */
-	struct shiftu_ctx *s = __atomic_load_n(&shiftu_ctx_list, __ATOMIC_ACQUIRE);
-
-	for (; s; s = s->next)
-		if (__atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE))
-			shiftu_ctx_health(s);
-}
-
-/* @vq's move waits for a polling session of @cq (cqex.c). */
-static bool vqp_polls_held(const struct shiftu_vqp *vq, const void *cq)
-{
-	return __atomic_load_n(&vq->poll_hold, __ATOMIC_RELAXED) &&
-	       ((vq->scq && vq->scq->app == cq) || (vq->rcq && vq->rcq->app == cq));
-}
-
-bool shiftu_vqp_polls_done(const struct ibv_cq *cq)
-{
-	struct shiftu_vqp **v, *vq;
-	const char *why;
-	size_t i, k;
-	uint8_t hold;
-	bool oom;
-
-	v = vqps_pinned(vqp_polls_held, cq, &k, &oom);
-	if (oom)
-		return false;
-	for (i = 0; i < k; i++) {
-		vq = v[i];
-		/*
-		 * The hold first: a move that is left to a session again
-		 * takes a hold of its own before this one is given back.
-		 */
-		hold = __atomic_exchange_n(&vq->poll_hold, 0, __ATOMIC_ACQ_REL);
-		why = __atomic_exchange_n(&vq->move_deferred, NULL, __ATOMIC_ACQ_REL);
-		if (why)
-			shiftu_failover(vq, why);
-		if (hold)
-			shiftu_cq_slow(vq, false);
-		vqp_unpin(vq);
-	}
-	free(v);
-	return true;
 }
 
 /*
