@@ -10,7 +10,9 @@
  * pass holds while the store is asked.  A recording thread only records
  * and wakes the shadow thread: a key to delete from the store is queued
  * for it (shiftu_kv_forget(), storepass.c).  Here too: the room the CQs
- * keep for a failover's completions, and the records across fork(2).
+ * keep for a failover's completions, and the records across fork(2).  The
+ * lists themselves, their leaf locks and the lookups the data paths make
+ * are reclist.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,20 +34,6 @@
 #include "srq.h"
 #include "util.h"
 
-/*
- * The MR and CQ lists have locks of their own, leaves of the lock order,
- * because the data paths look them up (keys while on a twin, a CQ's
- * record in the slow poll) and must not wait for a shadow pass.
- */
-pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
-SHIFTU_FORK_HOOK(mr, .rank = SHIFTU_RANK_MR, .name = "mr_lock", .lock = &mr_lock);
-pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
-
-struct shiftu_pd *pds;
-struct shiftu_mr *mrs;
-struct shiftu_cq *cqs;
-struct shiftu_vqp **vqps;
-unsigned int n_vqps;
 static unsigned int cap_vqps;
 
 /* ---- recording (the application's threads) ------------------------------- */
@@ -113,15 +101,6 @@ void shiftu_shadow_pd_gone(struct ibv_pd *pd)
 			break;
 		}
 	shiftu_unlock(&shadow_lock, SHIFTU_LOCK_SHADOW);
-}
-
-struct shiftu_pd *shiftu_pd_find(const struct ibv_pd *pd)
-{
-	struct shiftu_pd *p;
-
-	for (p = pds; p && p->app != pd; p = p->next)
-		;
-	return p;
 }
 
 /* Add a copy of @rec unless its MR is known (one reg verb called another);
@@ -294,26 +273,6 @@ void shiftu_shadow_cq_gone(struct ibv_cq *cq)
 			break;
 		}
 	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
-}
-
-/* Context: cq_lock held. */
-static struct shiftu_cq *cq_find_locked(const struct ibv_cq *cq)
-{
-	struct shiftu_cq *c;
-
-	for (c = cqs; c && c->app != cq; c = c->next)
-		;
-	return c;
-}
-
-struct shiftu_cq *shiftu_cq_find(const struct ibv_cq *cq)
-{
-	struct shiftu_cq *c;
-
-	shiftu_lock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
-	c = cq_find_locked(cq);
-	shiftu_unlock(&cq_lock, SHIFTU_LOCK_CQ_LIST);
-	return c;
 }
 
 /* The entries @c needs for the application's and @qps QPs' room. */
@@ -590,22 +549,3 @@ static void shiftu_shadow_fork_child(void)
 
 SHIFTU_FORK_HOOK(shadow, .rank = SHIFTU_RANK_SHADOW, .name = "shadow_lock",
 		 .lock = &shadow_lock, .child = shiftu_shadow_fork_child);
-
-/* ---- lookups for the failover path ----------------------------------- */
-
-int shiftu_backup_lkey(struct shiftu_vqp *vq, uint32_t lkey, uint32_t *out)
-{
-	struct shiftu_mr *m;
-	int ret = -ENOENT;
-
-	shiftu_lock(&mr_lock, SHIFTU_LOCK_MR);
-	for (m = mrs; m; m = m->next)
-		if (m->app->lkey == lkey && m->pd && m->pd->sctx == vq->sctx &&
-		    m->bak) {
-			*out = m->bak->lkey;
-			ret = 0;
-			break;
-		}
-	shiftu_unlock(&mr_lock, SHIFTU_LOCK_MR);
-	return ret;
-}

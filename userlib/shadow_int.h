@@ -4,8 +4,10 @@
  * what the rest of the library calls).
  *
  *   shadow.c     the shadow thread: its loop, its pass, the backers
- *   registry.c   the records of the application's objects, the backup
- *                lkeys, the records across fork(2)
+ *   registry.c   the records of the application's objects, the records
+ *                across fork(2)
+ *   reclist.c    the records' lists, their leaf locks, the lookups in
+ *                them: a PD's record, a CQ's record, a backup lkey
  *   twin.c       the twins: backup context, PDs, MRs, CQs, QPs; a QP's
  *                twin published, connected, renewed; a QP reconnected
  *   failback.c   failing back: the request, the answer, rejoin, cancel
@@ -134,7 +136,7 @@ extern uint64_t scout_due SHIFTU_HIDDEN;
 void shiftu_scout_req(struct shiftu_vqp *vq, const struct pass_qp *pq, uint64_t now) SHIFTU_HIDDEN;
 void shiftu_scout_apply(uint64_t now) SHIFTU_HIDDEN;
 
-/* ---- registry.c ------------------------------------------------------ */
+/* ---- reclist.c ------------------------------------------------------- */
 
 /* the MR list's, a leaf of the lock order (lockorder.h) */
 extern pthread_mutex_t mr_lock SHIFTU_HIDDEN;
@@ -147,6 +149,16 @@ extern struct shiftu_vqp **vqps SHIFTU_HIDDEN;
 extern unsigned int n_vqps SHIFTU_HIDDEN;
 
 struct shiftu_pd *shiftu_pd_find(const struct ibv_pd *pd) SHIFTU_HIDDEN;
+
+/* Context: cq_lock held. */
+static inline struct shiftu_cq *cq_find_locked(const struct ibv_cq *cq)
+{
+	struct shiftu_cq *c;
+
+	for (c = cqs; c && c->app != cq; c = c->next)
+		;
+	return c;
+}
 
 /* ---- twin.c ---------------------------------------------------------- */
 
