@@ -218,7 +218,7 @@ void shiftu_cq_fences(struct shiftu_cq *c)
 }
 
 /*
- * The watcher's turn (handshake.c): @c's twin CQ had an event.  What it
+ * The watcher's turn (watcher.c): @c's twin CQ had an event.  What it
  * holds goes to the stash, for the application's next poll; the CQ is
  * armed again.  Context: the watcher thread, no lock held.
  */

@@ -47,7 +47,7 @@ void shiftu_ctx_health(struct shiftu_ctx *s);
 /*
  * shiftu_ctx_health() for every context: the page moved while the
  * application may be asleep in its completion channel.  Context: the
- * watcher thread (handshake.c).
+ * watcher thread (watcher.c).
  */
 void shiftu_health_sweep(void);
 

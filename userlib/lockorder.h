@@ -7,7 +7,7 @@
  * A thread holding a lock of this list takes only locks below it, and
  * fork(2) takes them all in this order (fork.c, from the ranks below):
  *
- *   serve_lock		the watcher's round of twin completions (handshake.c)
+ *   serve_lock		the watcher's round of twin completions (watcher.c)
  *   a QP's batch		its extended send API's batch (wrapi.c's @holder,
  *			taken by a compare-and-swap, waited for yielding):
  *			held from the application's ibv_wr_start to its
@@ -25,11 +25,11 @@
  *			SRQ off its common path (srq.c); takes only mr_lock,
  *			for a receive's keys on the backup device, and
  *			windows_lock, waiting out the posts on that path
- *           leaves: mr_lock (registry.c), forget_lock (storepass.c), backer_lock
+ *           leaves: mr_lock (reclist.c), forget_lock (storepass.c), backer_lock
  *           (shadow.c), nl_lock (report.c),
- *           vqp_lock (vqp.c), ctx_lock (interpose.c), cqx_lock (cqex.c),
+ *           vqp_lock (vqp.c), ctx_lock (ctx.c), cqx_lock (cqex.c),
  *           box_lock (box.c), reg_lock (qp.c), health_lock
- *           (health.c), windows_lock (quiesce.c), ch_lock (handshake.c),
+ *           (health.c), windows_lock (quiesce.c), ch_lock (watcher.c),
  *           cb_lock (event.c), config_lock (config.c), wrid_lock
  *           (rename.c): none is held while
  *           another lock of the library is taken (cq_lock's holder starts
@@ -51,7 +51,7 @@
 
 /* The order above, outermost first: what fork(2) takes, in this order. */
 enum shiftu_lock_rank {
-	SHIFTU_RANK_SERVE,	/* serve_lock (handshake.c) */
+	SHIFTU_RANK_SERVE,	/* serve_lock (watcher.c) */
 	SHIFTU_RANK_SHADOW,	/* shadow_lock (storepass.c) */
 	SHIFTU_RANK_RECORDS,	/* every QP's lock, then every fo_lock,
 				 * cq_lock, every CQ's lock (registry.c) */

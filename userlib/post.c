@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * post.c: libshiftu's ibv_post_send and ibv_post_recv (interpose.h), from
- * the thread's QP (its anchor, poll.c) or a lookup.  The other data verbs
+ * the thread's QP (its anchor, window.c) or a lookup.  The other data verbs
  * are ibv_post_srq_recv (srqpost.c) and ibv_poll_cq (poll.c); a QP's look
  * at the table when the page moved is qphealth.c's.
  *

@@ -51,7 +51,7 @@ struct shiftu_pd {
 	struct shiftu_pd *next;
 };
 
-/* An MR and its twin.  Under mr_lock (registry.c); lookups copy out. */
+/* An MR and its twin.  Under mr_lock (reclist.c); lookups copy out. */
 struct shiftu_mr {
 	struct ibv_mr *app;
 	struct ibv_mr *bak;
@@ -114,7 +114,7 @@ struct shiftu_cq {
 };
 
 /* PDs and QPs are under shadow_lock, MRs and CQs under leaf locks of their
- * own (registry.c); cq_lock is the CQ records' list's (lockorder.h). */
+ * own (reclist.c); cq_lock is the CQ records' list's (lockorder.h). */
 extern pthread_mutex_t shadow_lock;
 extern pthread_mutex_t cq_lock SHIFTU_HIDDEN;
 

@@ -18,7 +18,7 @@
  *	(handshake.c)
  *   SHIFTU_TEST_WATCH_DELAY_MS		0..10000	(0)
  *	the watcher thread waits this long before it serves the backup
- *	CQs' events (handshake.c)
+ *	CQs' events (watcher.c)
  *   SHIFTU_TEST_REPLAY_FAIL		0..65536	(0)
  *	a replay's post this far on (1: the first) fails with EIO
  *	(replay.c)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * thread.h: the library's own threads (the backup thread, shadow.c; the
- * completion-event watcher, handshake.c).
+ * completion-event watcher, watcher.c).
  *
  * They start detached, with every signal blocked that the application may
  * send or catch: a signal sent to the process is then delivered to one of
