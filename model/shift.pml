@@ -602,7 +602,7 @@ inline release_held()
 }
 
 /*
- * shiftu_qp_reconnect() (twin.c): side s's default QP reset and
+ * shiftu_qp_reconnect() (qpconn.c): side s's default QP reset and
  * connected again (generation 2), with a control receive at its head for
  * a two-sided failback (m).  Nothing of the peer's may be under way on
  * its own reset default QP to this one: the reset would lose it.

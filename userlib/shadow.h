@@ -13,7 +13,7 @@
  *   mr:<node GUID>:<default rkey>   ->  "<backup rkey>"
  *
  * <joined> is 0, then 1 once the backup QP has joined the peer's (RTS); a
- * QP is protected once both have (twin.c).
+ * QP is protected once both have (qpconn.c).
  *
  * GIDs are 32 hex digits, numbers decimal, the node GUID 16 hex digits (the
  * default device's, as the health page has it).
@@ -26,9 +26,10 @@
  * after one log line: nothing the application calls fails because of it.
  *
  * The thread and its pass are shadow.c; the records registry.c; the twins
- * twin.c; failing back failback.c; the look ahead for the peer's keys
- * scout.c; the store's connection and batch storepass.c.  What these
- * share among themselves is in shadow_int.h.
+ * twin.c; failing back failback.c; a QP's connection from its recorded
+ * steps qpconn.c; the look ahead for the peer's keys scout.c; the store's
+ * connection and batch storepass.c.  What these share among themselves is
+ * in shadow_int.h.
  */
 #ifndef _SHIFTU_SHADOW_H
 #define _SHIFTU_SHADOW_H

@@ -9,8 +9,10 @@
  *   reclist.c    the records' lists, their leaf locks, the lookups in
  *                them: a PD's record, a CQ's record, a backup lkey
  *   twin.c       the twins: backup context, PDs, MRs, CQs, QPs; a QP's
- *                twin published, connected, renewed; a QP reconnected
+ *                twin made, published, joined to the peer's in the pass
  *   failback.c   failing back: the request, the answer, rejoin, cancel
+ *   qpconn.c     a QP's connection from its recorded steps: a twin
+ *                connected, ready, renewed; a QP reconnected
  *   scout.c      the look ahead for the peer's backup keys
  *   storepass.c  the store: its connection, the pass's batch of requests,
  *                the keys to forget; shadow_lock and the thread's wake-up
@@ -31,6 +33,7 @@
 #include "util.h"
 #include "shadow.h"
 #include "store.h"
+#include "vqpstate.h"
 
 /* ---- storepass.c ----------------------------------------------------- */
 
@@ -166,8 +169,6 @@ bool shiftu_twins_make(void) SHIFTU_HIDDEN;
 bool shiftu_twin_asks(struct shiftu_vqp *vq, struct pass_qp *pq) SHIFTU_HIDDEN;
 void shiftu_twin_step(struct shiftu_vqp *vq, const struct pass_qp *pq, bool *pending)
 	SHIFTU_HIDDEN;
-int shiftu_qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
-			unsigned int ctrl) SHIFTU_HIDDEN;
 
 /* ---- failback.c ------------------------------------------------------ */
 
@@ -176,6 +177,23 @@ bool shiftu_failback_waits(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
 bool shiftu_failback_steps(struct shiftu_vqp *vq, const struct pass_qp *pq) SHIFTU_HIDDEN;
 bool shiftu_failback_listen(struct shiftu_vqp *vq, const struct pass_qp *pq) SHIFTU_HIDDEN;
 void shiftu_late_batch(unsigned int from) SHIFTU_HIDDEN;
+
+/* ---- qpconn.c -------------------------------------------------------- */
+
+/* Where the peer writes to @vq on @side, if @vq is on an SRQ (box.c); else 0. */
+static inline uint64_t box_addr(const struct shiftu_vqp *vq, enum shiftu_box_side side)
+{
+	return vq->app_srq && vq->mbox[side].mr ? (uint64_t)(uintptr_t)vq->mbox[side].slots : 0;
+}
+
+static inline uint32_t box_rkey(const struct shiftu_vqp *vq, enum shiftu_box_side side)
+{
+	return vq->app_srq && vq->mbox[side].mr ? vq->mbox[side].mr->rkey : 0;
+}
+
+void twin_connect(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
+int shiftu_qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
+			unsigned int ctrl) SHIFTU_HIDDEN;
 
 /* ---- shadow.c -------------------------------------------------------- */
 

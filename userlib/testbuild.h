@@ -48,9 +48,9 @@
  *	first chance to (scout.c): a failover in that time meets keys of
  *	the peer's that nothing fetched ahead
  *   SHIFTU_TEST_JOIN_DELAY_MS		0..20000	(0)
- *	a twin waits this long in RTR before RTS (twin.c), as one whose
- *	thread is starved of the CPU between the two steps: it takes the
- *	peer's messages, but cannot answer them yet
+ *	a twin waits this long in RTR before RTS (qpconn.c, twin.c), as
+ *	one whose thread is starved of the CPU between the two steps: it
+ *	takes the peer's messages, but cannot answer them yet
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
