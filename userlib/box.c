@@ -12,7 +12,7 @@
  * its default QP), and the message would wait there (RNR) for the move
  * it is meant to start.  An RDMA WRITE needs no receive: the peer writes
  * its message into the QP's mailbox on that side, and the watcher thread
- * looks at every mailbox every SHIFTU_BOX_MS.
+ * looks at every mailbox every SHIFTU_BOX_MS (watcher.c, box_int.h).
  *
  * Message k goes to slot k modulo SHIFTU_BOX_SLOTS, so that messages
  * written between two looks are all read, in order.  A peer writes a
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "failover.h"
+#include "box_int.h"
 #include "handshake.h"
 #include "interpose.h"
 #include "lock.h"
@@ -37,10 +37,11 @@
 #include "mailbox.h"
 #include "real.h"
 
-/* The QPs with mailboxes: a leaf lock (lockorder.h). */
-static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct shiftu_vqp **boxes;
-static unsigned int n_boxes, cap_boxes;
+/* The QPs with mailboxes: a leaf lock (lockorder.h); watcher.c sweeps them. */
+pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
+struct shiftu_vqp **boxes;
+unsigned int n_boxes;
+static unsigned int cap_boxes;
 
 static const char *const box_side[] = { "default QP", "twin" };
 
@@ -129,22 +130,6 @@ void shiftu_box_close(struct shiftu_vqp *vq)
 	}
 }
 
-/* Slot @b holds a whole message: true, its word in *@w. */
-static bool slot_whole(const struct shiftu_box *b, uint64_t *w)
-{
-	uint64_t word = __atomic_load_n(&b->word, __ATOMIC_ACQUIRE);
-	uint64_t check = __atomic_load_n(&b->check, __ATOMIC_ACQUIRE);
-
-	*w = word;
-	return (word ^ SHIFTU_BOX_KEY) == check;
-}
-
-/* Message @seq of mailbox @m, if it has come whole: true, its word in *@w. */
-static bool box_read(const struct shiftu_mailbox *m, uint32_t seq, uint64_t *w)
-{
-	return slot_whole(&m->slots[seq % SHIFTU_BOX_SLOTS], w) && (uint32_t)(*w >> 32) == seq;
-}
-
 void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side)
 {
 	struct shiftu_mailbox *m = &vq->mbox[side];
@@ -157,43 +142,6 @@ void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side)
 		if (slot_whole(&m->slots[i], &w) && (int32_t)((uint32_t)(w >> 32) - m->seen) > 0)
 			m->seen = (uint32_t)(w >> 32);
 	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
-}
-
-bool shiftu_box_sweep(void)
-{
-	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
-	unsigned int i, s, n = 0;
-	bool any;
-	uint64_t w;
-
-	shiftu_lock(&box_lock, SHIFTU_LOCK_BOX);
-	any = n_boxes > 0;
-	for (i = 0; i < n_boxes && n < SHIFTU_HS_BATCH; i++) {
-		struct shiftu_vqp *vq = boxes[i];
-
-		for (s = 0; s < SHIFTU_BOX_SIDES; s++) {
-			struct shiftu_mailbox *m = &vq->mbox[s];
-
-			while (m->mr && n < SHIFTU_HS_BATCH && box_read(m, m->seen + 1, &w)) {
-				m->seen++;
-				__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
-				msgs[n++] = (struct shiftu_hs_msg){
-					.vq = vq, .imm = (uint32_t)w,
-					.on_default = s == SHIFTU_BOX_DEFAULT,
-					.gen = s == SHIFTU_BOX_DEFAULT ?
-						       __atomic_load_n(&vq->ctrl_gen, __ATOMIC_RELAXED) :
-						       __atomic_load_n(&vq->reconnects, __ATOMIC_RELAXED),
-				};
-			}
-		}
-	}
-	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
-	/* pinned: a QP destroyed meanwhile waits for its message's turn */
-	for (i = 0; i < n; i++) {
-		shiftu_hs_message(&msgs[i]);
-		__atomic_fetch_sub(&msgs[i].vq->pins, 1, __ATOMIC_RELEASE);
-	}
-	return any;
 }
 
 int shiftu_box_send(struct shiftu_vqp *vq, enum shiftu_box_side side, uint32_t imm)

@@ -3,7 +3,8 @@
  * mailbox.h: a QP's mailboxes, the memory its peer writes the handshake's
  * control messages into when the QP's receives come from an SRQ.  Types
  * and constants only, for struct shiftu_vqp (vqpstate.h), which holds one
- * on each side; box.c fills and reads them, its functions in handshake.h.
+ * on each side; box.c fills them and the watcher's sweep reads them
+ * (watcher.c, box_int.h), their functions in handshake.h.
  */
 #ifndef _SHIFTU_MAILBOX_H
 #define _SHIFTU_MAILBOX_H

@@ -12,13 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "box_int.h"
 #include "cq.h"
+#include "failover.h"
 #include "handshake.h"
 #include "health.h"
 #include "interpose.h"
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "mailbox.h"
 #include "real.h"
 #include "testbuild.h"
 #include "thread.h"
@@ -64,6 +67,49 @@ static void page_moved(int fd)
 	/* reading re-arms the file's POLLIN (uapi/shift_ft.h) */
 	if (read(fd, &gen, sizeof(gen)) == sizeof(gen))
 		shiftu_health_sweep();
+}
+
+/* Message @seq of mailbox @m, if it has come whole: true, its word in *@w. */
+static bool box_read(const struct shiftu_mailbox *m, uint32_t seq, uint64_t *w)
+{
+	return slot_whole(&m->slots[seq % SHIFTU_BOX_SLOTS], w) && (uint32_t)(*w >> 32) == seq;
+}
+
+bool shiftu_box_sweep(void)
+{
+	struct shiftu_hs_msg msgs[SHIFTU_HS_BATCH];
+	unsigned int i, s, n = 0;
+	bool any;
+	uint64_t w;
+
+	shiftu_lock(&box_lock, SHIFTU_LOCK_BOX);
+	any = n_boxes > 0;
+	for (i = 0; i < n_boxes && n < SHIFTU_HS_BATCH; i++) {
+		struct shiftu_vqp *vq = boxes[i];
+
+		for (s = 0; s < SHIFTU_BOX_SIDES; s++) {
+			struct shiftu_mailbox *m = &vq->mbox[s];
+
+			while (m->mr && n < SHIFTU_HS_BATCH && box_read(m, m->seen + 1, &w)) {
+				m->seen++;
+				__atomic_fetch_add(&vq->pins, 1, __ATOMIC_RELAXED);
+				msgs[n++] = (struct shiftu_hs_msg){
+					.vq = vq, .imm = (uint32_t)w,
+					.on_default = s == SHIFTU_BOX_DEFAULT,
+					.gen = s == SHIFTU_BOX_DEFAULT ?
+						       __atomic_load_n(&vq->ctrl_gen, __ATOMIC_RELAXED) :
+						       __atomic_load_n(&vq->reconnects, __ATOMIC_RELAXED),
+				};
+			}
+		}
+	}
+	shiftu_unlock(&box_lock, SHIFTU_LOCK_BOX);
+	/* pinned: a QP destroyed meanwhile waits for its message's turn */
+	for (i = 0; i < n; i++) {
+		shiftu_hs_message(&msgs[i]);
+		__atomic_fetch_sub(&msgs[i].vq->pins, 1, __ATOMIC_RELEASE);
+	}
+	return any;
 }
 
 static void *watcher(void *arg)
