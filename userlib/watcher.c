@@ -119,7 +119,7 @@ static void *watcher(void *arg)
 	int page = shiftu_health_fd();
 	unsigned int i, n;
 	uint64_t gen;
-	bool stale, boxes = false;
+	bool stale, swept = false;
 	int ret;
 
 	(void)arg;
@@ -137,8 +137,8 @@ static void *watcher(void *arg)
 		fds[n].events = POLLIN;
 		/* new channels are picked up within 200 ms; mailboxes are
 		 * looked at every SHIFTU_BOX_MS */
-		ret = poll(fds, n + 1, boxes ? SHIFTU_BOX_MS : 200);
-		boxes = shiftu_box_sweep();
+		ret = poll(fds, n + 1, swept ? SHIFTU_BOX_MS : 200);
+		swept = shiftu_box_sweep();
 		if (ret <= 0)
 			continue;
 		/* SHIFTU_TEST_WATCH_DELAY_MS: the peers' messages pile up */
