@@ -241,9 +241,10 @@ static enum fo_result replay_held(struct shiftu_vqp *vq)
 		shiftu_go_dead(vq, NULL, 0, vq->sq.head);
 		r = FO_DEAD;
 	} else {
-		shiftu_info("qp %u on %s: the peer's %s came after %.3f ms: %" PRIu64 " requests replayed",
+		shiftu_info("qp %u on %s: the peer's %s came after %.3f ms: %" PRIu64 " requests replayed (it had received %" PRIu64 " messages, we sent %" PRIu64 ")",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, keys ? "rkeys" : "count",
-			    (shiftu_mono_ns() - vq->hs_since_ns) / 1e6, replayed);
+			    (shiftu_mono_ns() - vq->hs_since_ns) / 1e6, replayed, vq->hs_peer,
+			    vq->sent2);
 		r = shiftu_moved(vq, replayed);
 		if (r == FO_DONE)
 			r = FO_NONE;	/* reported when it started */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,6 +270,8 @@ struct move {
 	struct shiftu_send_plan plan;
 	uint64_t t0, t_q, t_d;	/* started, quiesced, drained: for the log */
 	bool stuck;		/* a thread stayed inside a data verb */
+	bool told;		/* it told the peer our count, */
+	uint64_t told_count;	/* this one */
 	bool unposted;		/* the receives have not moved yet */
 	bool atomic;		/* given up for an atomic outstanding */
 };
@@ -566,12 +569,14 @@ static bool move_tell(struct move *m)
 	if (vq->hs_sent || m->asking)
 		return true;
 	/* an answer if the peer spoke first */
+	m->told_count = __atomic_load_n(&vq->consumed, __ATOMIC_RELAXED);
 	ret = shiftu_ctrl_send(vq, vq->hs_got);
 	if (ret) {
 		shiftu_warn("qp %u on %s: cannot tell the peer: %s: unprotected",
 			    vq->reg.app_qp->qp_num, vq->sctx->dev_name, strerror(ret));
 		return false;
 	}
+	m->told = true;
 	return true;
 }
 
@@ -627,14 +632,20 @@ static void move_log(const struct move *m)
 		[MOVE_REJOIN] = "back on",
 	};
 	const struct shiftu_vqp *vq = m->vq;
+	char told[48] = "";
 
-	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms (%.3f ms to quiesce, %.3f ms to drain)",
+	/* what a count gone wrong is found by (a soak's sequence error) */
+	if (m->told)
+		snprintf(told, sizeof(told), ", told the peer %" PRIu64 " received",
+			 m->told_count);
+	shiftu_info("qp %u on %s: %s: %s qp %u on %s port %u, %d sends and %" PRIu64 " receives outstanding, %s, %.3f ms (%.3f ms to quiesce, %.3f ms to drain)%s",
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, m->why, done[m->kind],
 		    vq->bak_qp->qp_num, vq->sctx->bak_name, vq->sctx->bak_port, m->n_s, m->n_r,
 		    vq->state != SHIFTU_SEND_HANDSHAKE ? "replayed" :
 		    m->asking ? "sends held until the peer joins" :
 		    vq->keys_held ? "sends held for the peer's rkeys" : "sends held for the peer's count",
-		    (shiftu_mono_ns() - m->t0) / 1e6, (m->t_q - m->t0) / 1e6, (m->t_d - m->t_q) / 1e6);
+		    (shiftu_mono_ns() - m->t0) / 1e6, (m->t_q - m->t0) / 1e6, (m->t_d - m->t_q) / 1e6,
+		    told);
 }
 
 /*

@@ -2039,18 +2039,36 @@ static void seen_set(struct sg *g, uint64_t k, bool on)
 }
 
 /*
+ * UTC wall time of day into @buf, HH:MM:SS.uuuuuu as libshiftu's log
+ * lines start: a sequence error is matched with the libraries' moves.
+ */
+static const char *tod(char *buf, size_t size)
+{
+	struct timespec ts;
+	unsigned int day;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	day = (unsigned int)(ts.tv_sec % 86400);
+	snprintf(buf, size, "%02u:%02u:%02u.%06u", day / 3600, day / 60 % 60, day % 60,
+		 (unsigned int)(ts.tv_nsec / 1000) % 1000000);
+	return buf;
+}
+
+/*
  * Account for message k against the expected sequence: a gap counts its
  * messages lost; one of them arriving later turns a loss into a reorder; a
  * message seen before is a duplicate.  Returns false for a duplicate.
  */
 static bool seq_account(struct sg *g, uint64_t k)
 {
+	char t[24];
 	uint64_t j;
 
 	if (k >= g->next) {
 		if (k > g->next) {
 			g->st.lost += k - g->next;
-			msg(g, "sequence: expected message %" PRIu64 ", got %" PRIu64, g->next, k);
+			msg(g, "sequence: expected message %" PRIu64 ", got %" PRIu64 " at %s", g->next,
+			    k, tod(t, sizeof(t)));
 			if (k - g->next >= SEEN_BITS)
 				memset(g->seen, 0, sizeof(g->seen));
 			else
@@ -2063,13 +2081,15 @@ static bool seq_account(struct sg *g, uint64_t k)
 	}
 	if (g->next - k >= SEEN_BITS || seen_test(g, k)) {
 		g->st.dup++;
-		msg(g, "sequence: message %" PRIu64 " again (expected %" PRIu64 ")", k, g->next);
+		msg(g, "sequence: message %" PRIu64 " again (expected %" PRIu64 ") at %s", k, g->next,
+		    tod(t, sizeof(t)));
 		return false;
 	}
 	seen_set(g, k, true);
 	g->st.lost--;
 	g->st.reorder++;
-	msg(g, "sequence: message %" PRIu64 " late (expected %" PRIu64 ")", k, g->next);
+	msg(g, "sequence: message %" PRIu64 " late (expected %" PRIu64 ") at %s", k, g->next,
+	    tod(t, sizeof(t)));
 	return true;
 }
 
