@@ -85,7 +85,8 @@ int shiftu_stash_push(struct shiftu_cq *c, const struct ibv_wc *wc)
 
 /*
  * An error of a QP whose failover waits for a batch its poster has open
- * (wrapi.c): the failover takes it from the stash, with what follows it.
+ * (wrapi.c), or for the peer's verdict on a refused receive (cqerr.c):
+ * the failover takes it from the stash, with what follows it.
  */
 static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
 {
@@ -94,7 +95,8 @@ static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
 	if (wc->status == IBV_WC_SUCCESS)
 		return false;
 	vq = shiftu_vqp_by_num(c->sctx, wc->qp_num);
-	return vq && __atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED);
+	return vq && (__atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED) ||
+		      __atomic_load_n(&vq->refused_ns, __ATOMIC_RELAXED));
 }
 
 void shiftu_ctrl_sent(struct shiftu_vqp *vq)

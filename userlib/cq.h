@@ -122,6 +122,15 @@ int shiftu_app_own(struct shiftu_cq *c, struct ibv_wc *wc, int k,
  * not poll while a two-sided failback's message is awaited on it. */
 void shiftu_app_serve(struct shiftu_vqp *vq);
 
+/*
+ * The shadow thread's look at @vq's refused receive (vqpstate.h:
+ * @refused_ns): once it has waited REFUSAL_WAIT_NS with no failover of
+ * the peer's to follow, its errors go to the application, the QP
+ * unprotected, as its own error would leave it.  True while it waits.
+ * Context: the shadow thread, vq->lock held.
+ */
+bool shiftu_refusal_step(struct shiftu_vqp *vq);
+
 /* poll_cq found an error completion among the @n it took into @wc. */
 int shiftu_poll_error(struct shiftu_ctx *s, struct ibv_cq *cq, struct ibv_wc *wc, int n);
 

@@ -8,8 +8,11 @@
  * what came before it (shiftu_poll_error() on the common path, the slow
  * poll's shiftu_hold_error()).  An error the library would refuse to fail
  * over, or that is the application's own (a bad key, length or opcode),
- * is the application's, as without the library (shiftu_error_vq()).
+ * is the application's, as without the library (shiftu_error_vq()).  A
+ * receive the peer's message was refused into waits for the peer's
+ * verdict (shiftu_refusal_step()).
  */
+#include "bell.h"
 #include "cq.h"
 #include "cq_int.h"
 #include "failover.h"
@@ -85,6 +88,62 @@ static bool transport_refusal(struct shiftu_vqp *vq, const struct ibv_wc *wc)
 }
 
 /*
+ * How long a refused receive waits for the peer's failover: the peer's
+ * library judges its refused SEND once its application polls it, and asks
+ * us to follow (in the 1000-fault soak, the peer's request was 3 s behind
+ * the refusal, both guests loaded).
+ */
+#define REFUSAL_WAIT_NS	(10ULL * 1000 * 1000 * 1000)
+
+/*
+ * Whether the error completion @wc of @vq's completed one of its receives
+ * (provq.h): known only where the provider's rings show it
+ * (SHIFTU_RINGS_PROVIDER), and not for an SRQ's receive.
+ */
+static bool recv_error(const struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	return vq->rings == SHIFTU_RINGS_PROVIDER && vq->psq && vq->prq &&
+	       shiftu_provq_recv_error(vq->psq, vq->prq, wc->wr_id, wc->status);
+}
+
+/*
+ * Whether @wc says the path or the NIC failed (path_error()), for @vq: a
+ * "local QP operation error" on a receive is not the path's but the
+ * receive's, too short for the message or its memory not there
+ * (Soft-RoCE's RESPST_ERR_MALFORMED_WQE: a SEND of 8 KiB into a receive of
+ * 4 KiB gets it, on 6.1 and 6.12), the application's own; on a request,
+ * Soft-RoCE says it of a packet it could not send (no route).
+ */
+static bool qp_path_error(const struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	if (!path_error(wc->status))
+		return false;
+	return wc->status != IBV_WC_LOC_QP_OP_ERR || !recv_error(vq, wc);
+}
+
+/*
+ * Whether @wc is a "remote invalid request" that completed a receive of
+ * @vq's default QP (vqpstate.h: @refused_ns), or one already waits.
+ */
+static bool recv_refusal(struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	if (__atomic_load_n(&vq->refused_ns, __ATOMIC_RELAXED))
+		return true;
+	return wc->status == IBV_WC_REM_INV_REQ_ERR && recv_error(vq, wc);
+}
+
+/* @vq's refused receive @wc begins its wait for the peer's verdict. */
+static void refusal_hold(struct shiftu_vqp *vq, const struct ibv_wc *wc)
+{
+	if (__atomic_load_n(&vq->refused_ns, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&vq->refused_ns, shiftu_mono_ns(), __ATOMIC_RELEASE);
+	shiftu_info("qp %u: %s on a receive: held for the peer's verdict: its responder lost its place if the peer fails over, else the application's error",
+		    vq->reg.app_qp->qp_num, shiftu_wc_status_word(wc->status));
+	shiftu_shadow_poke();
+}
+
+/*
  * The QP of the error completion @wc, polled from @cq, if the library can
  * fail it over, now or once its twin is reset (shiftu_failover_on_error()),
  * or move it onto its twin again as it goes back (shiftu_rejoin()); else
@@ -96,6 +155,7 @@ struct shiftu_vqp *shiftu_error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq
 				   const struct ibv_wc *wc)
 {
 	struct shiftu_vqp *vq = shiftu_vqp_by_num(s, wc->qp_num);
+	bool refused = false;
 
 	/* a QP the application stops itself flushes for it, as without us */
 	if (!vq || !vq->rings || !vq->scq || !vq->rcq ||
@@ -104,26 +164,85 @@ struct shiftu_vqp *shiftu_error_vq(struct shiftu_ctx *s, const struct ibv_cq *cq
 		return NULL;
 	/* its own error stopped it as surely as a move to ERR would have */
 	if (vq->state == SHIFTU_SEND_DEFAULT && !shiftu_going_back(vq) &&
-	    !path_error(wc->status) && !transport_refusal(vq, wc)) {
-		if (!__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED))
-			shiftu_info("qp %u: %s: the application's own error: its errors are its own, not protected any more",
-				    vq->reg.app_qp->qp_num, shiftu_wc_status_word(wc->status));
-		return NULL;
+	    !qp_path_error(vq, wc) && !transport_refusal(vq, wc)) {
+		refused = recv_refusal(vq, wc);
+		if (!refused) {
+			if (!__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED))
+				shiftu_info("qp %u: %s: the application's own error: its errors are its own, not protected any more",
+					    vq->reg.app_qp->qp_num, shiftu_wc_status_word(wc->status));
+			return NULL;
+		}
 	}
 	if (shiftu_going_back(vq))
 		return vq;
 	if (vq->state == SHIFTU_SEND_DEFAULT &&
 	    (__atomic_load_n(&vq->bak_ready, __ATOMIC_ACQUIRE) || shiftu_twin_coming(vq)) &&
 	    vq->scq->n_twins < SHIFTU_ARRAY_SIZE(vq->scq->twins) &&
-	    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins))
+	    vq->rcq->n_twins < SHIFTU_ARRAY_SIZE(vq->rcq->twins)) {
+		if (refused)
+			refusal_hold(vq, wc);
 		return vq;
+	}
 	return NULL;
+}
+
+/*
+ * The first error completion of QP @qp_num in @c's stash rings @c's bell
+ * for an application asleep on its channel: its errors, held until now,
+ * are served.  Context: c->lock held.
+ */
+static void refusal_wake(struct shiftu_cq *c, uint32_t qp_num)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->stash_n; i++) {
+		const struct ibv_wc *w = &c->stash[(c->stash_head + i) % c->stash_cap];
+
+		if (w->qp_num == qp_num && w->status != IBV_WC_SUCCESS) {
+			shiftu_bell_ring(c, w);
+			return;
+		}
+	}
+}
+
+bool shiftu_refusal_step(struct shiftu_vqp *vq)
+{
+	uint64_t t = __atomic_load_n(&vq->refused_ns, __ATOMIC_ACQUIRE);
+	bool gave = false;
+
+	if (!t)
+		return false;
+	if (shiftu_mono_ns() - t < REFUSAL_WAIT_NS)
+		return true;
+	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	shiftu_lock_cqs(vq->scq, vq->rcq);
+	/* not taken by a move meanwhile (the drain clears it) */
+	if (__atomic_load_n(&vq->refused_ns, __ATOMIC_RELAXED) == t) {
+		__atomic_store_n(&vq->refused_ns, 0, __ATOMIC_RELAXED);
+		if (vq->state == SHIFTU_SEND_DEFAULT &&
+		    !__atomic_exchange_n(&vq->app_stop, 1, __ATOMIC_RELAXED)) {
+			refusal_wake(vq->scq, vq->reg.app_qp->qp_num);
+			if (vq->rcq != vq->scq)
+				refusal_wake(vq->rcq, vq->reg.app_qp->qp_num);
+			gave = true;
+		}
+	}
+	shiftu_unlock_cqs(vq->scq, vq->rcq);
+	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	if (gave)
+		shiftu_info("qp %u: the peer did not fail over %.1f s after its message was refused: the application's own error: its errors are its own, not protected any more",
+			    vq->reg.app_qp->qp_num, (shiftu_mono_ns() - t) / 1e9);
+	return false;
 }
 
 /* Fail @vq over on the error completion @wc a poller met (and stashed);
  * @wait: see shiftu_failover_on_error(). */
 void shiftu_error_failover(struct shiftu_vqp *vq, const struct ibv_wc *wc, bool wait)
 {
+	/* a refused receive waits for the peer's verdict, its QP's errors
+	 * with it: the peer's failover moves it (shiftu_refusal_step()) */
+	if (__atomic_load_n(&vq->refused_ns, __ATOMIC_ACQUIRE))
+		return;
 	if (shiftu_failover_on_error(vq, shiftu_wc_status_word(wc->status), wait) &&
 	    wc->status == IBV_WC_RETRY_EXC_ERR && vq->has_dgid) {
 		/* the transport's verdict on the path: for other processes too */

@@ -188,6 +188,8 @@ static int unstash_errors(struct shiftu_vqp *vq, struct drain_state *d)
 		}
 		c->stash_n = kept;
 	}
+	/* a refused receive's wait for the peer's verdict ends with the move */
+	__atomic_store_n(&vq->refused_ns, 0, __ATOMIC_RELAXED);
 	return ret;
 }
 

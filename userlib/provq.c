@@ -331,6 +331,125 @@ const char *shiftu_provq_desync(const struct rxe_queue_buf *q, uint64_t wr_id)
 	return NULL;
 }
 
+bool shiftu_provq_recv_error(const struct rxe_queue_buf *sq, const struct rxe_queue_buf *rq,
+			     uint64_t wr_id, uint32_t status)
+{
+	uint32_t prod = __atomic_load_n(&sq->producer_index, __ATOMIC_ACQUIRE);
+	uint32_t cons = __atomic_load_n(&sq->consumer_index, __ATOMIC_ACQUIRE);
+	uint32_t k;
+
+	/* the completed send slots, as shiftu_provq_desync() reads them */
+	for (k = ((prod - cons) & sq->index_mask) + 1; k <= sq->index_mask; k++) {
+		const struct rxe_send_wqe *w = slot(sq, prod - k);
+
+		if (w->wr.wr_id == wr_id && __atomic_load_n(&w->status, __ATOMIC_RELAXED) == status)
+			return false;
+	}
+	/* the taken receive slots, newest first, back to the oldest the
+	 * application has not posted into again */
+	prod = __atomic_load_n(&rq->producer_index, __ATOMIC_ACQUIRE);
+	cons = __atomic_load_n(&rq->consumer_index, __ATOMIC_ACQUIRE);
+	for (k = 1; k <= rq->index_mask - ((prod - cons) & rq->index_mask); k++) {
+		const struct rxe_recv_wqe *r = slot(rq, cons - k);
+
+		if (r->wr_id == wr_id)
+			return true;
+	}
+	return false;
+}
+
+#ifdef SHIFTU_TEST_BUILD
+void *shiftu_provq_save(const struct rxe_queue_buf *q, uint32_t *n)
+{
+	uint32_t prod = __atomic_load_n(&q->producer_index, __ATOMIC_ACQUIRE);
+	uint32_t cons = __atomic_load_n(&q->consumer_index, __ATOMIC_ACQUIRE);
+	size_t elem = (size_t)1 << q->log2_elem_size;
+	uint32_t k, count = (prod - cons) & q->index_mask;
+	char *out;
+
+	*n = 0;
+	if (!count || !(out = malloc(count * elem)))
+		return NULL;
+	for (k = 0; k < count; k++)
+		memcpy(out + k * elem, slot(q, cons + k), elem);
+	*n = count;
+	return out;
+}
+
+/* at most this many scatter entries a request posted again */
+#define REPOST_SGE	16
+
+int shiftu_provq_repost_recvs(struct ibv_qp *qp, const void *saved, uint32_t n,
+			      const struct rxe_queue_buf *rq,
+			      int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *,
+					       struct ibv_recv_wr **))
+{
+	size_t elem = (size_t)1 << rq->log2_elem_size;
+	struct ibv_sge sge[REPOST_SGE];
+	struct ibv_recv_wr wr, *bad;
+	uint32_t k, i;
+	int ret;
+
+	for (k = 0; k < n; k++) {
+		const struct rxe_recv_wqe *w = (const void *)((const char *)saved + k * elem);
+
+		wr = (struct ibv_recv_wr){ .wr_id = w->wr_id, .sg_list = sge };
+		for (i = 0; i < w->dma.num_sge && i < REPOST_SGE; i++)
+			sge[i] = (struct ibv_sge){ .addr = w->dma.sge[i].addr,
+						   .length = w->dma.sge[i].length,
+						   .lkey = w->dma.sge[i].lkey };
+		wr.num_sge = (int)i;
+		ret = post_recv(qp, &wr, &bad);
+		if (ret)
+			return -ret;
+	}
+	return 0;
+}
+
+int shiftu_provq_repost_sends(struct ibv_qp *qp, const void *saved, uint32_t n,
+			      const struct rxe_queue_buf *sq,
+			      int (*post_send)(struct ibv_qp *, struct ibv_send_wr *,
+					       struct ibv_send_wr **))
+{
+	size_t elem = (size_t)1 << sq->log2_elem_size;
+	struct ibv_sge sge[REPOST_SGE];
+	struct ibv_send_wr wr, *bad;
+	uint32_t k, i;
+	int ret;
+
+	for (k = 0; k < n; k++) {
+		const struct rxe_send_wqe *w = (const void *)((const char *)saved + k * elem);
+
+		if (!desync_kind(w->wr.opcode))
+			return -EOPNOTSUPP;
+		wr = (struct ibv_send_wr){
+			.wr_id = w->wr.wr_id, .sg_list = sge,
+			.opcode = (enum ibv_wr_opcode)w->wr.opcode,
+			.send_flags = w->wr.send_flags,
+			.imm_data = w->wr.ex.imm_data,
+		};
+		wr.wr.rdma.remote_addr = w->wr.wr.rdma.remote_addr;
+		wr.wr.rdma.rkey = w->wr.wr.rdma.rkey;
+		if (w->wr.send_flags & IBV_SEND_INLINE) {
+			/* the provider copies inline data as it posts */
+			sge[0] = (struct ibv_sge){ .addr = (uintptr_t)w->dma.inline_data,
+						   .length = w->dma.length };
+			i = 1;
+		} else {
+			for (i = 0; i < w->dma.num_sge && i < REPOST_SGE; i++)
+				sge[i] = (struct ibv_sge){ .addr = w->dma.sge[i].addr,
+							   .length = w->dma.sge[i].length,
+							   .lkey = w->dma.sge[i].lkey };
+		}
+		wr.num_sge = (int)i;
+		ret = post_send(qp, &wr, &bad);
+		if (ret)
+			return -ret;
+	}
+	return 0;
+}
+#endif
+
 void shiftu_provq_mark(struct shiftu_vqp *vq)
 {
 	/* the provider published its slots before the producer index */

@@ -94,6 +94,39 @@ unsigned int shiftu_provq_rkeys(const struct rxe_queue_buf *q, uint32_t *out,
 const char *shiftu_provq_desync(const struct rxe_queue_buf *q, uint64_t wr_id);
 
 /*
+ * Whether the error @status a poll took with @wr_id, on a QP whose send
+ * ring is @sq and receive ring @rq, completed one of its receives (the
+ * error completion's opcode is not defined): no request of @sq's
+ * completed with that status under that id (Soft-RoCE's requester writes
+ * each request's status into its slot), and a receive of @rq's with that
+ * id has been taken (a slot behind the consumer index the responder
+ * moves).  Context: the poller of the error, cold.
+ */
+bool shiftu_provq_recv_error(const struct rxe_queue_buf *sq, const struct rxe_queue_buf *rq,
+			     uint64_t wr_id, uint32_t status);
+
+#ifdef SHIFTU_TEST_BUILD
+/*
+ * The test build's reset in place of a QP with work outstanding
+ * (shadow.c): a copy of the requests outstanding in ring @q (*@n of them,
+ * malloc'd; NULL with *@n 0 when there are none or no memory), posted
+ * again in order to @qp once the reset has dropped them, the receives
+ * with @post_recv, the sends with @post_send.  Only RDMA WRITEs and
+ * SENDs, with or without immediate data or inline, are posted again.
+ * Returns 0, -EOPNOTSUPP (another kind) or the post's error.
+ */
+void *shiftu_provq_save(const struct rxe_queue_buf *q, uint32_t *n);
+int shiftu_provq_repost_recvs(struct ibv_qp *qp, const void *saved, uint32_t n,
+			      const struct rxe_queue_buf *rq,
+			      int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *,
+					       struct ibv_recv_wr **));
+int shiftu_provq_repost_sends(struct ibv_qp *qp, const void *saved, uint32_t n,
+			      const struct rxe_queue_buf *sq,
+			      int (*post_send)(struct ibv_qp *, struct ibv_send_wr *,
+					       struct ibv_send_wr **));
+#endif
+
+/*
  * Add @rkey to the @n distinct keys of @out unless it is there, or zero, or
  * @out holds @max.  Returns the new count.
  */

@@ -33,6 +33,7 @@
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
+#include "provq.h"
 #include "real.h"
 #include "report.h"
 #include "shadow_int.h"
@@ -157,30 +158,46 @@ static void backer_hand(struct shiftu_vqp *vq)
 
 /*
  * SHIFTU_TEST_RESET_FILE (the test build): once the file is there, reset
- * @vq in place if it is a passive side on its default QP (it has posted
- * nothing, so nothing of its own is lost), with the PSNs its QP expects
+ * @vq in place if it is on its default QP, with the PSNs its QP expects
  * and sends next: the peer sees nothing but a responder that forgot the
- * message it was in.  Context: the shadow thread, vq->lock held.
+ * message it was in.  What it had posted, which the reset drops, is
+ * posted again as it was, read from the provider's rings (a SEND pair's
+ * server: its receives, a credit WRITE whose acknowledgement the test
+ * held; the test holds the peer's traffic meanwhile, so that nothing
+ * completes and nothing is posted under the reset).  Context: the shadow
+ * thread, vq->lock held.
  */
 static void test_reset_step(struct shiftu_vqp *vq, bool due)
 {
 #ifdef SHIFTU_TEST_BUILD
+	uint32_t n_s = 0, n_r = 0;
 	struct ibv_qp_init_attr ia;
+	void *sends, *recvs;
 	struct ibv_qp_attr a;
 	int ret;
 
 	if (!due)
 		return;
 	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	if (vq->state != SHIFTU_SEND_DEFAULT || vq->sq.head ||
-	    vq->rq.head != shiftu_count_start() || !vq->steps.rtr_mask ||
+	if (vq->state != SHIFTU_SEND_DEFAULT || !vq->steps.rtr_mask ||
+	    (!vq->psq && vq->sq.head) || (!vq->prq && vq->rq.head != shiftu_count_start()) ||
 	    __atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED))
 		goto unlock;
+	sends = vq->psq ? shiftu_provq_save(vq->psq, &n_s) : NULL;
+	recvs = vq->prq ? shiftu_provq_save(vq->prq, &n_r) : NULL;
 	ret = shiftu_real.query_qp(vq->reg.app_qp, &a, IBV_QP_RQ_PSN | IBV_QP_SQ_PSN, &ia);
 	if (!ret)
 		ret = shiftu_qp_reconnect(vq, a.rq_psn, a.sq_psn, 0);
-	shiftu_info("qp %u on %s: reset in place, expecting PSN %u (a test setting): %s",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, a.rq_psn,
+	if (!ret && n_r)
+		ret = -shiftu_provq_repost_recvs(vq->reg.app_qp, recvs, n_r, vq->prq,
+						 vq->post_recv);
+	if (!ret && n_s)
+		ret = -shiftu_provq_repost_sends(vq->reg.app_qp, sends, n_s, vq->psq,
+						 vq->post_send);
+	free(sends);
+	free(recvs);
+	shiftu_info("qp %u on %s: reset in place, expecting PSN %u, %u receives and %u requests posted again (a test setting): %s",
+		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, a.rq_psn, n_r, n_s,
 		    ret ? strerror(ret) : "done");
 unlock:
 	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
@@ -363,6 +380,8 @@ static bool qp_step(struct shiftu_vqp *vq, struct pass_qp *pq, unsigned int test
 			backer_hand(vq);
 		pending = true;
 	}
+	if (shiftu_refusal_step(vq))
+		pending = true;		/* look again soon */
 	report_step(vq);
 	test_reset_step(vq, tests & TEST_RESET);
 	test_twin_err_step(vq, tests & TEST_TWIN_ERR);

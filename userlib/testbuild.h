@@ -24,10 +24,10 @@
  *	(replay.c)
  *   SHIFTU_TEST_RESET_FILE		a path		(none)
  *	once the file is there, the shadow thread resets in place, with
- *	the PSNs it queries, each default QP that has posted nothing (a
- *	passive side), then removes the file: its responder forgets the
- *	message it was in, as Soft-RoCE's did in the 300-fault soak
- *	(shadow.c)
+ *	the PSNs it queries, each default QP, posting again what it had
+ *	outstanding (WRITEs, SENDs, receives), then removes the file:
+ *	its responder forgets the message it was in, as Soft-RoCE's did in
+ *	the 300- and 1000-fault soaks (shadow.c)
  *   SHIFTU_TEST_TWIN_ERR_FILE		a path		(none)
  *	once the file is there, the shadow thread moves to the error state
  *	each twin that carries its QP's work (Fallback), then removes the

@@ -331,6 +331,19 @@ struct shiftu_vqp {
 	unsigned int tw_held_n[2];
 	uint64_t twin_dead_ns;
 	uint8_t twin_dead_seen;
+	/*
+	 * A receive of its default QP completed with "remote invalid
+	 * request" (cqerr.c): Soft-RoCE's responder says so when it lost its
+	 * place in the peer's message (the transport's error) as when the
+	 * message is longer than the receive (the application's), and only
+	 * the peer's library, which has the SEND, can tell them apart
+	 * (provq.h).  The error and what follows it wait in the stash for
+	 * its verdict: its failover, which this side follows (the drain
+	 * counts the refused receive with the flushed ones), or none in
+	 * time, and the application gets them.  Since when (atomic; 0: none
+	 * waits).
+	 */
+	uint64_t refused_ns;
 	uint64_t hs_peer;		/* 31 bits on the wire, extended (serial.h) */
 	uint64_t replay_start;
 	struct shiftu_sq_gap sq_gap;	/* sends on no QP (fo_lock; proto.h) */

@@ -8,7 +8,9 @@
  * first WRITE's or SEND's, one longer than any before it, one behind only
  * requests of the other kind, one behind the QP's last reset, an atomic's
  * or a READ's, or one whose slot was written again, stays the
- * application's.
+ * application's.  An error is a receive's when the receive ring's taken
+ * slots hold its id and no request of the send ring completed with it
+ * (shiftu_provq_recv_error()).
  *
  * The ring is a fake one in the format of <rdma/rdma_user_rxe.h>
  * (Soft-RoCE's, which the library reads in the lab): the completed
@@ -207,6 +209,67 @@ TEST(slot_gone)
 	q->producer_index = 3;
 	EXPECT_EQ(NULL, shiftu_provq_desync(q, 3));
 	free(q);
+}
+
+/* receive ring slot @i: receive @wr_id */
+static void put_recv(struct rxe_queue_buf *q, uint32_t i, uint64_t wr_id)
+{
+	struct rxe_recv_wqe *w = (void *)at(q, i);
+
+	w->wr_id = wr_id;
+	w->dma.length = 4096;
+	w->dma.num_sge = 1;
+}
+
+/*
+ * The receive side of a refused SEND (shiftu_provq_recv_error()): the
+ * error's id is a receive the responder took, and no request of the send
+ * ring completed with that status under it
+ */
+TEST(receive_refused)
+{
+	struct rxe_queue_buf *sq = ring(), *rq = ring();
+
+	put(sq, 0, 7, IBV_WR_SEND, 64, IBV_WC_SUCCESS);
+	sq->producer_index = 1;
+	sq->consumer_index = 1;
+	put_recv(rq, 0, 0x50);
+	put_recv(rq, 1, 0x51);
+	put_recv(rq, 2, 0x52);
+	rq->producer_index = 3;
+	/* 0x50 completed, 0x51 refused, 0x52 flushed after it */
+	rq->consumer_index = 3;
+	EXPECT_TRUE(shiftu_provq_recv_error(sq, rq, 0x51, IBV_WC_REM_INV_REQ_ERR));
+	/* an id no receive had */
+	EXPECT_FALSE(shiftu_provq_recv_error(sq, rq, 0x99, IBV_WC_REM_INV_REQ_ERR));
+	/* still outstanding: the responder has not taken it */
+	rq->consumer_index = 1;
+	EXPECT_FALSE(shiftu_provq_recv_error(sq, rq, 0x52, IBV_WC_REM_INV_REQ_ERR));
+	free(sq);
+	free(rq);
+}
+
+/* the same id on a SEND of ours that was refused: the request's error */
+TEST(send_refused_not_a_receive)
+{
+	struct rxe_queue_buf *sq = ring(), *rq = ring();
+
+	put(sq, 0, 0x51, IBV_WR_SEND, 4096, IBV_WC_REM_INV_REQ_ERR);
+	sq->producer_index = 1;
+	sq->consumer_index = 1;
+	put_recv(rq, 0, 0x51);
+	rq->producer_index = 1;
+	rq->consumer_index = 1;
+	EXPECT_FALSE(shiftu_provq_recv_error(sq, rq, 0x51, IBV_WC_REM_INV_REQ_ERR));
+	/* a SEND of that id that completed says nothing against it */
+	put(sq, 0, 0x51, IBV_WR_SEND, 4096, IBV_WC_SUCCESS);
+	EXPECT_TRUE(shiftu_provq_recv_error(sq, rq, 0x51, IBV_WC_REM_INV_REQ_ERR));
+	/* nor one that failed otherwise: a packet it could not send (6.12) */
+	put(sq, 0, 0x51, IBV_WR_SEND, 4096, IBV_WC_LOC_QP_OP_ERR);
+	EXPECT_TRUE(shiftu_provq_recv_error(sq, rq, 0x51, IBV_WC_REM_INV_REQ_ERR));
+	EXPECT_FALSE(shiftu_provq_recv_error(sq, rq, 0x51, IBV_WC_LOC_QP_OP_ERR));
+	free(sq);
+	free(rq);
 }
 
 TEST_HARNESS_MAIN
