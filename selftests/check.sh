@@ -18,7 +18,7 @@
 # instead: all the one-host tests, then a two-host run of its own.
 #
 # The many-QP rides (many_*.sh) run MANY_ROUNDS rounds each, 1 here unless
-# set, and torture.sh TORTURE_PULLS pulls, 25 here: a round or a pull more
+# set, and torture.sh TORTURE_PULLS pulls, 15 here: a round or a pull more
 # repeats a behaviour, which `make many` (5 rounds), `make torture` (50
 # pulls) and `make soak` (1000 faults) are for; make check, within 25
 # minutes, runs each behaviour (2 rounds and 50 pulls took it to 27).
@@ -156,7 +156,7 @@ for k in "$kver" "${others[@]}"; do
 	LAB_KVER=$k "$top/selftests/lab/lab.sh" initramfs > /dev/null
 done
 rm -f "$log_dir"/lab-one*.rc "$log_dir"/lab-two-*.rc
-export MANY_ROUNDS=${MANY_ROUNDS:-1} TORTURE_PULLS=${TORTURE_PULLS:-25}
+export MANY_ROUNDS=${MANY_ROUNDS:-1} TORTURE_PULLS=${TORTURE_PULLS:-15}
 pids=()
 lane_one &
 pids+=($!)
