@@ -379,6 +379,18 @@ void *shiftu_provq_save(const struct rxe_queue_buf *q, uint32_t *n)
 /* at most this many scatter entries a request posted again */
 #define REPOST_SGE	16
 
+/* The scatter list of a request's @dma as the verbs take it; its length. */
+static int repost_sges(const struct rxe_dma_info *dma, struct ibv_sge *sge)
+{
+	uint32_t i;
+
+	for (i = 0; i < dma->num_sge && i < REPOST_SGE; i++)
+		sge[i] = (struct ibv_sge){ .addr = dma->sge[i].addr,
+					   .length = dma->sge[i].length,
+					   .lkey = dma->sge[i].lkey };
+	return (int)i;
+}
+
 int shiftu_provq_repost_recvs(struct ibv_qp *qp, const void *saved, uint32_t n,
 			      const struct rxe_queue_buf *rq,
 			      int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *,
@@ -387,18 +399,14 @@ int shiftu_provq_repost_recvs(struct ibv_qp *qp, const void *saved, uint32_t n,
 	size_t elem = (size_t)1 << rq->log2_elem_size;
 	struct ibv_sge sge[REPOST_SGE];
 	struct ibv_recv_wr wr, *bad;
-	uint32_t k, i;
+	uint32_t k;
 	int ret;
 
 	for (k = 0; k < n; k++) {
 		const struct rxe_recv_wqe *w = (const void *)((const char *)saved + k * elem);
 
-		wr = (struct ibv_recv_wr){ .wr_id = w->wr_id, .sg_list = sge };
-		for (i = 0; i < w->dma.num_sge && i < REPOST_SGE; i++)
-			sge[i] = (struct ibv_sge){ .addr = w->dma.sge[i].addr,
-						   .length = w->dma.sge[i].length,
-						   .lkey = w->dma.sge[i].lkey };
-		wr.num_sge = (int)i;
+		wr = (struct ibv_recv_wr){ .wr_id = w->wr_id, .sg_list = sge,
+					   .num_sge = repost_sges(&w->dma, sge) };
 		ret = post_recv(qp, &wr, &bad);
 		if (ret)
 			return -ret;
@@ -414,7 +422,7 @@ int shiftu_provq_repost_sends(struct ibv_qp *qp, const void *saved, uint32_t n,
 	size_t elem = (size_t)1 << sq->log2_elem_size;
 	struct ibv_sge sge[REPOST_SGE];
 	struct ibv_send_wr wr, *bad;
-	uint32_t k, i;
+	uint32_t k;
 	int ret;
 
 	for (k = 0; k < n; k++) {
@@ -434,14 +442,10 @@ int shiftu_provq_repost_sends(struct ibv_qp *qp, const void *saved, uint32_t n,
 			/* the provider copies inline data as it posts */
 			sge[0] = (struct ibv_sge){ .addr = (uintptr_t)w->dma.inline_data,
 						   .length = w->dma.length };
-			i = 1;
+			wr.num_sge = 1;
 		} else {
-			for (i = 0; i < w->dma.num_sge && i < REPOST_SGE; i++)
-				sge[i] = (struct ibv_sge){ .addr = w->dma.sge[i].addr,
-							   .length = w->dma.sge[i].length,
-							   .lkey = w->dma.sge[i].lkey };
+			wr.num_sge = repost_sges(&w->dma, sge);
 		}
-		wr.num_sge = (int)i;
 		ret = post_send(qp, &wr, &bad);
 		if (ret)
 			return -ret;
