@@ -313,8 +313,6 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 			   vq->reg.app_qp->qp_num, word);
 		return fb_backoff(vq, strcmp(word, "busy") ? FB_MAX_MS : FB_BUSY_MS);
 	}
-	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
-		   vq->reg.app_qp->qp_num);
 	/*
 	 * A grant of a request made before our twin failed, one-sided:
 	 * the twin cannot complete a fence now.  Asked again at once, as
@@ -322,10 +320,14 @@ static void failback_step(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * twin_dead_step() then gives up).
 	 */
 	if (!(mode & FB_TWIN_RECVS) && __atomic_load_n(&vq->twin_dead_ns, __ATOMIC_RELAXED)) {
+		shiftu_dbg("qp %u: the peer reset its QP for a one-sided failback, but our twin failed: asking again, two-sided",
+			   vq->reg.app_qp->qp_num);
 		vq->fb_stage = 0;
 		vq->fb_next_ns = 0;
 		return;
 	}
+	shiftu_dbg("qp %u: the peer reset its QP: reconnecting and probing",
+		   vq->reg.app_qp->qp_num);
 	/* one-sided (mode 0): the peer posts no control receive, nor takes
 	 * part; a QP whose peer grants no remote access cannot go back so */
 	by_send = (mode & FB_PROBE_SEND) && vq->fb_by_send;
