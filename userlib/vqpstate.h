@@ -334,9 +334,9 @@ struct shiftu_vqp {
 	/*
 	 * A receive of its default QP completed with "remote invalid
 	 * request" (cqerr.c): Soft-RoCE's responder says so when it lost its
-	 * place in the peer's message (the transport's error) as when the
-	 * message is longer than the receive (the application's), and only
-	 * the peer's library, which has the SEND, can tell them apart
+	 * place in the peer's message (the transport's error) as when a SEND
+	 * with invalidate named a bad key (the sender's), and only the
+	 * peer's library, which has the request, can tell them apart
 	 * (provq.h).  The error and what follows it wait in the stash for
 	 * its verdict: its failover, which this side follows (the drain
 	 * counts the refused receive with the flushed ones), or none in
