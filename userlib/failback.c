@@ -7,30 +7,26 @@
  * peer through the store to reset its QP for new PSNs, resets its own
  * with the peer's, probes, and hands the QP to the posting path
  * (goback.c), which goes back (failback_step()).  The peer answers the
- * request by what proto.c decides (failback_answer()).  A going back cut
+ * request by what proto.c decides (fbanswer.c).  A going back cut
  * short asks the peer to join the renewed twin (a rejoin), one the peer
  * does not answer asks it to cancel the failback it granted.  All of it
  * runs in the shadow thread's pass (shadow.c), vq->lock held; what it has
  * to say once the pass's first batch is answered goes in the pass's last
  * one (shiftu_late_batch()).
  */
-#include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "failback_int.h"
 #include "failover.h"
-#include "handshake.h"
 #include "health.h"
 #include "interpose.h"
 #include "lock.h"
 #include "lockorder.h"
 #include "log.h"
-#include "proto.h"
-#include "serial.h"
 #include "shadow_int.h"
 #include "store.h"
 #include "testbuild.h"
@@ -44,16 +40,8 @@
  * its twin after a rejoin too. */
 #define HS_TIMEOUT_NS	(10ULL * 1000 * 1000 * 1000)
 /*
- * How long a failback that told the peer waits for its answer on the
- * default QP before it asks the peer to cancel (below; rejoin_ns()): the
- * answer comes from the peer's next poll or watcher round, which a busy
- * host makes late (64 QPs going back together in the lab: 2 s was too
- * short, and each cancel costs a whole new failback).  A failure it can
- * see (its port or path down, an error on the default QP) rejoins at once.
- */
-#define REJOIN_NS	(5ULL * 1000 * 1000 * 1000)
-/*
- * Silence alone does not make it leave the default QP, though: a peer
+ * Silence past REJOIN_NS (failback_int.h) alone does not make a failback
+ * leave the default QP, though: a peer
  * starved of the CPU (make check's two lanes: 5.7 s) is late, not gone,
  * and one that came after the rejoin went back all the same, its answer
  * lost in a default QP stopped, and joined the twins only once the
@@ -83,7 +71,6 @@
  */
 #define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
 #define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
-#define FB_POLL_NS	(500ULL * 1000 * 1000)
 /* How long a probe may take (failback_probed()). */
 #define FB_PROBE_NS	(2000ULL * 1000 * 1000)
 /*
@@ -127,25 +114,7 @@ static bool primary_ok(struct shiftu_vqp *vq)
 	return shiftu_vqp_primary(vq, &ph, &path) == 0;
 }
 
-/* The table shows @vq's own port down (not merely unknown). */
-static bool port_down(struct shiftu_vqp *vq)
-{
-	struct shiftu_port_health ph;
-	uint8_t path;
 
-	return shiftu_vqp_primary(vq, &ph, &path) == 1 && path != SHIFT_FT_PATH_DOWN;
-}
-
-/*
- * The last word of a failback's request (fbreq): the asking side's
- * receives are on its twin (the failback is two-sided), and it would probe
- * with an empty SEND (shiftu_probe_by_send()).  The last word of the
- * answer (fbrep): the failback is two-sided (FB_TWIN_RECVS), and the peer
- * posted a second control receive for that SEND (FB_PROBE_SEND; not on an
- * SRQ, whose QP's peer probes its mailbox, box.c).
- */
-#define FB_TWIN_RECVS	1U
-#define FB_PROBE_SEND	2U
 
 /*
  * Ask again later, up to @cap_ms later: backs off, never gives up.  A peer
@@ -429,233 +398,6 @@ static void cancel_asked(struct shiftu_vqp *vq, const struct pass_req *r)
 		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, vq->fb_going);
 }
 
-/* Of two sides that both want to fail back, the one with the lower GID and
- * QPN asks, the other answers. */
-static bool fb_leader(const struct shiftu_vqp *vq)
-{
-	int d = memcmp(vq->sgid, vq->dgid, 16);
-
-	return d < 0 || (!d && vq->reg.app_qp->qp_num < vq->steps.rtr.dest_qp_num);
-}
-
-/*
- * The peer's side: a request to reset our QP for a new PSN.  Granted when
- * our QP carries no sends of its own (a passive side, or one on its twin).
- */
-static void failback_answer_req(struct shiftu_vqp *vq, struct pass_qp *pq)
-{
-	char g[33];
-	int i;
-
-	if (!vq->bak_rtr || shiftu_mono_ns() < vq->fb_poll_ns || vq->published != 1)
-		return;
-	i = shiftu_req_add(SHIFTU_KV_GET, sizeof(reqs[0].val));
-	if (i < 0)
-		return;
-	/* soon after a failback granted or done, the peer may ask us to join */
-	vq->fb_poll_ns = shiftu_mono_ns() + (shiftu_mono_ns() < vq->fb_wait_ns ||
-				      shiftu_mono_ns() - vq->back_ns < REJOIN_NS + 1000000000ULL ?
-				      50000000ULL : FB_POLL_NS);
-	shiftu_gid_hex(vq->sgid, g);
-	snprintf(reqs[i].key, sizeof(reqs[i].key), "fbreq:%s:%u", g, vq->reg.app_qp->qp_num);
-	pq->fbreq = i;
-}
-
-/*
- * The peer's request that failback_answer_req() read, if there is one to
- * answer: a cancel or a rejoin is served here; a request to reset returns
- * true, with its number in *@seq, the PSN the peer asks for in *@psn and
- * its last word in *@tw.  Context: vq->lock held.
- */
-static bool failback_asked(struct shiftu_vqp *vq, const struct pass_qp *pq, unsigned int *seq,
-			   unsigned int *psn, unsigned int *tw)
-{
-	unsigned int tq, tp;
-	char word[16];
-
-	if (req_ret(pq->fbreq) || vq->published != 1 || !shiftu_kv_up())
-		return false;
-	/*
-	 * A request no newer than the last one answered is not answered
-	 * again: a PUT of the peer's that a slow store took on a connection
-	 * the peer had given up on can land after the peer's next request,
-	 * and answering it would reset our QP again under the peer, which
-	 * took the newer answer and reconnected (its WRITEs then met a QP
-	 * expecting other PSNs: "remote invalid request", or a fence that
-	 * never completes).
-	 */
-	if (sscanf(reqs[pq->fbreq].val, "%u %15s %u %u %u", seq, word, &tq, &tp, tw) != 5 ||
-	    shiftu_seq32_le(*seq, vq->fb_answered) || !vq->bak_qp ||
-	    tq != vq->bak_qp->qp_num || tp != vq->bak_psn)
-		return false;		/* none, answered, or meant for an earlier process */
-	vq->fb_answered = *seq;
-	if (!strcmp(word, "cancel")) {
-		/* its last word: the request it went back by */
-		shiftu_cancel_serve(vq, *tw);
-		return false;
-	}
-	if (!strcmp(word, "rejoin")) {
-		shiftu_info("qp %u on %s: the peer's failback was cut short: it asks us to join its renewed twin",
-			    vq->reg.app_qp->qp_num, vq->sctx->dev_name);
-		shiftu_rejoin_serve(vq);
-		return false;
-	}
-	/* "withdrawn": the peer granted ours and dropped its own */
-	return sscanf(word, "%u", psn) == 1;
-}
-
-/*
- * What to answer the peer's request to reset, whose last word is @tw;
- * *@mode says how a grant goes (proto.c: shiftu_fb_answer()).  Context:
- * fo_lock held.
- */
-static enum shiftu_fb_reply failback_decide(struct shiftu_vqp *vq, unsigned int tw, bool *mode)
-{
-	struct shiftu_fb_in in;
-
-	/*
-	 * Busy asks the peer again within FB_BUSY_MS.  Two answers ask it
-	 * again within FB_MAX_MS, where asking every second for each of
-	 * its QPs would only load the store (64 QPs in the lab: the peer's
-	 * asks outnumbered everything else the store did):
-	 * - "leads": we ask ourselves (fb_leader()), or are going back
-	 *   already; the peer follows by the handshake, and asks again only
-	 *   if that fails;
-	 * - "down": our own port is still down (the peer may not know it: a
-	 *   remote port reaches its table only through the agents), and its
-	 *   probe would fail, backing it off past our repair; we ask
-	 *   ourselves once the port is back (unless we are passive).
-	 * A one-sided failback's reset would drop the receives on our
-	 * default QP, and it reposts none: a QP that posts receives follows
-	 * the peer's failover, and goes back two-sided.  One on its default
-	 * QP with receives (it has not followed yet, or went back before
-	 * this request) stays so; the peer asks again (busy).
-	 */
-	in = (struct shiftu_fb_in){
-		.state = vq->state,
-		.on_twin = vq->on_twin,
-		.posted = vq->sq.head != 0 || vq->rq.head != shiftu_count_start(),
-		/* our own failback, once the peer granted it: probing, going
-		 * back due or under way in another thread
-		 * (shiftu_back_pending()), or gone back; it leads, whichever
-		 * side asked */
-		.going = vq->fb_stage == 2 || shiftu_back_pending(vq) || shiftu_going_back(vq),
-		.asking = vq->fb_stage == 1,
-		.leader = fb_leader(vq),
-		.down = port_down(vq),
-		.peer_twin_recvs = tw & FB_TWIN_RECVS,
-		/* the peer failed over to ask this: its message is due */
-		.unheard = !vq->hs_got,
-	};
-	return shiftu_fb_answer(&in, mode);
-}
-
-/*
- * Our QP was reset for the peer's failback, request @seq, granted in
- * @mode: what the grant changes.  A two-sided grant withdraws our own
- * request, if any: true, with its key and value in @wkey and @wval (@size
- * bytes each), for the batch.  Context: fo_lock held.
- */
-static bool failback_granted(struct shiftu_vqp *vq, unsigned int seq, bool mode, const char *g,
-			     char *wkey, char *wval, size_t size)
-{
-	bool withdraw = false;
-
-	if (mode) {
-		/*
-		 * Our own request, if any, is dropped: the peer leads.
-		 * It is withdrawn from the store too, ahead of this
-		 * answer: left there, unanswered, the peer would take
-		 * it up once both are back, and, sending nothing
-		 * itself, grant it one-sided, resetting its default QP
-		 * under our traffic (the spin model's second finding
-		 * on failback).
-		 */
-		if (vq->fb_seq) {
-			withdraw = true;
-			snprintf(wkey, size, "fbreq:%s:%u", g,
-				 vq->steps.rtr.dest_qp_num);
-			snprintf(wval, size, "%u withdrawn %u %u 0", ++vq->fb_seq,
-				 vq->peer.qpn, vq->peer.psn);
-		}
-		vq->fb_stage = 0;
-		vq->fb_wait_ns = shiftu_mono_ns() + 10000000000ULL;
-		/* open until its message comes (or a cancel of it) */
-		vq->fb_granted = seq;
-		vq->fb_grant_open = 1;
-		/* the peer renews its twin as it goes back, ours waits
-		 * for its message (or its request to join: rejoin) */
-		vq->tw_old = 1;
-	}
-	shiftu_info("qp %u on %s: reset for the peer's failback (its request %u)",
-		    vq->reg.app_qp->qp_num, vq->sctx->dev_name, seq);
-	if (!mode) {
-		/*
-		 * One-sided: the peer's next failover is a new
-		 * exchange, and finds a control receive on our twin
-		 * again (it holds nothing else: we stayed).
-		 */
-		vq->stayed = vq->hs_sent = vq->hs_got = 0;
-		if (!vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
-			vq->ctrl_rq = 1;
-	}
-	return withdraw;
-}
-
-/* The answer to failback_answer_req(), if it asked in this pass. */
-static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
-{
-	unsigned int seq, psn, tw, ctrl;
-	char key[96], val[96], g[33], wkey[96], wval[96];
-	enum shiftu_fb_reply reply;
-	bool mode, withdraw = false;
-	uint32_t ours;
-	int i;
-
-	if (!failback_asked(vq, pq, &seq, &psn, &tw))
-		return;
-	shiftu_gid_hex(vq->dgid, g);
-	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->steps.rtr.dest_qp_num);
-	ours = (uint32_t)random() & 0xffffff;
-	/*
-	 * One-sided (mode 0): we never left the default QP and send nothing;
-	 * the peer comes back behind its fence.  Two-sided (mode 1): we are on
-	 * the twin too, or the peer's receives are on its twin; both sides go
-	 * back by the handshake, the peer first.  Decided and done under
-	 * fo_lock: a QP that answered the peer's failover and stayed
-	 * (vq->stayed) moves over at its first post, and must not be reset
-	 * under that move, nor left marked stayed by it.
-	 */
-	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	reply = failback_decide(vq, tw, &mode);
-	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
-	if (reply != SHIFTU_FB_GRANT || shiftu_qp_reconnect(vq, psn, ours, ctrl)) {
-		snprintf(val, sizeof(val), "%u %s %u %u 0", seq,
-			 reply == SHIFTU_FB_DOWN ? "down" : reply == SHIFTU_FB_LEADS ? "leads" : "busy",
-			 vq->peer.qpn, vq->peer.psn);
-	} else {
-		snprintf(val, sizeof(val), "%u %u %u %u %u", seq, ours, vq->peer.qpn,
-			 vq->peer.psn, mode | (ctrl == 2 ? FB_PROBE_SEND : 0));
-		withdraw = failback_granted(vq, seq, mode, g, wkey, wval, sizeof(wkey));
-	}
-	shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
-	/* before the answer in the batch: the peer reads the store after it */
-	if (withdraw) {
-		i = shiftu_req_add(SHIFTU_KV_PUT, 0);
-		if (i < 0)
-			return;
-		snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", wkey);
-		snprintf(reqs[i].val, sizeof(reqs[i].val), "%s", wval);
-	}
-	/* in the pass's last batch, with the other QPs' answers: the peer
-	 * asks again if it is lost */
-	i = shiftu_req_add(SHIFTU_KV_PUT, 0);
-	if (i < 0)
-		return;
-	snprintf(reqs[i].key, sizeof(reqs[i].key), "%s", key);
-	snprintf(reqs[i].val, sizeof(reqs[i].val), "%s", val);
-}
-
 /*
  * The peer's answer to our failback request (failback_step()), asked for
  * in the pass's batch while one is awaited.  Context: shadow thread,
@@ -684,7 +426,7 @@ static void failback_req(struct shiftu_vqp *vq, struct pass_qp *pq)
  */
 void shiftu_failback_asks(struct shiftu_vqp *vq, struct pass_qp *pq)
 {
-	failback_answer_req(vq, pq);
+	shiftu_failback_answer_req(vq, pq);
 	failback_req(vq, pq);
 }
 
@@ -775,18 +517,6 @@ bool shiftu_failback_steps(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	else if (vq->fb_stage == 2)
 		vq->fb_stage = 0;	/* back by the peer's word */
 	return vq->fb_stage == 2 || vq->twin_dead_seen;
-}
-
-/*
- * The peer's failback requests, answered while @vq's twin is connected:
- * true, it keeps listening.  Context: the shadow thread, vq->lock held.
- */
-bool shiftu_failback_listen(struct shiftu_vqp *vq, const struct pass_qp *pq)
-{
-	if (!vq->bak_rtr)
-		return false;
-	failback_answer(vq, pq);
-	return true;
 }
 
 /*
