@@ -209,7 +209,7 @@ enum shiftu_hs_act shiftu_hs_decide(const struct shiftu_hs_in *in) SHIFTU_HIDDEN
 
 /*
  * The peer asks us, through the store, to reset our default QP for its
- * failback (failback.c: failback_answer()), as our QP stands.  One-sided if
+ * failback (fbanswer.c: failback_answer()), as our QP stands.  One-sided if
  * we are on our default QP and the peer's receives are not on its twin:
  * the peer comes back behind its fence, and we take no part.  Two-sided
  * otherwise: both sides go back by the handshake, the peer first.

@@ -17,7 +17,7 @@
  *   hs_peer: the peer's consumed, 31 bits on the wire, extended to 64
  *            bits near our own sent2 (shiftu_hs_count_get())
  *   fb_seq and fb_answered (32 bits): a failback request newer than
- *            the last answered, compared here (failback.c)
+ *            the last answered, compared here (fbanswer.c)
  *   ctrl_gen (16 bits), the health page's seq and the windows' seq
  *            (32 bits): compared for equality only, which a wrap does
  *            not disturb

@@ -26,10 +26,10 @@
  * after one log line: nothing the application calls fails because of it.
  *
  * The thread and its pass are shadow.c; the records registry.c; the twins
- * twin.c; failing back failback.c; a QP's connection from its recorded
- * steps qpconn.c; the look ahead for the peer's keys scout.c; the store's
- * connection and batch storepass.c.  What these share among themselves is
- * in shadow_int.h.
+ * twin.c; failing back failback.c (asking) and fbanswer.c (answering); a
+ * QP's connection from its recorded steps qpconn.c; the look ahead for the
+ * peer's keys scout.c; the store's connection and batch storepass.c.
+ * What these share among themselves is in shadow_int.h.
  */
 #ifndef _SHIFTU_SHADOW_H
 #define _SHIFTU_SHADOW_H

@@ -10,7 +10,10 @@
  *                them: a PD's record, a CQ's record, a backup lkey
  *   twin.c       the twins: backup context, PDs, MRs, CQs, QPs; a QP's
  *                twin made, published, joined to the peer's in the pass
- *   failback.c   failing back: the request, the answer, rejoin, cancel
+ *   failback.c   failing back, the asking side: the request, the probe,
+ *                rejoin, cancel
+ *   fbanswer.c   failing back, the answering side: the peer's request
+ *                decided, answered; its cancel or rejoin served
  *   qpconn.c     a QP's connection from its recorded steps: a twin
  *                connected, ready, renewed; a QP reconnected
  *   scout.c      the look ahead for the peer's backup keys
@@ -175,8 +178,11 @@ void shiftu_twin_step(struct shiftu_vqp *vq, const struct pass_qp *pq, bool *pen
 void shiftu_failback_asks(struct shiftu_vqp *vq, struct pass_qp *pq) SHIFTU_HIDDEN;
 bool shiftu_failback_waits(struct shiftu_vqp *vq) SHIFTU_HIDDEN;
 bool shiftu_failback_steps(struct shiftu_vqp *vq, const struct pass_qp *pq) SHIFTU_HIDDEN;
-bool shiftu_failback_listen(struct shiftu_vqp *vq, const struct pass_qp *pq) SHIFTU_HIDDEN;
 void shiftu_late_batch(unsigned int from) SHIFTU_HIDDEN;
+
+/* ---- fbanswer.c ------------------------------------------------------ */
+
+bool shiftu_failback_listen(struct shiftu_vqp *vq, const struct pass_qp *pq) SHIFTU_HIDDEN;
 
 /* ---- qpconn.c -------------------------------------------------------- */
 
