@@ -217,7 +217,7 @@ byte consumed[2];		/* notifications received */
 bool portev[2];			/* the watcher saw the port down */
 bool stayed[2];			/* answered the peer's failover and stayed */
 
-/* failing back (failback.c: failback_step(), failback_answer()) */
+/* failing back (failback.c: failback_step(); fbanswer.c: failback_answer()) */
 bool req[2];			/* side s's fbreq: in the store, not answered */
 byte fbrep[2];			/* the answer to it: 0 none, 1 busy or leads,
 				 * 2 granted one-sided, 3 two-sided */
@@ -616,7 +616,7 @@ inline reconnect(s, m)
 }
 
 /*
- * failback_answer() (failback.c): the peer's request, under
+ * failback_answer() (fbanswer.c): the peer's request, under
  * fo_lock, answered by shiftu_fb_answer(): going back already is a move
  * back due or made and waiting for the count (the model's probe is good
  * at once); side 0 leads (fb_leader()).  Granted, our default QP is reset:
