@@ -14,7 +14,8 @@
 #                     the one-host tests in one guest beside the two-host
 #                     tests in two pairs of guests, TWO_LANES=1: in one
 #                     pair, after the rest; the many-QP rides 1 round
-#                     each, MANY_ROUNDS=N, torture 15 pulls)
+#                     each, MANY_ROUNDS=N, torture 15 pulls, 30 module
+#                     loads in load_unload.sh)
 #   make demo         the two-host lab: a link pulled, the table changing
 #   make torture      libshiftu under 50 random rail-0 pulls with checked
 #                     NCCL-style traffic, alone (the two-host lab; check

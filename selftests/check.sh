@@ -18,10 +18,12 @@
 # instead: all the one-host tests, then a two-host run of its own.
 #
 # The many-QP rides (many_*.sh) run MANY_ROUNDS rounds each, 1 here unless
-# set, and torture.sh TORTURE_PULLS pulls, 15 here: a round or a pull more
-# repeats a behaviour, which `make many` (5 rounds), `make torture` (50
-# pulls) and `make soak` (1000 faults) are for; make check, within 25
-# minutes, runs each behaviour (2 rounds and 50 pulls took it to 27).
+# set, torture.sh TORTURE_PULLS pulls, 15 here, and shift_ft's
+# load_unload.sh FT_CYCLES module loads, 30 here: a round, a pull or a
+# load more repeats a behaviour, which `make many` (5 rounds), `make
+# torture` (50 pulls), `make soak` (1000 faults) and `make lab` (100
+# loads) are for; make check, within 25 minutes, runs each behaviour (2
+# rounds and 50 pulls took it to 27).
 set -u -o pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -156,7 +158,7 @@ for k in "$kver" "${others[@]}"; do
 	LAB_KVER=$k "$top/selftests/lab/lab.sh" initramfs > /dev/null
 done
 rm -f "$log_dir"/lab-one*.rc "$log_dir"/lab-two-*.rc
-export MANY_ROUNDS=${MANY_ROUNDS:-1} TORTURE_PULLS=${TORTURE_PULLS:-15}
+export MANY_ROUNDS=${MANY_ROUNDS:-1} TORTURE_PULLS=${TORTURE_PULLS:-15} FT_CYCLES=${FT_CYCLES:-30}
 pids=()
 lane_one &
 pids+=($!)

@@ -40,9 +40,10 @@
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
 # info), TORTURE_PULLS, SOAK_FAULTS, SOAK_CONNS, SOAK_PLAIN and SOAK_KINDS (the soak's),
 # MANY_ROUNDS (the many_*.sh rides' rounds, default 5),
-# BENCH_STEPS (bench.sh's steps, default all) and
+# BENCH_STEPS (bench.sh's steps, default all),
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
-# FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's) are passed on to the
+# FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's), FT_CYCLES
+# (shift_ft/load_unload.sh's, default 100) are passed on to the
 # guest, and so are LIBSHIFTU and LIBSHIFTU_TEST (the libraries the
 # libshiftu tests preload, default this tree's: a test run against another
 # build's, say main's, to show that it fails there);
@@ -521,7 +522,7 @@ scenario_env()
 	local v
 
 	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS LIBSHIFTU LIBSHIFTU_TEST; do
+		 FT_FUZZ_MSGS FT_FUZZ_SEED FT_CYCLES SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS LIBSHIFTU LIBSHIFTU_TEST; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Proves: shift_ft loads and unloads cleanly 100 times with rxe0/rxe1 present
-# and publishes both ports each time; it cannot be unloaded while a process
-# still maps its page (even with the fd closed), can be afterwards, and a
-# subscribed "ftnl monitor" survives the unload.
+# Proves: shift_ft loads and unloads cleanly FT_CYCLES times (100; make
+# check 30) with rxe0/rxe1 present and publishes both ports each time; it
+# cannot be unloaded while a process still maps its page (even with the fd
+# closed), can be afterwards, and a subscribed "ftnl monitor" survives the
+# unload.
 #
 #   eth0 ── rxe0 ┐
 #   eth1 ── rxe1 ┴─ shift_ft  (insmod/rmmod in a loop)
