@@ -73,10 +73,10 @@ desync()
 # Send mode's messages are 12 KiB, 12 packets: Soft-RoCE's requester
 # stops at 128 packets unacknowledged (RXE_MAX_UNACKED_PSNS), in the
 # middle of a message, and tc runs then.  Of 4 KiB (4 packets, 32 to the
-# window) none of eight drops met one part way.  One CQ for both queues
-# (as the soak's send pair, and NCCL): the server's refused receive comes
-# before the flush of its credit WRITE, which with a CQ of its own the
-# server may poll first and fail over on by itself.
+# window) none of eight drops met one part way.  One CQ for both queues,
+# as the soak's send pair and NCCL have.  The refused packet is a middle
+# one, which the responder refuses before it takes a receive: the server
+# sees no error of a receive, only the flushes of its stopped QP.
 skipped=
 for mode in write send; do
 	tag=$mode size=
