@@ -95,8 +95,10 @@ static bool stash_held(struct shiftu_cq *c, const struct ibv_wc *wc)
 	if (wc->status == IBV_WC_SUCCESS)
 		return false;
 	vq = shiftu_vqp_by_num(c->sctx, wc->qp_num);
+	/* a QP its application stopped meanwhile waits for no verdict */
 	return vq && (__atomic_load_n(&vq->move_deferred, __ATOMIC_RELAXED) ||
-		      __atomic_load_n(&vq->refused_ns, __ATOMIC_RELAXED));
+		      (__atomic_load_n(&vq->refused_ns, __ATOMIC_RELAXED) &&
+		       !__atomic_load_n(&vq->app_stop, __ATOMIC_RELAXED)));
 }
 
 void shiftu_ctrl_sent(struct shiftu_vqp *vq)
