@@ -2120,8 +2120,10 @@ static void consume(struct sg *g, const struct ibv_wc *wc)
 		slot = g->buf + s * words;
 		if (wc->opcode != IBV_WC_RECV || wc->byte_len != r->chunk) {
 			g->st.corrupt++;
-			msg(g, "corrupt: receive completion opcode %d, %u bytes (expected a SEND of %u)",
-			    wc->opcode, wc->byte_len, r->chunk);
+			msg(g, "corrupt: receive completion opcode %d flags 0x%x immediate 0x%x, %u bytes (expected a SEND of %u)",
+			    wc->opcode, wc->wc_flags,
+			    wc->wc_flags & IBV_WC_WITH_IMM ? be32toh(wc->imm_data) : 0,
+			    wc->byte_len, r->chunk);
 			post_recv(g, s);
 			return;
 		}
