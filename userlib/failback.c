@@ -68,8 +68,17 @@
  * comes after the wait is wasted, together with the reset the peer made
  * for it, since the next request is a new one (an old answer cannot be
  * taken safely: the peer may have granted another since).
+ *
+ * At least 10 s: the peer's pass, not ours, sets the pace of its answer,
+ * and ours measures only our own.  With 2 s, store_down.sh's 64 QPs (a
+ * pass of a second on each side) took 3 minutes to go back: the answers
+ * came 6 s after the requests, to requests already asked again, and
+ * each wasted grant reset the granting side's QP and dropped its own
+ * request; the server asked 828 times and probed not once.  Silence is
+ * all a long wait costs: a peer that answers busy, leads or down is asked
+ * again at once or after its backoff.
  */
-#define FB_ANSWER_NS	(2ULL * 1000 * 1000 * 1000)
+#define FB_ANSWER_NS	(10ULL * 1000 * 1000 * 1000)
 #define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
 /* How long a probe may take (failback_probed()). */
 #define FB_PROBE_NS	(2000ULL * 1000 * 1000)
