@@ -28,7 +28,8 @@
  * that told rxe; the times from the request are printed beside it.
  *
  * Exit: 0 if every transition reached both within LIMIT_MS (default 1000)
- * of the kernel's link message, with a correct row, 1 otherwise, 2 usage, 4 when it cannot run here.
+ * of the kernel's link message, with a correct row; 1 otherwise, 2 usage,
+ * 4 when it cannot run here.
  */
 #include <errno.h>
 #include <fcntl.h>
