@@ -12,13 +12,14 @@
 # ib_write_bw, ib_read_bw, ib_send_bw and ib_write_lat run with their default
 # flags plus only what the lab needs (device, GID index, port, few
 # iterations); ib_write_bw and ib_send_bw also with --use_old_post_send.
-# Debian's perftest 4.5 posts with ibv_post_send on Soft-RoCE either way (seen
-# in the lab: its QPs are not created with send_ops_flags, so the ibv_wr_*
-# API is never used), hence the same counters for both.  Each runs once plain and once
-# preloaded, at the same time.  Both runs must exit 0 on both hosts and print the same result
-# line shape (#bytes, #iterations); each preloaded side's libshiftu log must
-# have one exit line with qps >= 1, the counters that program cannot run
-# without, and no error or warn line.
+# Debian's perftest 4.5 posts with ibv_post_send on Soft-RoCE either way
+# (seen in the lab: its QPs are not created with send_ops_flags, so the
+# ibv_wr_* API is never used), hence the same counters for both.  Each
+# runs once plain and once preloaded, at the same time.  Both runs must
+# exit 0 on both hosts and print the same result line shape (#bytes,
+# #iterations); each preloaded side's libshiftu log must have one exit
+# line with qps >= 1, the counters that program cannot run without, and
+# no error or warn line.
 #
 # The ib_write_bw and ib_read_bw servers are passive (the client moves the
 # data; the server only sets its QP up and waits for the client to finish),
