@@ -15,11 +15,11 @@
 # Debian's perftest 4.5 posts with ibv_post_send on Soft-RoCE either way
 # (seen in the lab: its QPs are not created with send_ops_flags, so the
 # ibv_wr_* API is never used), hence the same counters for both.  Each
-# runs once plain and once preloaded, at the same time.  Both runs must
-# exit 0 on both hosts and print the same result line shape (#bytes,
-# #iterations); each preloaded side's libshiftu log must have one exit
-# line with qps >= 1, the counters that program cannot run without, and
-# no error or warn line.
+# runs once plain and once preloaded.  Both runs must exit 0 on both hosts
+# and print the same result line shape (#bytes, #iterations); each
+# preloaded side's libshiftu log must have one exit line with qps >= 1,
+# the counters that program cannot run without, and no error or warn
+# line.
 #
 # The ib_write_bw and ib_read_bw servers are passive (the client moves the
 # data; the server only sets its QP up and waits for the client to finish),
@@ -52,20 +52,16 @@ judge()
 	fi
 }
 
-# run TAG SIZE ITERS SRV_RESULT CLI_REQS SRV_REQS PROG ARGS...: PROG plain
-# and preloaded, the two pairs side by side (each on its own port, the
-# control in the same moment as the run it controls); judge both, then the
-# preloaded sides' libshiftu logs.
+# run TAG SIZE ITERS SRV_RESULT CLI_REQS SRV_REQS PROG ARGS...: PROG plain,
+# then preloaded; judge both, then the preloaded sides' libshiftu logs.
 run()
 {
 	local tag=$1 size=$2 iters=$3 srvres=$4 creq=$5 sreq=$6 prog=$7
 	shift 7
 
-	lu_group_gate
-	LU_BG_PRE=0 lu_bg_start "$tag.plain" 20 "$prog" "$@"
-	LU_BG_PRE=1 lu_bg_start "$tag.shiftu" 20 "$prog" "$@"
-	LU_GROUP_PULL=0 lu_group_ride "$tag.plain" "$tag.shiftu"
+	lu_pair "$tag.plain" 0 "$prog" "$@"
 	judge "$tag.plain" "$size" "$iters" "$srvres"
+	lu_pair "$tag.shiftu" 1 "$prog" "$@"
 	judge "$tag.shiftu" "$size" "$iters" "$srvres"
 	# shellcheck disable=SC2086 # the requirement lists are words
 	lu_check_log "$tag.shiftu" cli "contexts>=1" "qps>=1" $creq
