@@ -75,8 +75,8 @@
  * came 6 s after the requests, to requests already asked again, and
  * each wasted grant reset the granting side's QP and dropped its own
  * request; the server asked 828 times and probed not once.  Silence is
- * all a long wait costs: a peer that answers busy, leads or down is asked
- * again at once or after its backoff.
+ * all a long wait costs: a peer that answers is asked again within
+ * FB_BUSY_MS (busy) or FB_MAX_MS (leads, down), as before.
  */
 #define FB_ANSWER_NS	(10ULL * 1000 * 1000 * 1000)
 #define FB_ANSWER_MAX_NS (30ULL * 1000 * 1000 * 1000)
