@@ -262,8 +262,8 @@ int model_opts(void)
 #ifdef SEED_KEEP_REQ
 	       | O_KEEP_REQ
 #endif
-#ifdef OPEN_SLOW_RECONNECT
-	       | O_SLOW_RECONNECT
+#ifdef SEED_ASKER_NO_CTRL
+	       | O_ASKER_NO_CTRL
 #endif
 #ifdef SEED_TWIN_ERRORS
 	       | O_TWIN_ERRORS

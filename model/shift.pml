@@ -86,7 +86,7 @@
  * second control message there (the answer cleared hs_sent): it took one
  * of the application's receives on the peer's twin, or waited in RNR in
  * front of everything else.  -DSEED_STAY_SPEAKS puts that back, and
- * selftests/host/spin_model.sh checks that it is caught.
+ * selftests/model/spin_model.sh checks that it is caught.
  *
  * Failing back (M_FB, the default): once it failed, the default path can
  * come back (up).  A side on its twin then asks its peer through the
@@ -105,20 +105,24 @@
  * default QP is left on its twin or on the way, no side waits for the
  * message of a failback it granted.
  *
- * One finding (below, at its switch: OPEN_SLOW_RECONNECT) stands as an
- * assumption of the model until the library is fixed: the side that
- * granted a one-sided failback does not run out of retries before the
- * asking side reconnects (PEER_GONE).  make -C model SEED=OPEN_... lifts
- * it.  Three more are fixed.  A failback asked for or granted before the
- * peer's failover message was handled (a slow watcher, a message retried
- * on a lossy path) took that message, after the failback, for a new
- * failover; SEED_ASK_UNHEARD puts it back.  A failback request left in
- * the store by a side that granted the peer's was taken up, once both
- * were back, by a peer that posted nothing, which reset its default QP
- * under the traffic: the side that grants withdraws its own request
- * (answer()); SEED_KEEP_REQ puts it back.  And a failback draining a twin
- * while a READ a failover replayed before its cut is outstanding (the
- * replay's gap, glo and ghi; SEED_GAP_WALK).
+ * Four findings on failback are fixed.  First, a failback asked for or
+ * granted before the peer's failover message was handled (a slow
+ * watcher, a message retried on a lossy path) took that message, after
+ * the failback, for a new failover; SEED_ASK_UNHEARD puts it back.
+ * Second, a failback request left in the store by a side that granted the
+ * peer's was taken up, once both were back, by a peer that posted
+ * nothing, which reset its default QP under the traffic: the side that
+ * grants withdraws its own request (answer()); SEED_KEEP_REQ puts it
+ * back.  Third, a side that granted a one-sided failback posts on its
+ * reset default QP at once, and the NIC's retries may run out before the
+ * asking side has reset and connected its own (a slow store, a slow
+ * shadow thread: PEER_GONE): it fails over again, and its message must
+ * find a control receive on the asking side's twin, whose last one the
+ * answer to the first failover took; the asking side posts one as it
+ * asks, unless the application's receives are on its twin (the failback
+ * is two-sided then); SEED_ASKER_NO_CTRL leaves it out.  Fourth, a
+ * failback draining a twin while a READ a failover replayed before its
+ * cut is outstanding (the replay's gap, glo and ghi; SEED_GAP_WALK).
  *
  * A twin failing under the work (M_TD): once, while both sides' work is
  * on their twins, their exchanges are over and the default path is still
@@ -749,14 +753,10 @@ inline hs_message()
 /*
  * A side that granted a one-sided failback posts on its default QP at
  * once; the asking side resets and connects its own a few store round
- * trips later.  The model lets the retries of those posts outlast that
- * (PEER_GONE: only a peer QP a move stopped fails them).  Without that
- * (SEED=OPEN_SLOW_RECONNECT), the granting side fails over again, and its
- * message finds no control receive on the asking side's twin: its answer
- * to the first failover took it, and only release_held() posts one again
- * (the model's third finding on failback).
+ * trips later, and the retries of those posts may run out first: a peer
+ * QP not connected yet fails them, as does one a move stopped.
  */
-#define PEER_GONE(s)	(((opts & O_SLOW_RECONNECT) && !qup[3 - (s)]) || qgone[1 - (s)])
+#define PEER_GONE(s)	(!qup[3 - (s)] || qgone[1 - (s)])
 
 /*
  * The peer gave its QP up and stopped its end (a drain): what is left on
@@ -832,8 +832,8 @@ end:
 	:: atomic {
 		/* an error completion on the default QP reset for a failback:
 		 * the peer's end of it was stopped (drained by a move), or
-		 * is not connected yet (M_SLOW_RECONNECT), and the NIC's
-		 * retries of a request ran out */
+		 * is not connected yet, and the NIC's retries of a request
+		 * ran out */
 		state[me] == S_DEFAULT && qup[2 + me] && PEER_GONE(me) && tak[2 + me] < ttl[2 + me] ->
 		move()
 	   }
@@ -863,6 +863,15 @@ end:
 		 * first finding on failback, fixed; SEED_ASK_UNHEARD) */
 		up && state[me] == S_FALLBACK && on_twin[me] && !fbst[me] && !granted[me] &&
 		!backdue[me] && tries[me] < M_TRIES && (hs_got[me] || (opts & O_ASK_UNHEARD)) ->
+		/* the peer's next failover, which a one-sided grant's
+		 * reconnect may bring before we are back, is a new
+		 * exchange: a control receive on our twin first, unless
+		 * the application's receives are there (the failback is
+		 * two-sided then) */
+		if
+		:: opts & O_ASKER_NO_CTRL
+		:: else -> ctrl_rq[me] = ctrl_rq[me] || !twrx[me]
+		fi;
 		req[me] = 1;
 		fbst[me] = 1;
 		fbrep[me] = 0;

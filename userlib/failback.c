@@ -22,6 +22,7 @@
 #include "config.h"
 #include "failback_int.h"
 #include "failover.h"
+#include "handshake.h"
 #include "health.h"
 #include "interpose.h"
 #include "lock.h"
@@ -214,6 +215,24 @@ static void failback_ask(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	if (!__atomic_load_n(&vq->hs_got, __ATOMIC_RELAXED))
 		return;
 
+	/*
+	 * The peer, once it grants one-sided, posts on its reset default QP
+	 * at once, and fails over again if its retries run out before ours
+	 * is connected (a slow store): that new exchange's message comes to
+	 * our twin, whose control receive the answer to our failover took
+	 * (the spin model's third finding on failback, SEED_ASKER_NO_CTRL).
+	 * One at its head again before we ask, as the side that grants
+	 * posts on its own; not behind the application's receives (the
+	 * failback is two-sided then) nor on a failed twin.  A QP whose
+	 * fo_lock another thread holds asks at a later pass (see
+	 * failback_answer()).
+	 */
+	if (!dead) {
+		if (shiftu_trylock(&vq->fo_lock, SHIFTU_LOCK_FO))
+			return;
+		shiftu_ctrl_rearm(vq);
+		shiftu_unlock(&vq->fo_lock, SHIFTU_LOCK_FO);
+	}
 	/* the request goes in the pass's last batch (shiftu_late_batch()),
 	 * with every other QP's: a failed one backs this one off */
 	i = shiftu_req_add(SHIFTU_KV_PUT, 0);

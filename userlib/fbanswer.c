@@ -198,8 +198,7 @@ static bool failback_granted(struct shiftu_vqp *vq, unsigned int seq, bool mode,
 		 * again (it holds nothing else: we stayed).
 		 */
 		vq->stayed = vq->hs_sent = vq->hs_got = 0;
-		if (!vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
-			vq->ctrl_rq = 1;
+		shiftu_ctrl_rearm(vq);
 	}
 	return withdraw;
 }
@@ -210,12 +209,27 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	unsigned int seq, psn, tw, ctrl;
 	char key[96], val[96], g[33], wkey[96], wval[96];
 	enum shiftu_fb_reply reply;
+	unsigned int answered = vq->fb_answered;
 	bool mode, withdraw = false;
 	uint32_t ours;
 	int i;
 
 	if (!failback_asked(vq, pq, &seq, &psn, &tw))
 		return;
+	/*
+	 * A QP whose fo_lock another thread holds is answered at a later
+	 * pass, its request read again then.  The holder may be off the CPU
+	 * for seconds: an application's poster, on its twin, beside dozens
+	 * of pollers on a loaded host (store_down.sh: held 5 s, by
+	 * shiftu_post_send_slow()).  Waiting for it here held up the steps
+	 * of every QP behind this one in the pass: 64 QPs failed back in
+	 * minutes, not seconds.
+	 */
+	if (shiftu_trylock(&vq->fo_lock, SHIFTU_LOCK_FO)) {
+		vq->fb_answered = answered;
+		vq->fb_poll_ns = 0;
+		return;
+	}
 	shiftu_gid_hex(vq->dgid, g);
 	snprintf(key, sizeof(key), "fbrep:%s:%u", g, vq->steps.rtr.dest_qp_num);
 	ours = (uint32_t)random() & 0xffffff;
@@ -228,7 +242,6 @@ static void failback_answer(struct shiftu_vqp *vq, const struct pass_qp *pq)
 	 * (vq->stayed) moves over at its first post, and must not be reset
 	 * under that move, nor left marked stayed by it.
 	 */
-	shiftu_lock(&vq->fo_lock, SHIFTU_LOCK_FO);
 	reply = failback_decide(vq, tw, &mode);
 	ctrl = !mode ? 0 : (tw & FB_PROBE_SEND) && !vq->app_srq ? 2 : 1;
 	if (reply != SHIFTU_FB_GRANT || shiftu_qp_reconnect(vq, psn, ours, ctrl)) {

@@ -40,6 +40,12 @@ int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin)
 	return twin ? shiftu_twin_post_recv(vq, &w, &bad) : vq->post_recv(vq->reg.app_qp, &w, &bad);
 }
 
+void shiftu_ctrl_rearm(struct shiftu_vqp *vq)
+{
+	if (!vq->ctrl_rq && !vq->twin_recvs && !shiftu_ctrl_recv(vq, true))
+		vq->ctrl_rq = 1;
+}
+
 void shiftu_ctrl_recv_check(const struct ibv_wc *wc)
 {
 	enum shiftu_wrid kind = shiftu_wrid_kind(wc->wr_id);

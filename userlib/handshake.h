@@ -93,6 +93,14 @@ void shiftu_box_reset(struct shiftu_vqp *vq, enum shiftu_box_side side);
 int shiftu_ctrl_recv(struct shiftu_vqp *vq, bool twin);
 
 /*
+ * A control receive at the head of @vq's twin for the peer's next
+ * failover, a new exchange, if it has none and holds none of the
+ * application's receives (behind them it would take the peer's first
+ * SEND, not its message).  Context: fo_lock held.
+ */
+void shiftu_ctrl_rearm(struct shiftu_vqp *vq);
+
+/*
  * @wc, a completion of one of the library's control receives taken out of
  * a CQ: one that failed other than flushed is warned of, since a message
  * of the peer's application took the place of the peer's control message
