@@ -19,6 +19,8 @@ enum shiftu_stat {
 	SHIFTU_STAT_ATOMIC_ERRORS,
 	SHIFTU_STAT_UNPROTECTED,
 	SHIFTU_STAT_RECORDS_DROPPED,	/* store_seal.c: unsigned or badly signed */
+	SHIFTU_STAT_HEALTH_READS,	/* qphealth.c: a QP's primary read off the page */
+	SHIFTU_STAT_HEALTH_STALE,	/* ... and the page stayed mid-write: read again */
 
 	__SHIFTU_STAT_MAX
 };

@@ -260,8 +260,9 @@ static inline struct shiftu_vqp *shiftu_vqp_find(const struct ibv_qp *qp)
 
 /*
  * What the table says of @vq's primary: 1 its port or its path to the peer
- * is down, 0 both are good, -ENOENT unknown (QP not bound to a port, no
- * page or no row).  @ph and @path get what was read.  Cold; any thread.
+ * is down, 0 both are good, negative unknown: -ENOENT (QP not bound to a
+ * port, or no row), -ENODEV (no page), -ESTALE (the page stayed mid-write).
+ * @ph and @path get what was read.  Cold; any thread.
  */
 struct shiftu_port_health;
 int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,

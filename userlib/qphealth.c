@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "event.h"
 #include "failover.h"
 #include "health.h"
 #include "interpose.h"
@@ -17,11 +18,14 @@ int shiftu_vqp_primary(struct shiftu_vqp *vq, struct shiftu_port_health *ph,
 		       uint8_t *path)
 {
 	uint64_t since;
+	int err;
 
 	*path = SHIFT_FT_PATH_UNKNOWN;
-	if (!vq->port_num ||
-	    shiftu_health_port(vq->sctx->node_guid, vq->port_num, ph))
+	if (!vq->port_num)
 		return -ENOENT;
+	err = shiftu_health_port(vq->sctx->node_guid, vq->port_num, ph);
+	if (err)
+		return err;
 	if (ph->state != SHIFT_FT_PORT_ACTIVE)
 		return 1;
 	/*
@@ -45,6 +49,20 @@ void shiftu_vqp_health(struct shiftu_vqp *vq)
 	int down;
 
 	down = shiftu_vqp_primary(vq, &ph, &path);
+	shiftu_stat_add(SHIFTU_STAT_HEALTH_READS, 1);
+	if (down == -ESTALE) {
+		/*
+		 * The page stayed mid-write for SEQ_WAIT_NS.  Its sequence
+		 * has moved since our callers took it, so they would not look
+		 * again before the next change, which may be the port's
+		 * return: make their next post and poll look again.
+		 */
+		shiftu_stat_add(SHIFTU_STAT_HEALTH_STALE, 1);
+		__atomic_store_n(&vq->health_seen, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&vq->health_seen_r, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&vq->sctx->health_seen, 0, __ATOMIC_RELAXED);
+		return;
+	}
 	if (down < 0)
 		return;		/* unbound, no page, or no row for the port: unknown */
 	if (down == vq->down)

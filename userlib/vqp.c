@@ -240,11 +240,13 @@ static void __attribute__((destructor)) shiftu_exit_stats(void)
 		    " post_recv=%" PRIu64 " poll_cq=%" PRIu64 " poll_wcs=%" PRIu64 " wr_start=%" PRIu64
 		    " wr_complete=%" PRIu64 " failovers=%" PRIu64 " failbacks=%" PRIu64
 		    " replayed=%" PRIu64 " twin_wcs=%" PRIu64 " poster_changes=%" PRIu64
-		    " renamed=%" PRIu64,
+		    " renamed=%" PRIu64 " health_reads=%" PRIu64 " health_stale=%" PRIu64,
 		    contexts, qps, ps, pr,
 		    polls, wcs, ws, wc,
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILOVERS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_FAILBACKS].v, __ATOMIC_RELAXED),
 		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_REPLAYED_WRS].v, __ATOMIC_RELAXED),
-		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED), pc, shiftu_wrid_renamed());
+		    __atomic_load_n(&shiftu_twin_wcs, __ATOMIC_RELAXED), pc, shiftu_wrid_renamed(),
+		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_HEALTH_READS].v, __ATOMIC_RELAXED),
+		    __atomic_load_n(&shiftu_stat_lines[SHIFTU_STAT_HEALTH_STALE].v, __ATOMIC_RELAXED));
 }

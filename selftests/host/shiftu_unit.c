@@ -371,6 +371,49 @@ TEST(vqp_primary_stale_path)
 	free(s);
 }
 
+/*
+ * A QP whose read of the page gave up on a writer that never left (the
+ * page mid-write for SEQ_WAIT_NS) is read again by its next post and
+ * poll: its seen words and its context's go back to 0, which no
+ * published page rests at, and nothing about its port is decided.
+ */
+TEST(vqp_health_stale_reads_again)
+{
+	struct shiftu_ctx *s = calloc(1, sizeof(*s));
+	struct shiftu_vqp *vq = calloc(1, sizeof(*vq));
+	struct shift_ft_page_hdr *h;
+	struct shiftu_port_health ph;
+	uint8_t *page = make_page(4), path;
+
+	quiet_env();
+	ASSERT_TRUE(s && vq && page);
+	h = (void *)page;
+	ASSERT_EQ(0, shiftu_health_attach_mem(page, PAGE_LEN));
+	s->node_guid = 0x1111;
+	vq->sctx = s;
+	vq->port_num = 1;
+	vq->health_seen = vq->health_seen_r = s->health_seen = 8;
+	h->seq = 7;	/* a writer that never leaves */
+	EXPECT_EQ(-ESTALE, shiftu_vqp_primary(vq, &ph, &path));
+	shiftu_vqp_health(vq);
+	EXPECT_EQ(0, vq->health_seen);
+	EXPECT_EQ(0, vq->health_seen_r);
+	EXPECT_EQ(0, s->health_seen);
+	EXPECT_EQ(0, vq->down);
+	/* a read that answers leaves the words to their owners */
+	h->seq = 8;
+	vq->health_seen = vq->health_seen_r = s->health_seen = 8;
+	shiftu_vqp_health(vq);
+	EXPECT_EQ(8, vq->health_seen);
+	EXPECT_EQ(8, s->health_seen);
+	EXPECT_EQ(0, vq->down);
+
+	shiftu_health_detach();
+	free(page);
+	free(vq);
+	free(s);
+}
+
 #define NQP 2000
 
 TEST(qp_registry)
