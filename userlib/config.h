@@ -89,6 +89,7 @@ struct shiftu_config {
 		uint32_t follow_delay_ms; /* following the peer back waits */
 		uint32_t scout_delay_ms; /* the look ahead reads no ring */
 		uint32_t join_delay_ms;	/* a twin waits in RTR */
+		uint32_t kv_timeout_ms;	/* the store's wait for an answer */
 	} test;
 #endif
 };

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "store_int.h"
 #include "storeauth.h"
+#include "testbuild.h"
 #include "util.h"
 
 /*
@@ -319,17 +320,24 @@ static void kv_answered(struct shiftu_kv *kv, uint64_t ns)
  * sent again on a new connection, where it waits behind the first one),
  * SHIFTU_KV_TIMEOUT_MAX_MS at most.  A server that stops answering after
  * answering quickly costs SHIFTU_KV_TIMEOUT_MS a try, as ever.  A
- * failure to set it leaves the one set.
+ * failure to set it leaves the one set.  The test build's
+ * SHIFTU_TEST_KV_TIMEOUT_MS is then both bounds (testbuild.h).
  */
+static uint64_t kv_least_ms(void)
+{
+	return shiftu_test_kv_timeout_ms() ?: SHIFTU_KV_TIMEOUT_MS;
+}
+
 static void kv_set_timeout(struct shiftu_kv *kv)
 {
 	uint64_t ms = 3 * kv_pace(kv, shiftu_mono_ns()) / 1000000;
+	uint64_t most = shiftu_test_kv_timeout_ms() ?: SHIFTU_KV_TIMEOUT_MAX_MS;
 	struct timeval tv;
 
-	if (ms < SHIFTU_KV_TIMEOUT_MS)
-		ms = SHIFTU_KV_TIMEOUT_MS;
-	if (ms > SHIFTU_KV_TIMEOUT_MAX_MS)
-		ms = SHIFTU_KV_TIMEOUT_MAX_MS;
+	if (ms < kv_least_ms())
+		ms = kv_least_ms();
+	if (ms > most)
+		ms = most;
 	if (ms == kv->rcv_ms)
 		return;
 	tv.tv_sec = ms / 1000;
@@ -382,8 +390,8 @@ static int redis_auth(struct shiftu_kv *kv, redisContext *c)
 
 static int redis_connect(struct shiftu_kv *kv)
 {
-	const struct timeval tv = { .tv_sec = SHIFTU_KV_TIMEOUT_MS / 1000,
-				    .tv_usec = (SHIFTU_KV_TIMEOUT_MS % 1000) * 1000 };
+	const struct timeval tv = { .tv_sec = kv_least_ms() / 1000,
+				    .tv_usec = (kv_least_ms() % 1000) * 1000 };
 	redisContext *c;
 	int err;
 
@@ -412,7 +420,7 @@ static int redis_connect(struct shiftu_kv *kv)
 		}
 	}
 	kv->ctx = c;
-	kv->rcv_ms = SHIFTU_KV_TIMEOUT_MS;
+	kv->rcv_ms = kv_least_ms();
 	return 0;
 }
 

@@ -68,6 +68,8 @@ int shiftu_test_knobs_from_env(struct shiftu_config *cfg, char *(*get)(const cha
 		     &cfg->test.scout_delay_ms);
 	nbad += knob(get, "SHIFTU_TEST_JOIN_DELAY_MS", SHIFTU_JOIN_DELAY_MS_MAX,
 		     &cfg->test.join_delay_ms);
+	nbad += knob(get, "SHIFTU_TEST_KV_TIMEOUT_MS", SHIFTU_KV_TIMEOUT_MS_MAX,
+		     &cfg->test.kv_timeout_ms);
 	return nbad;
 }
 
@@ -102,6 +104,9 @@ void shiftu_test_knobs_log(const struct shiftu_config *cfg)
 	if (t->join_delay_ms)
 		shiftu_info("config: SHIFTU_TEST_JOIN_DELAY_MS=%u: a twin waits %u ms in RTR before RTS (a test setting)",
 			    t->join_delay_ms, t->join_delay_ms);
+	if (t->kv_timeout_ms)
+		shiftu_info("config: SHIFTU_TEST_KV_TIMEOUT_MS=%u: a store command waits %u ms for an answer (a test setting)",
+			    t->kv_timeout_ms, t->kv_timeout_ms);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -51,6 +51,11 @@
  *	a twin waits this long in RTR before RTS (qpconn.c, twin.c), as
  *	one whose thread is starved of the CPU between the two steps: it
  *	takes the peer's messages, but cannot answer them yet
+ *   SHIFTU_TEST_KV_TIMEOUT_MS		0..60000	(0)
+ *	the store's connect and read timeout, the least and the most a
+ *	command waits for an answer (store_redis.c), in place of
+ *	SHIFTU_KV_TIMEOUT_MS and SHIFTU_KV_TIMEOUT_MAX_MS: a verb that
+ *	waited for a stopped store would take this long at least
  *
  * A bad value is logged (warn: variable and value) and 0 is used; a value
  * in force is logged at info as a test setting.  None of them is on the
@@ -73,6 +78,7 @@
 #define SHIFTU_FOLLOW_DELAY_MS_MAX	20000
 #define SHIFTU_SCOUT_DELAY_MS_MAX	60000
 #define SHIFTU_JOIN_DELAY_MS_MAX	20000
+#define SHIFTU_KV_TIMEOUT_MS_MAX	60000
 
 #ifdef SHIFTU_TEST_BUILD
 /*
@@ -134,6 +140,11 @@ static inline uint32_t shiftu_test_scout_delay_ms(void)
 static inline uint32_t shiftu_test_join_delay_ms(void)
 {
 	return shiftu_config()->test.join_delay_ms;
+}
+
+static inline uint32_t shiftu_test_kv_timeout_ms(void)
+{
+	return shiftu_config()->test.kv_timeout_ms;
 }
 #else
 static inline int shiftu_test_knobs_from_env(struct shiftu_config *cfg,
@@ -200,6 +211,11 @@ static inline uint32_t shiftu_test_scout_delay_ms(void)
 }
 
 static inline uint32_t shiftu_test_join_delay_ms(void)
+{
+	return 0;
+}
+
+static inline uint32_t shiftu_test_kv_timeout_ms(void)
 {
 	return 0;
 }
