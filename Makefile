@@ -79,8 +79,10 @@ LAB_TWO_DIRS  := selftests/shift_ft_2host selftests/shiftmon_2host \
 		 selftests/libshiftu_2host
 # the one-host tests check runs on every installed kernel other than KVER
 LAB_KMOD_DIRS := selftests/shift_ft
+# the build machine's own: pure logic and packaging, and the spin model
+HOST_DIRS     := selftests/host selftests/model
 
-export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS KERNELS TWO_LANES MANY_ROUNDS
+export KVER KSFT_DIR V LAB_ONE_DIRS LAB_TWO_DIRS LAB_KMOD_DIRS HOST_DIRS KERNELS TWO_LANES MANY_ROUNDS
 
 .PHONY: all module tools lib selftests kselftest ynl check deps unit lab dkms-test torture \
 	fuzz soak demo bench many install dkms-install style clean version
@@ -116,7 +118,7 @@ ynl:
 
 # the host tests link userlib's objects: build them first, once
 selftests: kselftest ynl lib
-	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
+	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) $(HOST_DIRS); do \
 		$(MAKE) $(SUBMAKE_QUIET) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) \
 			SHIFT_TOP=$(TOP) all || exit; \
 	done
@@ -133,11 +135,11 @@ check: deps
 	$(Q)$(TOP)/selftests/check.sh
 
 # through the lab guests' ksft-run, as check does, so that the runner finds
-# selftests/host/settings; fails when a test does (runner.sh's make does
+# each directory's settings; fails when a test does (runner.sh's make does
 # not), or when the run itself did
 unit: selftests
 	$(Q)mkdir -p $(BUILD); \
-	{ KSFT_DIR=$(KSFT_DIR) $(TOP)/selftests/lab/guest/ksft-run $(TOP)/selftests/host; \
+	{ KSFT_DIR=$(KSFT_DIR) $(TOP)/selftests/lab/guest/ksft-run $(addprefix $(TOP)/,$(HOST_DIRS)); \
 	  echo $$? > $(BUILD)/unit.rc; } | tee $(BUILD)/unit.tap; \
 	[ "$$(cat $(BUILD)/unit.rc)" = 0 ] && ! grep -q '^not ok' $(BUILD)/unit.tap
 
@@ -168,7 +170,8 @@ soak: all
 	$(Q)LAB_TIMEOUT=$${LAB_TIMEOUT:-10800} $(LAB) scenario soak two
 
 many: all
-	$(Q)LAB_TESTS="many_qps.sh many_gen.sh many_procs.sh" $(LAB) run two selftests/libshiftu_2host
+	$(Q)LAB_TESTS="many_qps.sh many_gen.sh many_procs.sh store_down.sh" STORE_DOWN_P=64 \
+		$(LAB) run two selftests/libshiftu_2host
 
 install: module tools lib
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP) modules_install
@@ -190,7 +193,7 @@ clean:
 	$(Q)$(MAKE) -C $(KDIR) M=$(TOP)/$(NLDELAY) clean
 	$(Q)for d in $(TOOL_DIRS); do $(MAKE) -C $$d clean; done
 	$(Q)$(MAKE) -C userlib clean
-	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) selftests/host; do \
+	$(Q)for d in $(SELFTEST_DIRS) $(LAB_TWO_DIRS) $(HOST_DIRS); do \
 		$(MAKE) -C $$d OUTPUT=$(TOP)/$$d KSFT_DIR=$(KSFT_DIR) SHIFT_TOP=$(TOP) clean 2>/dev/null; \
 	done; true
 	$(Q)rm -rf $(BUILD)/lab/runs $(BUILD)/kmod

@@ -38,19 +38,25 @@
 # lab-link IFNAME off|on, lab-peer [--bg] CMD..., dmesg-check mark|scan.
 #
 # Environment: LU_LOG (libshiftu's log level in the libshiftu tests, default
-# info), TORTURE_PULLS, SOAK_FAULTS, SOAK_CONNS, SOAK_PLAIN and SOAK_KINDS (the soak's),
-# MANY_ROUNDS (the many_*.sh rides' rounds, default 5),
+# info), TORTURE_PULLS, TORTURE_SEND_CHUNK, SOAK_FAULTS, SOAK_CONNS, SOAK_PLAIN and
+# SOAK_KINDS (the soak's),
+# MANY_ROUNDS (the many_*.sh rides' rounds, default 5), STORE_DOWN_P
+# (store_down.sh's connections, default 64),
 # BENCH_STEPS (bench.sh's steps, default all),
-# LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's) and
+# LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's),
+# RXERETRY_ROUNDS and RXERETRY_MODES (the rxeretry scenario's) and
 # FT_FUZZ_MSGS and FT_FUZZ_SEED (shift_ft/fuzz.sh's), FT_CYCLES
-# (shift_ft/load_unload.sh's, default 100) are passed on to the
+# (shift_ft/load_unload.sh's, default 100), FT_FLAPS (shift_ft's
+# port_events.sh's and latency.sh's, default 20) are passed on to the
 # guest, and so are LIBSHIFTU and LIBSHIFTU_TEST (the libraries the
 # libshiftu tests preload, default this tree's: a test run against another
-# build's, say main's, to show that it fails there);
+# build's, say main's, to show that it fails there), and LAB_XTRACE (1:
+# each test leaves its shell trace, timed, in its out/TEST.xtrace, for
+# xtrace-top);
 # LAB_TESTS ("a.sh b.sh", for `run`) runs only those of the DIRs' tests, in
 # that order, which may be of a DIR's TEST_PROGS_NAMED (tests that run only
 # when named).
-# LAB_TIMEOUT (seconds per VM run; default for `run` 1500 with one host,
+# LAB_TIMEOUT (seconds per VM run; default for `run` 2400 with one host,
 # 3600 with two, each at least 1.5 times what its make check run takes on
 # a 2-core machine; 3300 for the scenarios), LAB_NAPI_TX (0 or 1: the
 # guests' virtio_net.napi_tx; default 0, because with the kernel's 1 a
@@ -243,7 +249,7 @@ qemu_args()
 	args=(qemu-system-x86_64 -name "lab-host$id" -accel "$ACCEL"
 		-m "$LAB_MEM" -smp "$LAB_SMP" -nodefaults -nographic -no-reboot
 		-kernel "/boot/vmlinuz-$KVER" -initrd "$INITRAMFS"
-		-append "console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE${LAB_CMDLINE_EXTRA:+ $LAB_CMDLINE_EXTRA}"
+		-append "console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable rcupdate.rcu_cpu_stall_timeout=120 virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE${LAB_CMDLINE_EXTRA:+ $LAB_CMDLINE_EXTRA}"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=$dir/out,mount_tag=labout,security_model=none,multidevs=remap")
 	[ "$ACCEL" = kvm ] && args+=(-cpu host)
@@ -337,9 +343,27 @@ wait_lab()
 	kill "${VM_PID[@]}" 2>/dev/null || true
 }
 
+# vm_cpu: VM_CPU set to the host CPU time the lab's QEMUs have used so
+# far, in ticks (USER_HZ): utime and stime of /proc/PID/stat, whose second
+# field (the command, in parentheses) has no space here.  A QEMU that has
+# exited (the stream runs behind the console) counts as last read.
+declare -A VM_TICKS
+vm_cpu()
+{
+	local pid f
+
+	VM_CPU=0
+	for pid in "${VM_PID[@]}"; do
+		read -r -a f < "/proc/$pid/stat" 2> /dev/null &&
+			VM_TICKS[$pid]=$((f[13] + f[14]))
+		VM_CPU=$((VM_CPU + ${VM_TICKS[$pid]:-0}))
+	done
+}
+
 # stream_console ID: copy host ID's serial log to stdout until QEMU exits,
 # and note in $RUN/times when each test's result line came (seconds from
-# the boot, then the test), for test_times.
+# the boot), the test, and the CPU time the guests had used by then
+# (vm_cpu), for test_times.
 stream_console()
 {
 	local line t0=$SECONDS
@@ -348,20 +372,29 @@ stream_console()
 	while IFS= read -r line; do
 		printf '%s\n' "$line"
 		line=${line%$'\r'}
-		[[ "$line" =~ ^(not\ )?ok\ [0-9]+\ selftests:\ [^:]*:\ ([^ ]+) ]] &&
-			echo "$((SECONDS - t0)) ${BASH_REMATCH[2]}" >> "$RUN/times"
+		[[ "$line" =~ ^(not\ )?ok\ [0-9]+\ selftests:\ [^:]*:\ ([^ ]+) ]] || continue
+		vm_cpu
+		echo "$((SECONDS - t0)) ${BASH_REMATCH[2]} $VM_CPU" >> "$RUN/times"
 	done &
 	STREAM_PID=$!
 	CLEANUP_PIDS+=($!)
 }
 
 # test_times: each test's seconds from the one before it (the first's
-# include the boot), the slowest ten on one line; all of them in
-# $RUN/times.
+# include the boot), the slowest ten on one line, then the ten that cost
+# the guests the most host CPU; all of them in $RUN/times.  A polling
+# program takes whatever CPU its guest gets (many_send.sh cost 149 CPU s
+# alone, 82 beside make check's other guests): the figure shows which
+# tests compete for the cores the runs share, not what each needs.
 test_times()
 {
+	local hz
+
 	[ -s "$RUN/times" ] || return 0
 	log "slowest tests (s): $(awk '{ print $1 - prev, $2; prev = $1 }' "$RUN/times" |
+		sort -rn | head -n 10 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }')"
+	hz=$(getconf CLK_TCK)
+	log "costliest tests (CPU s, of $(awk -v hz="$hz" 'END { printf "%d", $3 / hz }' "$RUN/times") by the last): $(awk -v hz="$hz" '{ printf "%d %s\n", ($3 - prev) / hz, $2; prev = $3 }' "$RUN/times" |
 		sort -rn | head -n 10 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }')"
 }
 
@@ -490,7 +523,7 @@ cmd_run()
 	fi
 	[ $# -ge 1 ] || usage
 	if [ -z "$LAB_TIMEOUT_GIVEN" ]; then
-		LAB_TIMEOUT=1500
+		LAB_TIMEOUT=2400
 		[ "$nhosts" = 1 ] || LAB_TIMEOUT=3600
 	fi
 	"$LAB_DIR/get-kselftest.sh" "$KSFT_OUT"
@@ -521,8 +554,8 @@ scenario_env()
 {
 	local v
 
-	for v in LU_LOG TORTURE_PULLS LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD LINKSTALL_LOAD \
-		 FT_FUZZ_MSGS FT_FUZZ_SEED FT_CYCLES SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS LIBSHIFTU LIBSHIFTU_TEST; do
+	for v in LU_LOG TORTURE_PULLS TORTURE_SEND_CHUNK LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD \
+		 LINKSTALL_LOAD RXERETRY_ROUNDS RXERETRY_MODES FT_FUZZ_MSGS FT_FUZZ_SEED FT_CYCLES FT_FLAPS SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS STORE_DOWN_P LIBSHIFTU LIBSHIFTU_TEST LAB_XTRACE; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -10,10 +10,10 @@
 # its own twin and speaks first); the failback comes later, as usual.
 # Both libraries wait 4 s between a failback's good probe and going back
 # (SHIFTU_TEST_FAILBACK_DELAY_MS), and the asker's rail 0 goes down by
-# `ip link set down` inside that wait.  (With 2 s, a starved guest's look
-# at the peer's log took so long that the cut came after the failback:
-# make check, 2026-11-30.  A cut that misses the wait all the same makes
-# the test skip: the case did not happen.)
+# `ip link set down` inside that wait, for 5 s.  (With 2 s, a starved
+# guest's look at the peer's log took so long that the cut came after the
+# failback: make check, 2026-11-30.  A cut that misses the wait all the
+# same makes the test skip: the case did not happen.)
 #
 #     host 1 (shiftgen client)                       host 2 (shiftgen server)
 #     rxe0 ─ eth0 ═══ rail 0: host 1's out 2 s; then the asker's ip link down in its wait
@@ -50,7 +50,10 @@ asker()
 }
 
 # cut TAG: host 1's cable out for 2 s; when a library waits to go back,
-# that host's rail 0 down (ip link) for 3 s
+# that host's rail 0 down (ip link) for 5 s, past the wait's end however
+# early in it the wait is seen (a 3 s cut seen 0.75 s in came back 20 ms
+# before the wait ended, alone in the lab on 2026-12-01: the failback was
+# not cut, and the test failed)
 cut()
 {
 	local who
@@ -62,10 +65,10 @@ cut()
 	who=$(asker "$1") || { echo "no library went back within 20 s" > "$FT_TMP/$1.asker"; return 0; }
 	if [ "$who" = 1 ]; then
 		ip link set eth0 down
-		lab_nap 3
+		lab_nap 5
 		ip link set eth0 up
 	else
-		lu_peer_run "ip link set eth0 down; sleep 3; ip link set eth0 up" ||
+		lu_peer_run "ip link set eth0 down; sleep 5; ip link set eth0 up" ||
 			return 1
 	fi
 	echo "$who" > "$FT_TMP/$1.asker"

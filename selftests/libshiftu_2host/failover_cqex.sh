@@ -107,16 +107,28 @@ PULL=1
 ride poll_cli 1 -m write_imm --cq-ex=poll
 rode poll_cli
 
-# sessions that stay open 20 ms after their first completion, one CQ for
-# both queues (each receive counted as the session takes it): the pull
-# mostly finds one open, and the failover is left to its end, which makes
-# it.  Not always: a client with nothing outstanding when its port goes
-# down has no session open (seen in the lab: "0 sends and 0 receives
-# outstanding"), and its failover is an ordinary one.  Every ride must be
+# the client's sessions take one completion each and stay open 100 ms
+# more, one CQ for both queues (each receive counted as the session takes
+# it); the client posts one message between two sessions, keeps 16 in
+# flight and signals each (--signal-all), so that its CQ never runs dry:
+# the client is in a session nearly all the time, and the port's loss is
+# seen while one is open, its failover left to the session's end.  16 KiB
+# messages, 16 packets each at the rails' MTU, so that the outage still
+# carries hundreds at ten messages a second.  The server's sessions end at
+# once, so that its credits never keep the client waiting outside one.
+# Not always: a session may end between the loss and the library's look,
+# and the next one starts served, with nothing to leave.  Sessions that
+# took up to 16 completions ran the CQ dry every few sessions, and the
+# client waited outside one for the next completion (with 20 ms sessions
+# on both sides, 16 in flight and one send in 16 signaled: a failover
+# with no direct session open in 1 ride of 6 locally, in 3 of 3 in CI;
+# with 100 ms sessions, 64 in flight and one in 16 signaled, in 1 of 20
+# alone, and in the first ride of make check).  Every ride must be
 # intact, and one of three at least must leave its failover to a session.
 PULL=1
 for try in 1 2 3; do
-	ride "linger_cli$try" 1 -m send --one-cq --cq-ex=linger
+	LU_CLI_ARGS=--cq-ex=linger ride "linger_cli$try" 1 \
+		-m send -s 16384 -q 16 --signal-all --one-cq --cq-ex
 	rode "linger_cli$try"
 	grep -q 'during a polling session of its extended CQ: failing over once it ends' \
 		"$FT_TMP/linger_cli$try.cli.shiftu" && break

@@ -47,7 +47,10 @@ REFUSED='remote invalid request error'
 # desync TAG: 2 s in, up to eight times until the client met a refusal:
 # host 1's rail 0 drops all it sends, the server's library resets its QP
 # in place (it removes the file once it has), the drop ends; then until
-# the client's QP is back (the run ends there: LU_RIDE_END)
+# the client's QP is back (the run ends there: LU_RIDE_END).  An attempt
+# takes 1 s on an idle guest, up to 15 s on a loaded one (a make check's
+# client met its refusal at the fifth, 58 s in): the run's -D 150 (and
+# the client's timeout, 170 s) only bound it.
 desync()
 {
 	local i j
@@ -84,7 +87,7 @@ for mode in write send; do
 	lu_keep "$tag" failover_desync
 	# shellcheck disable=SC2086 # $size: no word, or three
 	LU_ENV="SHIFTU_TEST_RESET_FILE=$RESET" LU_DURING=desync LU_RIDE_END=1 \
-		lu_pair "$tag" 1 "$GEN" -m "$mode" $size -D 60
+		LU_CLI_SECS=170 LU_SRV_SECS=190 lu_pair "$tag" 1 "$GEN" -m "$mode" $size -D 150
 	grep -q 'reset in place, expecting PSN [0-9]*, [0-9]* receives and [0-9]* requests posted again (a test setting): done' \
 		"$FT_TMP/$tag.srv.shiftu" ||
 		lu_fail "$tag" "the server's library did not reset its QP"

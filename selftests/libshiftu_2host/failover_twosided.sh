@@ -56,13 +56,19 @@ pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 # pull TAG: rail 0 out from 2 s to 5 s; host 1's packets per rail counted
 # over 1.5 s of the outage and over 1.5 s once it failed back; then the
 # client (the job lu_pair started last) ends its run (shiftgen's SIGUSR1:
-# -D 30 only bounds it).  With HOLD set, the client keeps a batch open
-# from just before the pull until its library says the failover met it,
-# 4 s at most (shiftgen's SIGUSR2, twice): how soon the library sees the
-# port down depends on the lab's load, not on a fixed time.
+# -D 60 only bounds it; 30 s ended a run before its failback on a slower
+# machine, where the pull of host 2's rail came 13 s late: make check,
+# 2026-12-01).  Its steps are urgent (lu_urgent), as lu_pull's are:
+# beside the pollers each lab-peer took seconds.  With HOLD set, the
+# client keeps a batch open from just before the pull until its library
+# says the failover met it, 4 s at most (shiftgen's SIGUSR2, twice): how
+# soon the library sees the port down depends on the lab's load, not on a
+# fixed time.
 pull()
-{
+(
 	local a0 a1 cli=$!
+
+	lu_urgent
 	sleep 2
 	if [ -n "${HOLD:-}" ]; then
 		pkill -USR2 -P "$cli" shiftgen || fail "$1: no client to signal"
@@ -88,7 +94,7 @@ pull()
 	sleep 1.5
 	echo "$(($(pkts rxe0) - a0)) $(($(pkts rxe1) - a1))" > "$FT_TMP/$1.after"
 	pkill -USR1 -P "$cli" shiftgen || true
-}
+)
 LU_DURING=pull
 
 # ride TAG MODE [ARGS...]: a run of MODE through a pull on host $PULL's
@@ -98,7 +104,7 @@ ride()
 {
 	local tag=$1 mode=$2 side s0 s1 r0 r1
 	shift 2
-	lu_pair "$tag" 1 "$GEN" -m "$mode" -D 30 "$@"
+	LU_CLI_SECS=90 LU_SRV_SECS=120 lu_pair "$tag" 1 "$GEN" -m "$mode" -D 60 "$@"
 	lu_gen_clean "$tag"
 	for side in cli srv; do
 		grep -q "protected by qp .*requests $RINGS)" "$FT_TMP/$tag.$side.shiftu" ||

@@ -20,12 +20,6 @@ set -e
 . "$(dirname "$0")/lib.sh"
 
 GEN=$LU_DIR/shiftgen
-# The store runs on host 1, whose one CPU the client's 64 polling threads
-# share with it: a job's store lives on a host its pollers do not starve
-# (many cores, or another host), so here it gets a better niceness.  At
-# the default one it answered in 1 to 5 s, and 64 failbacks took a minute
-# after the repair, most of it waiting for the store.
-SMR_REDIS_NICE=-10
 lu_gen_ride_setup
 lu_rounds
 P=64

@@ -36,11 +36,13 @@ LU_PULL_ON=1 LU_PULL_BY=link
 
 # pull TAG PRE: lu_pull of round TAG, in a subshell of its own, urgent
 # (lu_urgent); with the library (PRE 1), once the N clients' QPs are all
-# protected, 30 s at most.  Eight processes set up on the guest's one CPU
-# can take longer than lu_pull's 5 s (in one round a client had not
-# reached RTR then), and a QP whose move to RTR meets the rail down fails
-# it, library or not.  Then the N clients' runs end (lu_end; round's
-# pids), with the library once all N failed back (40 s at most).
+# protected, without it once they are all in RTS (rdma's view of host 1's
+# rxe0), 30 s at most either way.  Eight processes set up on the guest's
+# one CPU can take longer than lu_pull's 5 s (in one round a client had
+# not reached RTR then; in a make check's control a client's move to RTR
+# met the rail down and failed, "Failed to modify QP to RTR": it needs
+# the peer's MAC, library or not).  Then the N clients' runs end (lu_end;
+# round's pids), with the library once all N failed back (40 s at most).
 pull()
 (
 	local t0=$EPOCHREALTIME n=0 i tags=()
@@ -50,7 +52,16 @@ pull()
 		tags+=("${1}_$i")
 	done
 	if [ "$2" != 1 ]; then
-		lu_pull "${1}_1"
+		while :; do
+			n=$(rdma res show qp link rxe0/1 2> /dev/null |
+			    grep -c 'type RC state RTS .*comm ib_write_bw' || true)
+			if [ "$n" -ge "$N" ] || [ "$(lu_ms "$t0")" -ge 30000 ]; then
+				break
+			fi
+			lab_nap 0.1
+		done
+		log "$1: $n of $N clients' QPs in RTS $(lu_ms "$t0") ms after they started"
+		LU_PULL_AT=1 lu_pull "${1}_1"
 	else
 		while [ "$n" -lt "$N" ] && [ "$(lu_ms "$t0")" -lt 30000 ]; do
 			lab_nap 0.1

@@ -22,12 +22,6 @@ set -e
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# The store runs on host 1, whose one CPU the client's polling and
-# Soft-RoCE's 16 QPs share with it (a job's store lives on a host its
-# pollers do not starve): at the default niceness, in two of the rounds
-# of one session, it answered nothing for 5 s around the repair, and 9 of
-# the 16 QPs asked to fail back too late for the run's end.
-SMR_REDIS_NICE=-10
 lu_ride_setup ib_write_bw
 lu_rounds
 Q=16

@@ -89,12 +89,12 @@
  * With --cq-ex (either side) they are extended CQs (ibv_create_cq_ex, with
  * IBV_WC_STANDARD_FLAGS), polled with ibv_start_poll, ibv_next_poll and
  * ibv_end_poll, each completion read with the ibv_wc_read_* accessors
- * (--cq-ex=poll, the default; --cq-ex=linger keeps each session that took
- * a completion open 20 ms more, as a program that does its work inside
- * the session would), or polled with ibv_poll_cq through ibv_cq_ex_to_cq
- * (--cq-ex=ibv).  Either way every completion's QP number
- * must be the side's QP's (or its spare's), and a received SEND's length
- * what was sent (else corrupt).
+ * (--cq-ex=poll, the default; --cq-ex=linger takes one completion a
+ * session and keeps the session open LINGER_US (100 ms) more, as a program
+ * that does its work inside the session would), or polled with
+ * ibv_poll_cq through ibv_cq_ex_to_cq (--cq-ex=ibv).  Either way every
+ * completion's QP number must be the side's QP's (or its spare's), and a
+ * received SEND's length what was sent (else corrupt).
  *
  * With --srq (either side) the QP's receives come from an SRQ of its own,
  * posted with ibv_post_srq_recv.
@@ -206,6 +206,7 @@
 
 #define ERR_PRINT_MAX	20
 #define SEEN_BITS	4096		/* window of the dup/reorder detector */
+#define LINGER_US	100000		/* --cq-ex=linger: a session's work */
 #define NS		1000000000ull
 
 /* SIGUSR1 came (finish()): the client's next message is its last */
@@ -1508,8 +1509,10 @@ static int cq_poll_ids(struct sg *g, struct ibv_cq *cq, int num, struct ibv_wc *
 			return -1;
 		for (;;) {
 			cqx_read(x, &wc[n++]);
-			if (n == 1 && g->o->cq_ex == CQX_LINGER)
-				usleep(20000);
+			if (g->o->cq_ex == CQX_LINGER) {
+				usleep(LINGER_US);
+				break;
+			}
 			if (n == num)
 				break;
 			ret = ibv_next_poll(x);
@@ -2120,10 +2123,12 @@ static void consume(struct sg *g, const struct ibv_wc *wc)
 		slot = g->buf + s * words;
 		if (wc->opcode != IBV_WC_RECV || wc->byte_len != r->chunk) {
 			g->st.corrupt++;
-			msg(g, "corrupt: receive completion opcode %d flags 0x%x immediate 0x%x, %u bytes (expected a SEND of %u)",
+			msg(g, "corrupt: receive completion opcode %d flags 0x%x immediate 0x%x, %u bytes (expected a SEND of %u)%s",
 			    wc->opcode, wc->wc_flags,
 			    wc->wc_flags & IBV_WC_WITH_IMM ? be32toh(wc->imm_data) : 0,
-			    wc->byte_len, r->chunk);
+			    wc->byte_len, r->chunk,
+			    wc->byte_len ? "" :
+			    " (Soft-RoCE's empty SEND after a retry? lab.sh scenario rxeretry)");
 			post_recv(g, s);
 			return;
 		}

@@ -30,7 +30,7 @@ ARGS=(-m write -s 4096 -c 4 -q 16 -D 10 --reply)
 # shiftgen connects within a second; the client cannot fail back while the
 # server stays (a failback with receives on the twin is two-sided, and a
 # QP still on its default QP answers it busy), so the pull waits for none
-LU_PULL_AT=3 LU_PULL_FB_TENTHS=0
+LU_PULL_AT=3 LU_PULL_FB_S=0
 
 # the control: the same pull without the library; the reply comes on the
 # repaired rail 0

@@ -26,6 +26,16 @@ FT_TMP=$(mktemp -d "/tmp/shift_ft.$FT_TEST.XXXXXX")
 FT_OUT=${LAB_OUT:-$FT_TMP}
 ksft_skip=4
 
+# LAB_XTRACE=1: every command this test's shells run, with the time it
+# started, into $FT_OUT/TEST.xtrace (selftests/lab/xtrace-top says where
+# a test spends its time).  Not the test's output: its TAP stays clean.
+if [ "${LAB_XTRACE:-0}" = 1 ]; then
+	exec {FT_XTRACE_FD}> "$FT_OUT/$FT_TEST.xtrace"
+	BASH_XTRACEFD=$FT_XTRACE_FD
+	PS4='+ $EPOCHREALTIME ${BASH_SOURCE[0]##*/}:$LINENO '
+	set -x
+fi
+
 FT_CLEANUPS=()
 FT_DMESG_MARK=
 

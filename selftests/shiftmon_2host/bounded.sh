@@ -48,16 +48,16 @@ pw() { "$PATHWAIT" "$@" > /dev/null; }
 
 # ---- back UP, and gone: the agent deletes what it reported ----
 pub ghost rxe1/1 DOWN ::ffff:10.9.0.1
-pw ::ffff:10.9.0.1 DOWN -t 3000 || smr_fail "ghost rxe1 never DOWN"
+pw ::ffff:10.9.0.1 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost rxe1 never DOWN"
 ft_expect "rows toward ghost rxe1" "$(rows 09)" 2
 pub ghost rxe1/1 ACTIVE ::ffff:10.9.0.1
-pw ::ffff:10.9.0.1 ABSENT -t 3000 || smr_fail "ghost rxe1 ACTIVE again: the agent's rows stayed"
+pw ::ffff:10.9.0.1 ABSENT -t "$SMR_WAIT_MS" || smr_fail "ghost rxe1 ACTIVE again: the agent's rows stayed"
 applied "^agent: apply ghost rxe1/1 ACTIVE (event, seq $SEQ): 2 paths deleted"
 log "a remote port ACTIVE again: the agent deleted its 2 rows"
 
 # an application's report made since is not the agent's to delete
 pub ghost rxe1/1 DOWN ::ffff:10.9.0.1
-pw ::ffff:10.9.0.1 DOWN -t 3000 || smr_fail "ghost rxe1 never DOWN again"
+pw ::ffff:10.9.0.1 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost rxe1 never DOWN again"
 "$FTNL" report rxe0 1 ::ffff:10.9.0.1 down app
 pub ghost rxe1/1 ACTIVE ::ffff:10.9.0.1
 applied "^agent: apply ghost rxe1/1 ACTIVE (event, seq $SEQ): 1 path deleted"
@@ -68,9 +68,9 @@ ft_expect "the application's row" "$("$FTNL" path rxe0 1 ::ffff:10.9.0.1 -f repo
 log "an application's report on the path kept its row; the agent's went"
 
 pub ghost rxe2/1 DOWN ::ffff:10.9.0.2
-pw ::ffff:10.9.0.2 DOWN -t 3000 || smr_fail "ghost rxe2 never DOWN"
+pw ::ffff:10.9.0.2 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost rxe2 never DOWN"
 pub ghost rxe2/1 REMOVED ::ffff:10.9.0.2
-pw ::ffff:10.9.0.2 ABSENT -t 3000 || smr_fail "ghost rxe2 REMOVED: the agent's rows stayed"
+pw ::ffff:10.9.0.2 ABSENT -t "$SMR_WAIT_MS" || smr_fail "ghost rxe2 REMOVED: the agent's rows stayed"
 applied "^agent: forget ghost rxe2/1 REMOVED (event, seq $SEQ): 2 paths deleted"
 log "a remote port REMOVED: rows deleted, entry forgotten"
 
@@ -84,12 +84,12 @@ applied "^agent: apply ghost rxe5/1 DOWN (event, seq $SEQ): 0 paths DOWN (incomp
 ft_expect "rows toward ghost at its cap" "$(rows 09)" 8
 ft_expect "cap lines logged" "$(grep -c '^agent: host ghost: 8 path rows, the most --host-rows allows' "$SMR_LOG1")" 1
 pub ghost2 rxe0/1 DOWN ::ffff:10.10.0.1
-pw ::ffff:10.10.0.1 DOWN -t 3000 || smr_fail "ghost2's port not recorded: the cap is per host"
+pw ::ffff:10.10.0.1 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost2's port not recorded: the cap is per host"
 # room again once ghost's rxe3 is up: rxe5's next record is recorded
 pub ghost rxe3/1 ACTIVE ::ffff:10.9.3.1,::ffff:10.9.3.2,::ffff:10.9.3.3
 applied "^agent: apply ghost rxe3/1 ACTIVE (event, seq $SEQ): 6 paths deleted"
 pub ghost rxe5/1 DOWN ::ffff:10.9.5.1
-pw ::ffff:10.9.5.1 DOWN -t 3000 || smr_fail "ghost rxe5 not recorded once there was room"
+pw ::ffff:10.9.5.1 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost rxe5 not recorded once there was room"
 ft_expect "rows toward ghost" "$(rows 09)" 4
 log "--host-rows 8: ghost stopped at 8 rows (logged once), ghost2 unaffected, room again after an UP"
 
@@ -98,7 +98,7 @@ rcli sadd shift:v1:hosts ghost4 > /dev/null
 pub ghost4 rxe1/1 DOWN ::ffff:10.12.0.1
 rcli hset shift:v1:host:ghost4 rxe1/1 \
 	"DOWN${T}ETHERNET$T-$T::ffff:10.12.0.1${T}0${T}0${T}00000000000000aa$T$SEQ" > /dev/null
-pw ::ffff:10.12.0.1 DOWN -t 3000 || smr_fail "ghost4 rxe1 never DOWN"
+pw ::ffff:10.12.0.1 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost4 rxe1 never DOWN"
 # its REMOVED goes by unheard: the port leaves ghost4's hash while host 1's
 # agent is disconnected (its subscription killed), and it resyncs
 rcli hdel shift:v1:host:ghost4 rxe1/1 > /dev/null
@@ -108,18 +108,18 @@ for i in $(seq 100); do
 	[ "$(grep -c '^agent: resync:' "$SMR_LOG1")" -gt "$n" ] && break
 	sleep 0.05
 done
-pw ::ffff:10.12.0.1 ABSENT -t 3000 || smr_fail "ghost4 rxe1 left the store: the agent's rows stayed"
+pw ::ffff:10.12.0.1 ABSENT -t "$SMR_WAIT_MS" || smr_fail "ghost4 rxe1 left the store: the agent's rows stayed"
 applied "^agent: forget ghost4 rxe1/1: not in the store: 2 paths deleted"
 log "a port gone from its host's hash while the agent was away: rows deleted at the resync"
 
 # ---- at most 6 remote ports remembered ----
 # entries: ghost rxe1 (no row), rxe3 (no row), rxe4, rxe5, ghost2 rxe0
 pub ghost3 rxe1/1 DOWN ::ffff:10.11.0.1
-pw ::ffff:10.11.0.1 DOWN -t 3000 || smr_fail "ghost3 rxe1 (the sixth entry) not recorded"
+pw ::ffff:10.11.0.1 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost3 rxe1 (the sixth entry) not recorded"
 pub ghost3 rxe2/1 DOWN ::ffff:10.11.0.2
-pw ::ffff:10.11.0.2 DOWN -t 3000 || smr_fail "ghost3 rxe2 did not take ghost rxe1's entry"
+pw ::ffff:10.11.0.2 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost3 rxe2 did not take ghost rxe1's entry"
 pub ghost3 rxe3/1 DOWN ::ffff:10.11.0.3
-pw ::ffff:10.11.0.3 DOWN -t 3000 || smr_fail "ghost3 rxe3 did not take ghost rxe3's entry"
+pw ::ffff:10.11.0.3 DOWN -t "$SMR_WAIT_MS" || smr_fail "ghost3 rxe3 did not take ghost rxe3's entry"
 pub ghost3 rxe4/1 DOWN ::ffff:10.11.0.4
 applied "^agent: Unable to track ghost3 rxe4/1: each of the 6 remote port entries holds path rows"
 pub ghost3 rxe5/1 DOWN ::ffff:10.11.0.5

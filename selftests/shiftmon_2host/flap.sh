@@ -22,7 +22,7 @@ flap()	# flap END: 15 pulls and plugs as fast as QEMU takes them, then END
 
 before=$(lab-peer "grep -c '^agent: publish rxe0/1' $SMR_LOG2" || true)
 ms=$(flap off)
-"$PATHWAIT" "$rgid" DOWN -t 5000 > /dev/null || smr_fail "host 1 did not end DOWN after the flap"
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" > /dev/null || smr_fail "host 1 did not end DOWN after the flap"
 smr_wait_store host2 rxe0/1 DOWN
 sleep 0.5
 after=$(lab-peer "grep -c '^agent: publish rxe0/1' $SMR_LOG2")
@@ -33,5 +33,5 @@ log "flap of $ms ms: $pubs publications of rxe0/1"
 
 sleep 0.25
 flap on > /dev/null
-"$PATHWAIT" "$rgid" ABSENT -t 8000 > /dev/null || smr_fail "host 1 still has a row after the flap"
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" > /dev/null || smr_fail "host 1 still has a row after the flap"
 smr_wait_store host2 rxe0/1 ACTIVE 8

@@ -98,7 +98,7 @@ smr_agent_peer_start --store-key-file "$P2.ckey"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 msg=$(forged s1 "$CKEY" "$H2")
 log "control: PUBLISH shift:v1:events '$msg'"
-"$PATHWAIT" "$rgid" DOWN -t 5000 -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
 	smr_fail "control: a cluster key holder's DOWN of $H2 rxe0/1 did not reach host 1's page"
 log "control, cluster key: host 1's root signed a DOWN of $H2 rxe0/1 as $H2 with the cluster key; host 1's page put the path to $rgid DOWN"
 stop_agents
@@ -146,9 +146,9 @@ srv=$(lab-peer --bg "exec socat TCP-LISTEN:$port,reuseaddr,fork EXEC:$SMR_DIR/pu
 	fail "pull-server on host 2"
 ft_defer "lab-peer 'kill $srv'"
 peer_listening "$port" || fail "pull-server on host 2 did not listen"
-"$PATHWAIT" "$rgid" DOWN -t 5000 --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
 	smr_fail "host keys: host 2's pull never reached host 1's page"
-"$PATHWAIT" "$rgid" ABSENT -t 5000 --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
 	smr_fail "host keys: host 2's plug never cleared host 1's page"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 log "host keys: a pull on $H2 put its rxe0 DOWN in host 1's page, its plug cleared it"
@@ -193,7 +193,7 @@ lab-peer "cat $P2.key" > "$K2" || fail "host 2's key"
 ogid=$(ft_gid_of 10.0.0.3)
 msg=$(forged s2 "$K2" "$H2" rxe9/1 "$ogid")
 log "GIDs, control: PUBLISH shift:v1:events '$msg'"
-"$PATHWAIT" "$ogid" DOWN -t 5000 -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
+"$PATHWAIT" "$ogid" DOWN -t "$SMR_WAIT_MS" -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
 	smr_fail "GIDs, control: host 2's DOWN naming $ogid did not reach host 1's page"
 log "GIDs, control: without GID lists, $H2's root, signing as $H2, put host 1's path to $ogid (not $H2's) DOWN"
 # each host's line lists its GIDs, as its agent publishes them
@@ -219,9 +219,9 @@ smr_agent_start --host-key-file "$K1" --hosts-file "$HOSTS.gids" -v
 smr_agent_peer_start --host-key-file "$P2.key" --hosts-file "$P2.hosts"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 # the genuine records still go through: host 2's pull and plug
-"$PATHWAIT" "$rgid" DOWN -t 5000 --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
 	smr_fail "GID lists: host 2's pull never reached host 1's page"
-"$PATHWAIT" "$rgid" ABSENT -t 5000 --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
 	smr_fail "GID lists: host 2's plug never cleared host 1's page"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 sleep 1.2

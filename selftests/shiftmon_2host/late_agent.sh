@@ -17,11 +17,11 @@ smr_wait_store host2 rxe0/1 DOWN
 
 t0=$(ft_now)
 smr_agent_start
-"$PATHWAIT" "$rgid" DOWN -t 3000 > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" > /dev/null ||
 	smr_fail "host 1's late agent did not catch up"
 log "caught up $(( ($(ft_now) - t0) / 1000000 )) ms after starting the agent"
 grep -q "^agent: apply host2 rxe0/1 DOWN (resync" "$SMR_LOG1" ||
 	smr_fail "host 1's agent did not apply host 2's rxe0 from the store"
 
-"$PATHWAIT" "$rgid" ABSENT -t 8000 -- lab-peer "lab-link eth0 on" > /dev/null ||
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" -- lab-peer "lab-link eth0 on" > /dev/null ||
 	smr_fail "plug: host 1's row never deleted"

@@ -20,6 +20,12 @@ SMR_DIR=$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 SM=${SHIFTMON:-$SHIFT_TOP/tools/shiftmon/shiftmon}
 PATHWAIT=$SMR_DIR/pathwait
+# how long a wait for a change the agents carry (a pull on one host, a
+# record published) may take to show in a page: a bound, not a figure
+# (propagation.sh measures it).  Through lab-peer, the other host's agent,
+# the store and this host's agent, it took over 5 s in make check beside
+# four other guests (store_restart.sh, 2026-12-02).
+SMR_WAIT_MS=30000
 SMR_ADDR=10.0.2.1
 SMR_STORE=redis://$SMR_ADDR:6379
 SMR_LOG1=$FT_TMP/agent1.log

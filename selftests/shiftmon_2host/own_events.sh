@@ -26,10 +26,10 @@ own_ll=$(ip -6 -o addr show scope link | awk '{ print $4 }' | cut -d/ -f1 |
 	 while read -r a; do python3 -c "import ipaddress,sys; print(':'.join(ipaddress.ip_address(sys.argv[1]).exploded.split(':')))" "$a"; done)
 
 lab-link eth0 off
-peer "$PATHWAIT $(ft_gid_of 10.0.0.1) DOWN -t 5000" > /dev/null ||
+peer "$PATHWAIT $(ft_gid_of 10.0.0.1) DOWN -t $SMR_WAIT_MS" > /dev/null ||
 	smr_fail "host 1's rxe0 never DOWN in host 2's page"
 lab-link eth0 on
-peer "$PATHWAIT $(ft_gid_of 10.0.0.1) ABSENT -t 8000" > /dev/null ||
+peer "$PATHWAIT $(ft_gid_of 10.0.0.1) ABSENT -t $SMR_WAIT_MS" > /dev/null ||
 	smr_fail "host 1's rxe0 still has a row in host 2's page after the plug"
 
 grep -q "^agent: publish rxe0/1 DOWN" "$SMR_LOG1" || smr_fail "host 1 did not publish its rxe0 DOWN"

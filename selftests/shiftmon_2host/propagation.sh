@@ -34,7 +34,7 @@ peer_listening "$port" || fail "pull-server on host 2 did not listen"
 : > "$FT_TMP/up"
 : > "$FT_TMP/ack"
 for i in $(seq "$n"); do
-	read -r d a < <("$PATHWAIT" "$rgid" DOWN -t 5000 --send 10.0.2.2 "$port" "eth0 off") ||
+	read -r d a < <("$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 off") ||
 		smr_fail "pull $i: host 2's rxe0 ($rgid) never DOWN in host 1's page"
 	if [ "$i" -eq 1 ]; then
 		# every row the agent made is an AGENT report toward host 2's rxe0
@@ -46,7 +46,7 @@ for i in $(seq "$n"); do
 		echo "$rows" | grep -q "remote_gid=0000:0000:0000:0000:0000:ffff:0a00:0002" ||
 			smr_fail "no row toward $rgid"
 	fi
-	read -r u _ < <("$PATHWAIT" "$rgid" ABSENT -t 5000 --send 10.0.2.2 "$port" "eth0 on") ||
+	read -r u _ < <("$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 on") ||
 		smr_fail "plug $i: host 2's rxe0 ($rgid) still has a row in host 1's page"
 	[ -n "$d" ] && [ -n "$u" ] || smr_fail "pull $i: pathwait failed"
 	echo "$d" >> "$FT_TMP/down"

@@ -46,7 +46,7 @@ smr_agent_peer_start
 smr_wait_store "$H2" rxe0/1 ACTIVE
 msg=$(forged)
 log "control: PUBLISH shift:v1:events '$msg'"
-"$PATHWAIT" "$rgid" DOWN -t 5000 -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" -- redis-cli -h "$SMR_ADDR" -p 6379 publish shift:v1:events "$msg" > /dev/null ||
 	smr_fail "control: the unsigned forgery did not reach host 1's page"
 grep -q '^agent: UNAUTHENTICATED' "$SMR_LOG1" ||
 	smr_fail "control: host 1's agent did not say its records are unauthenticated"
@@ -81,11 +81,11 @@ srv=$(lab-peer --bg "exec socat TCP-LISTEN:$port,reuseaddr,fork EXEC:$SMR_DIR/pu
 	fail "pull-server on host 2"
 ft_defer "lab-peer 'kill $srv'"
 peer_listening "$port" || fail "pull-server on host 2 did not listen"
-"$PATHWAIT" "$rgid" DOWN -t 5000 --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 off" > /dev/null ||
 	smr_fail "keys: host 2's pull never reached host 1's page"
 smr_wait_store "$H2" rxe0/1 DOWN
 real_down=$(rcli hget "shift:v1:host:$H2" rxe0/1)
-"$PATHWAIT" "$rgid" ABSENT -t 5000 --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" --send 10.0.2.2 "$port" "eth0 on" > /dev/null ||
 	smr_fail "keys: host 2's plug never cleared host 1's page"
 smr_wait_store "$H2" rxe0/1 ACTIVE
 log "keys: a pull on $H2 put its rxe0 DOWN in host 1's page, its plug cleared it"

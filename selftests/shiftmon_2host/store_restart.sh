@@ -12,7 +12,7 @@ smr_agent_start
 smr_agent_peer_start
 rgid=$(ft_gid_of 10.0.0.2)
 
-"$PATHWAIT" "$rgid" DOWN -t 5000 -- lab-peer "lab-link eth0 off" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" -- lab-peer "lab-link eth0 off" > /dev/null ||
 	smr_fail "host 2's rxe0 never DOWN in host 1's page"
 smr_wait_store host2 rxe0/1 DOWN
 smr_wait_store host1 rxe0/1 ACTIVE
@@ -36,10 +36,10 @@ lab-peer "[ \$(grep -c '^agent: resync:' $SMR_LOG2) -ge 2 ]" || smr_fail "host 2
 "$PATHWAIT" "$rgid" DOWN -t 100 > /dev/null || smr_fail "host 1's row is no longer DOWN"
 
 # after the restart, both directions still propagate
-"$PATHWAIT" "$rgid" ABSENT -t 8000 -- lab-peer "lab-link eth0 on" > /dev/null ||
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" -- lab-peer "lab-link eth0 on" > /dev/null ||
 	smr_fail "plug after the restart: host 1's row never deleted"
 sleep 0.25
-"$PATHWAIT" "$rgid" DOWN -t 5000 -- lab-peer "lab-link eth0 off" > /dev/null ||
+"$PATHWAIT" "$rgid" DOWN -t "$SMR_WAIT_MS" -- lab-peer "lab-link eth0 off" > /dev/null ||
 	smr_fail "pull after the restart: never DOWN in host 1's page"
-"$PATHWAIT" "$rgid" ABSENT -t 8000 -- lab-peer "lab-link eth0 on" > /dev/null ||
+"$PATHWAIT" "$rgid" ABSENT -t "$SMR_WAIT_MS" -- lab-peer "lab-link eth0 on" > /dev/null ||
 	smr_fail "plug after the restart: host 1's row never deleted"
