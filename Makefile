@@ -171,6 +171,7 @@ soak: all
 
 many: all
 	$(Q)LAB_TESTS="many_qps.sh many_gen.sh many_procs.sh store_down.sh" STORE_DOWN_P=64 \
+		MANY_GEN_P=64 MANY_PROCS_N=8 \
 		$(LAB) run two selftests/libshiftu_2host
 
 install: module tools lib

@@ -41,7 +41,9 @@
 # info), TORTURE_PULLS, TORTURE_SEND_CHUNK, SOAK_FAULTS, SOAK_CONNS, SOAK_PLAIN and
 # SOAK_KINDS (the soak's),
 # MANY_ROUNDS (the many_*.sh rides' rounds, default 5), STORE_DOWN_P
-# (store_down.sh's connections, default 64),
+# (store_down.sh's connections, default 64), MANY_GEN_P (many_gen.sh's
+# connections, default 64), MANY_PROCS_N (many_procs.sh's processes,
+# default 8),
 # BENCH_STEPS (bench.sh's steps, default all),
 # LINKSTALL_PULLS, _HOLD and _LOAD (the linkstall scenario's),
 # RXERETRY_ROUNDS and RXERETRY_MODES (the rxeretry scenario's) and
@@ -555,7 +557,7 @@ scenario_env()
 	local v
 
 	for v in LU_LOG TORTURE_PULLS TORTURE_SEND_CHUNK LAB_TESTS BENCH_STEPS LINKSTALL_PULLS LINKSTALL_HOLD \
-		 LINKSTALL_LOAD RXERETRY_ROUNDS RXERETRY_MODES FT_FUZZ_MSGS FT_FUZZ_SEED FT_CYCLES FT_FLAPS SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS STORE_DOWN_P LIBSHIFTU LIBSHIFTU_TEST LAB_XTRACE; do
+		 LINKSTALL_LOAD RXERETRY_ROUNDS RXERETRY_MODES FT_FUZZ_MSGS FT_FUZZ_SEED FT_CYCLES FT_FLAPS SOAK_FAULTS SOAK_CONNS SOAK_PLAIN SOAK_KINDS MANY_ROUNDS STORE_DOWN_P MANY_GEN_P MANY_PROCS_N LIBSHIFTU LIBSHIFTU_TEST LAB_XTRACE; do
 		[ -z "${!v:-}" ] || printf '%s=%q ' "$v" "${!v}"
 	done
 }

@@ -3,7 +3,7 @@
 # Proves: one process with 64 QPs, as an NCCL communicator with many
 # channels has, rides a pull with every QP and loses nothing: shiftgen -P 64
 # (64 connections of checked write_imm traffic, one QP each, one thread
-# each, one device context) with libshiftu on both hosts, through host 1's
+# each, one device context; MANY_GEN_P connections, make check runs 16) with libshiftu on both hosts, through host 1's
 # rail 0 pulled for about 10 s once all 64 twins are ready (how soon that
 # is, bench.sh measures), MANY_ROUNDS (default 5) rounds in a row.  Each round
 # exits 0 on both sides, the server counts no lost, duplicated, reordered
@@ -22,7 +22,8 @@ set -e
 GEN=$LU_DIR/shiftgen
 lu_gen_ride_setup
 lu_rounds
-P=64
+P=${MANY_GEN_P:-64}
+[[ $P =~ ^[1-9][0-9]*$ ]] || fail "MANY_GEN_P=$P: a count of connections"
 FB_SECS=200
 # 64 x 16 slots of 4 x 1 KiB: 4 MiB a side, and as much again on the twins.
 # 5 messages a second per connection, about a quarter of what the lab's

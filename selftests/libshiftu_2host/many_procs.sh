@@ -1,16 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Proves: eight processes started together, each with its own QP and
-# libshiftu on both hosts, all connect and all ride one pull of host 1's
-# rail 0 (1 s after all eight QPs are protected, for about 3 s; 5 s after
-# the start without the library), MANY_ROUNDS (default 5) rounds in a row, each run ended
-# once all eight are back (lu_end): every ib_write_bw
-# pair exits 0 with its result line, its QP failed over and back, its
-# library logged no warning (none left its QP unprotected: eight pollers
-# on one guest CPU keep each other waiting inside their verbs, which a
-# move must wait out, not take for a stuck thread), and rail 1 carried the
-# traffic during the outage.  The control round, the same eight without
-# the library, shows them all connecting and rail 1 carrying nothing.
+# Proves: eight processes (MANY_PROCS_N, 8 by default; make check runs
+# 4) started together, each with its own QP and libshiftu on both hosts,
+# all connect and all ride one pull of host 1's rail 0 (1 s after all
+# their QPs are protected, for about 3 s; 5 s after the start without the
+# library), MANY_ROUNDS (default 5) rounds in a row, each run ended once
+# all are back (lu_end): every ib_write_bw pair exits 0 with its result
+# line, its QP failed over and back, its library logged no warning (none
+# left its QP unprotected: eight pollers on one guest CPU keep each other
+# waiting inside their verbs, which a move must wait out, not take for a
+# stuck thread), and rail 1 carried the traffic during the outage.  The
+# control round, the same processes without the library, shows them all
+# connecting and rail 1 carrying nothing.
 #
 #     host 1: 8 x ib_write_bw client ─ rxe0 ══ rail 0 (down ~3 s) ═══ rxe0 ─ 8 x server: host 2
 #             8 twins ─ rxe1 ── rail 1 ─────────────────────────────── rxe1 ─ 8 twins
@@ -20,7 +21,8 @@ set -e
 
 lu_ride_setup ib_write_bw
 lu_rounds
-N=8
+N=${MANY_PROCS_N:-8}
+[[ $N =~ ^[1-9][0-9]*$ ]] || fail "MANY_PROCS_N=$N: a count of processes"
 # 40 s bounds a run: each ends once the N clients' QPs are all back
 # (lu_end), or without the library 4.5 s after the repair.  The QPs are
 # protected 5 to 8 s in, the rail is down from 1 s after that for about 3
