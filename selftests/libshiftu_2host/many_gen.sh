@@ -3,14 +3,15 @@
 # Proves: one process with 64 QPs, as an NCCL communicator with many
 # channels has, rides a pull with every QP and loses nothing: shiftgen -P 64
 # (64 connections of checked write_imm traffic, one QP each, one thread
-# each, one device context; MANY_GEN_P connections, make check runs 16) with libshiftu on both hosts, through host 1's
-# rail 0 pulled for about 10 s once all 64 twins are ready (how soon that
-# is, bench.sh measures), MANY_ROUNDS (default 5) rounds in a row.  Each round
-# exits 0 on both sides, the server counts no lost, duplicated, reordered
-# or corrupt message and no error on any connection, each of the 64 QPs
-# fails over and back, neither library logs a warning, and rail 1 carries
-# the traffic during the outage.  The control, the same run without the
-# library, rides the pull on rail 0 alone (Soft-RoCE retries forever).
+# each, one device context; MANY_GEN_P sets how many, make check runs 16)
+# with libshiftu on both hosts, through host 1's rail 0 pulled for about
+# 10 s once all the twins are ready (how soon that is, bench.sh measures),
+# MANY_ROUNDS (default 5) rounds in a row.  Each round exits 0 on both
+# sides, the server counts no lost, duplicated, reordered or corrupt
+# message and no error on any connection, each QP fails over and back,
+# neither library logs a warning, and rail 1 carries the traffic during
+# the outage.  The control, the same run without the library, rides the
+# pull on rail 0 alone (Soft-RoCE retries forever).
 #
 #     host 1 (shiftgen -P 64 client)                 host 2 (server)
 #     64 QPs ─ rxe0 ─ eth0 ══ rail 0 (down ~10 s) ══ eth0 ─ rxe0 ─ 64 QPs
