@@ -141,7 +141,7 @@ lu_gen_clean plain
 [ "$s1" -lt 100 ] || lu_fail plain "rail 1 carried $s1 packets without the library"
 
 for ((r = 1; r <= ROUNDS; r++)); do
-	tag=p64_$r
+	tag=p${P}_$r
 	lu_keep "$tag" many_gen
 	# the 64 twins are ready 6 to 21 s in, the rail is down for 10 s
 	# from 1 s after that, and the last failback came 3 to 96 s after
