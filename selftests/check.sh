@@ -37,7 +37,7 @@ ksft_dir=${KSFT_DIR:-$top/build/kselftest/tools/testing/selftests}
 log_dir=$top/build/check
 mkdir -p "$log_dir"
 
-pass=0 fail=0 skip=0 broken=0
+pass=0 fail=0 skip=0 broken=0 stages=()
 
 # Count the top-level TAP results of a kselftest run (lines not indented).
 tap_summary() {
@@ -51,6 +51,7 @@ tap_summary() {
 stage() {
 	local name=$1 log=$log_dir/$1.log line rc
 	shift
+	stages+=("$name")
 	echo "== $name (at ${SECONDS} s)"
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
@@ -169,6 +170,31 @@ lane_two()
 	echo $? > "$log_dir/lab-two-$1.rc"
 }
 
+# digest: what failed, a few lines a failure, last in the output: CI keeps
+# only the log's tail, and a failure whose lines scrolled out of it was
+# lost (2026-12-02).  Per stage: each "not ok" with the first FAIL line of
+# its test, and the first line of each kernel report (the lab's dmesg scan
+# of the whole run, or a test's own, dmesg-check).
+digest()
+{
+	local name out
+
+	for name in "${stages[@]}"; do
+		out=$(awk -v pat='BUG:|WARNING:|Oops|refcount_t|UBSAN|KASAN|general protection|NETDEV WATCHDOG|stall|soft lockup' '
+			function clip(s) { sub(/^[# ]*/, "", s); return substr(s, 1, 200) }
+			/^# selftests: / { first = "" }
+			/^not ok / { print "  " clip($0); if (first != "") print "    " first; first = "" ; next }
+			/FAIL:/ && first == "" { first = clip($0) }
+			/FAIL: .*(tests planned|no test ran|no success token|no dmesg)/ { print "  " clip($0) }
+			/dmesg reports kernel problems|dmesg-check: kernel reported problems/ { print "  " clip($0); want = 1; next }
+			want && $0 ~ pat { print "    " clip($0); want = 0 }
+		' "$log_dir/$name.log")
+		[ -n "$out" ] || continue
+		echo "check: $name:"
+		echo "$out"
+	done
+}
+
 stage host host_tests
 # The module for the other kernels (make all built KVER's).
 for o in "${others[@]}"; do
@@ -213,6 +239,7 @@ fi
 
 fail=$((fail + broken))
 echo
+digest
 echo "check: the lab's lanes ended at ${lanes_end} s, all at ${SECONDS} s"
 echo "check: $pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

@@ -462,11 +462,19 @@ check_dmesg()
 		elif grep -Eq "$BUG_PATTERN" "$file"; then
 			log "FAIL: host $id dmesg reports kernel problems ($file):"
 			# each report whole, up to its trace's end: the trace
-			# names the object and the path that held it
+			# names the object and the path that held it; and the
+			# four lines before it, where a report that matches only
+			# by its "Call Trace" (an RCU stall's) has its headline
 			awk -v pat="$BUG_PATTERN" '
-				$0 ~ pat { on = 1; n = 0 }
-				on && n++ < 40 { print }
+				!on && $0 ~ pat {
+					for (i = NR - 4; i < NR; i++)
+						if (i in prev && i > last)
+							print prev[i]
+					on = 1; n = 0
+				}
+				on && n++ < 40 { print; last = NR }
 				on && /---\[ end trace|<\/TASK>/ { on = 0 }
+				{ prev[NR] = $0; delete prev[NR - 4] }
 			' "$file" | head -120 >&2
 			rc=1
 		fi
