@@ -251,7 +251,7 @@ qemu_args()
 	args=(qemu-system-x86_64 -name "lab-host$id" -accel "$ACCEL"
 		-m "$LAB_MEM" -smp "$LAB_SMP" -nodefaults -nographic -no-reboot
 		-kernel "/boot/vmlinuz-$KVER" -initrd "$INITRAMFS"
-		-append "console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable rcupdate.rcu_cpu_stall_timeout=120 virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE${LAB_CMDLINE_EXTRA:+ $LAB_CMDLINE_EXTRA}"
+		-append "console=ttyS0 panic=-1 quiet mitigations=off tsc=reliable rcupdate.rcu_cpu_stall_timeout=120 watchdog_thresh=60 virtio_net.napi_tx=$LAB_NAPI_TX lab.stage2=$LAB_DIR/guest/stage2 lab.id=$id lab.n=$nhosts lab.top=$SHIFT_TOP lab.out=$dir/out lab.ksft=$KSFT_DIR lab.nonce=$NONCE${LAB_CMDLINE_EXTRA:+ $LAB_CMDLINE_EXTRA}"
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=$dir/out,mount_tag=labout,security_model=none,multidevs=remap")
 	[ "$ACCEL" = kvm ] && args+=(-cpu host)
