@@ -6,8 +6,9 @@
 # shiftgen's client runs checked two-sided traffic with the library and
 # forkhelper.so preloaded; forkhelper's thread forks it twice:
 # - "open", while the library's shadow thread is stopped by ptrace
-#   (holdthread) inside the library, where it always holds shadow_lock:
-#   the fork must wait for the lock (the child would otherwise get it held
+#   (holdthread) inside the library where it owns shadow_lock (found by
+#   its symbol; inside the library alone it may be talking to the store,
+#   with no lock held): the fork must wait for the lock (the child would otherwise get it held
 #   by a thread it does not have), and the child opens rxe0, makes a PD,
 #   MR, CQ and QP, takes them down and exit(3)s, within its 30 s alarm,
 #   its exit line counting its own device and QP only;
@@ -30,7 +31,10 @@ set -e
 lu_gen_ride_setup
 [ -x "$LU_DIR/holdthread" ] || skip "holdthread not built (make -C $LU_DIR)"
 [ -f "$LU_DIR/forkhelper.so" ] || skip "forkhelper.so not built (make -C $LU_DIR)"
-ft_require_cmd mkfifo pgrep
+ft_require_cmd mkfifo pgrep nm
+# shadow_lock's offset in the library's image
+LOCK=$(nm "$(readlink -f "$LU_LIB")" 2> /dev/null | awk '$3 == "shadow_lock" { print $1 }')
+[ -n "$LOCK" ] || skip "$LU_LIB has no symbol shadow_lock (stripped?): the shadow thread cannot be held owning it"
 
 TAG=forked
 FIFO=$FT_TMP/helper.fifo
@@ -82,7 +86,8 @@ forks()
 		grep -vx -e "$pid" -e "$tid" | head -n 1)
 	[ -n "$shadow" ] || fail "$tag: no library thread in the client"
 	log "$tag: client $pid, forkhelper's thread $tid, shadow thread $shadow"
-	"$LU_DIR/holdthread" "$shadow" libshiftu.so "$HOLD" > "$FT_TMP/$tag.hold" 2>&1 &
+	"$LU_DIR/holdthread" "$shadow" "$(basename "$(readlink -f "$LU_LIB")")" "$HOLD" "$LOCK" \
+		> "$FT_TMP/$tag.hold" 2>&1 &
 	holder=$!
 	for ((i = 0; i < 300; i++)); do
 		grep -q '^held' "$FT_TMP/$tag.hold" && break
@@ -129,7 +134,7 @@ read -r _ _ opid _ ofork _ owait _ ohow ost _ oat <<< "$(grep '^open pid' "$OUTF
 	lu_fail "$TAG" "the child forked while shadow_lock was held ended with $ohow $ost (signal 14: it hung)"
 # fork() began while the thread was held and returned only once it was let
 # go (both on CLOCK_MONOTONIC: forkhelper's and holdthread's)
-rel=$(sed -n 's/^released [0-9]* at \([0-9]*\) ms$/\1/p' "$FT_TMP/$TAG.hold")
+rel=$(sed -n 's/^released [0-9]* at \([0-9]*\) ms,.*/\1/p' "$FT_TMP/$TAG.hold")
 [ -n "$rel" ] && [ -n "$oat" ] || lu_fail "$TAG" "no release time from holdthread or no fork time from forkhelper"
 [ $((oat - ofork)) -lt "$rel" ] ||
 	lu_fail "$TAG" "fork() began $((oat - ofork - rel)) ms after the thread was let go: the test came too late to tell"
