@@ -8,14 +8,15 @@
  *
  * Prints "mr KIND rkey=N lkey=N" once registered (for rereg, then
  * "rereg ret=N rkey=N lkey=N" after ibv_rereg_mr changed its access), then
- * holds the MR for MS milliseconds (default 2000) before it deregisters it
- * and prints "done".  dmabuf takes its memory from /dev/udmabuf (a memfd
+ * holds the MR for MS milliseconds (default 2000), or until SIGUSR1, before
+ * it deregisters it and prints "done".  dmabuf takes its memory from /dev/udmabuf (a memfd
  * sealed against shrinking).  Exit 0; 4 when this kernel or device cannot
  * do the kind (the reason on standard output); 1 on any other error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,11 @@ static int udmabuf(void)
 	return fd;
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "rxe0", *kind;
@@ -74,6 +80,8 @@ int main(int argc, char **argv)
 	int opt, n, i, hold = 2000, fd = -1, ret;
 	void *buf;
 
+	/* SIGUSR1 ends the hold: nanosleep() returns early (no SA_RESTART) */
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1 }, NULL);
 	while ((opt = getopt(argc, argv, "d:H:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
