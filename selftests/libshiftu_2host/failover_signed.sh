@@ -42,12 +42,15 @@ smr_agent_peer_start --store-key-file "$KEY"
 LU_ENV="SHIFTU_STORE_KEY_FILE=$KEY"
 
 # the pull, then what the store holds while the QPs live (their records go
-# when they are destroyed): every value signed
+# when they are destroyed): every value signed.  A key whose value is gone
+# by the time it is read (the pair ending: LU_RIDE_END) is left out: it
+# read as an empty, unsigned value in a make check.
 snapshot()
 {
-	local k
+	local k v
 	for k in $(rcli --scan --pattern 'shiftu:v1:*'); do
-		printf '%s\t%s\n' "$k" "$(rcli get "$k")"
+		v=$(rcli get "$k")
+		[ -z "$v" ] || printf '%s\t%s\n' "$k" "$v"
 	done > "$FT_TMP/store.lib"
 	for k in $(rcli --scan --pattern 'shift:v1:host:*'); do
 		rcli hvals "$k" | sed "s|^|$k\t|"
