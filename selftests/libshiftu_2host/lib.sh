@@ -526,11 +526,12 @@ lu_pull()
 	done
 }
 
-# lu_pull_rts N: until host 1's rxe0 holds N RC QPs in RTS, 30 s at most
+# lu_pull_rts N: until host 1's rxe0 holds N RC QPs in RTS, 60 s at most
 # (rdma's view): lu_pull's N clients have connected.  A move to RTR needs
 # the peer's MAC, which a pulled rail cannot resolve, library or not: a
 # pull 5 s in came before a client's RTR beside six busy guests ("Failed
-# to modify QP to RTR", 2026-12-01).  Said when it waited.
+# to modify QP to RTR", 2026-12-01), and 30 s were not enough beside eight
+# (2026-12-02).  Said when it waited.
 lu_pull_rts()
 {
 	local t0=$EPOCHREALTIME n looks=0
@@ -538,7 +539,7 @@ lu_pull_rts()
 	while :; do
 		n=$(rdma res show qp link rxe0/1 2> /dev/null | grep -c 'type RC state RTS' || true)
 		looks=$((looks + 1))
-		[ "$n" -lt "$1" ] && [ "$(lu_ms "$t0")" -lt 30000 ] || break
+		[ "$n" -lt "$1" ] && [ "$(lu_ms "$t0")" -lt 60000 ] || break
 		lab_nap 0.2
 	done
 	[ "$looks" = 1 ] ||
