@@ -10,10 +10,11 @@
  * library whose mapped path contains LIBRARY (/proc/TID/maps); prints
  * "held TID at ADDR" then, holds it SECONDS (fractions allowed), or until
  * holdthread gets SIGUSR1, and lets it go: a test lets the thread go once
- * what it waits for was seen, with SECONDS as its bound.  A thread that does not get there within STEPS_MAX steps (it may
- * be in a loop that calls the library only when something arrives, which
- * stepping slows a thousandfold) runs free for a few milliseconds and is
- * interrupted again, elsewhere.  A thread that does not reach the library
+ * what it waits for was seen, with SECONDS as its bound.  A thread that
+ * does not get there within STEPS_MAX steps (it may be in a loop that
+ * calls the library only when something arrives, which stepping slows a
+ * thousandfold) runs free for a few milliseconds and is interrupted
+ * again, elsewhere.  A thread that does not reach the library
  * within 30 s is let go, with exit status 1.  With MUTEX, the offset (hex)
  * of a pthread_mutex_t in the library's image (nm(1) gives it), it is held
  * only where it also owns that mutex, as glibc's mutex records.
