@@ -462,16 +462,16 @@ lu_pull()
 
 	if [ "${LU_PULL_AT:-5}" = ready ]; then
 		lu_pull_ready "$@"
-		lu_pull_rts $#
+		lu_pull_rts "$@"
 	elif [[ ${LU_PULL_AT:-5} =~ ^[0-9]+$ ]] && [ "${LU_PULL_AT:-5}" -ge 2 ]; then
 		# the look (a second, beside busy pollers) in the last one
 		lab_nap $((${LU_PULL_AT:-5} - 1))
 		lab_nap 1 &
-		lu_pull_rts $#
+		lu_pull_rts "$@"
 		wait $!
 	else
 		lab_nap "${LU_PULL_AT:-5}"
-		lu_pull_rts $#
+		lu_pull_rts "$@"
 	fi
 	lu_refused e0
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
@@ -526,24 +526,46 @@ lu_pull()
 	done
 }
 
-# lu_pull_rts N: until host 1's rxe0 holds N RC QPs in RTS, 60 s at most
-# (rdma's view): lu_pull's N clients have connected.  A move to RTR needs
-# the peer's MAC, which a pulled rail cannot resolve, library or not: a
-# pull 5 s in came before a client's RTR beside six busy guests ("Failed
-# to modify QP to RTR", 2026-12-01), and 30 s were not enough beside eight
-# (2026-12-02).  Said when it waited.
+# lu_pull_rts TAG...: until the client of each pair TAG holds an RC QP in
+# RTS on host 1's rxe0, 60 s at most (rdma's view): they have connected.
+# A move to RTR needs the peer's MAC, which a pulled rail cannot resolve,
+# library or not: a pull 5 s in came before a client's RTR beside six busy
+# guests ("Failed to modify QP to RTR", 2026-12-01), and 30 s were not
+# enough beside eight (2026-12-02).  A pair started by lu_bg_start is
+# known by its program's pid: counting RC QPs alone, the 16 of
+# failover_srq's shared pair stood for its one-QP pair too, which was
+# pulled before its RTR.  Pairs without a pid (lu_pair's) are counted so,
+# one QP each.  Said when it waited.
 lu_pull_rts()
 {
-	local t0=$EPOCHREALTIME n looks=0
+	local t0=$EPOCHREALTIME n looks=0 qps tag ppid
+	local -A pid
 
+	for tag; do
+		[ -f "$FT_TMP/$tag.cli.pid" ] && pid[$tag]=
+	done
 	while :; do
-		n=$(rdma res show qp link rxe0/1 2> /dev/null | grep -c 'type RC state RTS' || true)
+		qps=$(rdma res show qp link rxe0/1 2> /dev/null | grep 'type RC state RTS' || true)
+		n=0
+		for tag; do
+			if [ -z "${pid[$tag]+set}" ]; then
+				continue
+			fi
+			ppid=${pid[$tag]}
+			[ -n "$ppid" ] || ppid=$(pgrep -P "$(cat "$FT_TMP/$tag.cli.pid")" | head -n 1)
+			pid[$tag]=$ppid
+			[ -n "$ppid" ] && grep -qE " pid $ppid( |$)" <<< "$qps" && n=$((n + 1))
+		done
+		if [ "${#pid[@]}" -lt $# ]; then
+			# the pairs without a pid: the RC QPs in RTS, one each
+			n=$(grep -c . <<< "$qps" || true)
+		fi
 		looks=$((looks + 1))
-		[ "$n" -lt "$1" ] && [ "$(lu_ms "$t0")" -lt 60000 ] || break
+		[ "$n" -lt $# ] && [ "$(lu_ms "$t0")" -lt 60000 ] || break
 		lab_nap 0.2
 	done
 	[ "$looks" = 1 ] ||
-		log "lu_pull: $n of $1 clients' QPs in RTS after $(lu_ms "$t0") ms more"
+		log "lu_pull: $n of $# clients' QPs in RTS after $(lu_ms "$t0") ms more"
 }
 
 # lu_pull_ready TAG...: lu_pull's start with LU_PULL_AT=ready, for a ride
@@ -1034,6 +1056,39 @@ lu_bg_start()
 	echo $! > "$FT_TMP/$tag.cli.pid"
 	echo "${prog##*/}" > "$FT_TMP/$tag.prog"
 	echo "$LU_SRV_STARTED" > "$FT_TMP/$tag.srv.sid"
+	lu_stuck_watch "$tag" $((secs + 35)) "$LU_BG_GATE" &
+}
+
+# lu_stuck_watch TAG SECS GATE: once GATE exists (none: at once), if the
+# client of the pair TAG still runs SECS seconds later, 5 s before its
+# timeout kills it, both hosts' view of their RC QPs on rxe0 and rxe1
+# (rdma -d: states and PSNs) goes to TAG.stuck: which side of a stalled
+# pair sent what the other did not take (failover_srq's srq.1 stalled
+# after its failback, both libraries' counts agreeing, 2026-12-02).
+# lab-peer, not the test's peer shell, whose answers this would take.
+lu_stuck_watch()
+{
+	local tag=$1 secs=$2 gate=$3 pid t0 cmd
+
+	cmd='for d in rxe0 rxe1; do rdma -d res show qp link $d/1 2>&1 | grep -A1 "type RC"; done'
+	pid=$(cat "$FT_TMP/$tag.cli.pid")
+	while [ -n "$gate" ] && [ ! -e "$gate" ]; do
+		kill -0 "$pid" 2> /dev/null || return 0
+		sleep 0.2
+	done
+	t0=$SECONDS
+	while kill -0 "$pid" 2> /dev/null; do
+		if [ $((SECONDS - t0)) -ge "$secs" ]; then
+			{
+				echo "host 1, ${secs} s after the start:"
+				eval "$cmd"
+				echo "host 2:"
+				timeout 10 lab-peer "$cmd"
+			} > "$FT_TMP/$tag.stuck" 2>&1
+			return 0
+		fi
+		sleep 1
+	done
 }
 
 lu_bg_wait()
