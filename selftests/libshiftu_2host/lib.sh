@@ -542,7 +542,9 @@ lu_pull_rts()
 	local -A pid
 
 	for tag; do
-		[ -f "$FT_TMP/$tag.cli.pid" ] && pid[$tag]=
+		if [ -f "$FT_TMP/$tag.cli.pid" ]; then
+			pid[$tag]=
+		fi
 	done
 	while :; do
 		qps=$(rdma res show qp link rxe0/1 2> /dev/null | grep 'type RC state RTS' || true)
@@ -554,7 +556,9 @@ lu_pull_rts()
 			ppid=${pid[$tag]}
 			[ -n "$ppid" ] || ppid=$(pgrep -P "$(cat "$FT_TMP/$tag.cli.pid")" | head -n 1)
 			pid[$tag]=$ppid
-			[ -n "$ppid" ] && grep -qE " pid $ppid( |$)" <<< "$qps" && n=$((n + 1))
+			if [ -n "$ppid" ] && grep -qE " pid $ppid( |$)" <<< "$qps"; then
+				n=$((n + 1))
+			fi
 		done
 		if [ "${#pid[@]}" -lt $# ]; then
 			# the pairs without a pid: the RC QPs in RTS, one each
