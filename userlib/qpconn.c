@@ -241,5 +241,10 @@ int shiftu_qp_reconnect(struct shiftu_vqp *vq, uint32_t rq_psn, uint32_t sq_psn,
 		return ret;
 	ret = rts_attr(st, &a);
 	a.sq_psn = sq_psn;
-	return shiftu_real.modify_qp(qp, &a, ret | IBV_QP_SQ_PSN);
+	ret = shiftu_real.modify_qp(qp, &a, ret | IBV_QP_SQ_PSN);
+	/* what a stalled QP's PSNs are compared with (rdma res show qp) */
+	if (!ret)
+		shiftu_info("qp %u on %s: reconnected for a failback: expecting PSN %u, sending from PSN %u",
+			    qp->qp_num, vq->sctx->dev_name, rq_psn, sq_psn);
+	return ret;
 }

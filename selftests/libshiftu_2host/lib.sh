@@ -1060,11 +1060,11 @@ lu_bg_start()
 	echo $! > "$FT_TMP/$tag.cli.pid"
 	echo "${prog##*/}" > "$FT_TMP/$tag.prog"
 	echo "$LU_SRV_STARTED" > "$FT_TMP/$tag.srv.sid"
-	lu_stuck_watch "$tag" $((secs + 35)) "$LU_BG_GATE" &
+	lu_stuck_watch "$tag" $((secs + 25)) "$LU_BG_GATE" &
 }
 
 # lu_stuck_watch TAG SECS GATE: once GATE exists (none: at once), if the
-# client of the pair TAG still runs SECS seconds later, 5 s before its
+# client of the pair TAG still runs SECS seconds later, 15 s before its
 # timeout kills it, both hosts' view of their RC QPs on rxe0 and rxe1
 # (rdma -d: states and PSNs) goes to TAG.stuck: which side of a stalled
 # pair sent what the other did not take (failover_srq's srq.1 stalled
@@ -1087,7 +1087,7 @@ lu_stuck_watch()
 				echo "host 1, ${secs} s after the start:"
 				eval "$cmd"
 				echo "host 2:"
-				timeout 10 lab-peer "$cmd"
+				timeout 12 lab-peer "$cmd" || echo "(no answer: $?)"
 			} > "$FT_TMP/$tag.stuck" 2>&1
 			return 0
 		fi
