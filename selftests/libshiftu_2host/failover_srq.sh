@@ -109,8 +109,11 @@ lu_group_gate
 srq_start srq.1 1 -q 1 -n "${ITERS_OF[srq]}"
 srq_start shared.1 1 -n "${ITERS_OF[shared]}"
 lu_keep gen srq
-lu_bg_start gen 30 "$GEN" -m send --srq -D 15
-lu_group_ride srq.1 shared.1 gen
+# -D only bounds gen's run: it ends once the pull is over (LU_GROUP_END),
+# however long the pingpongs' clients took to reach RTS before it (20 s
+# beside other guests, past the 15 s it once ran)
+lu_bg_start gen 90 "$GEN" -m send --srq -D 90
+LU_GROUP_END=gen lu_group_ride srq.1 shared.1 gen
 
 t=srq.1
 srq_done "$t"

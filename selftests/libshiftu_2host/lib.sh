@@ -526,44 +526,23 @@ lu_pull()
 	done
 }
 
-# lu_pull_rts TAG...: until the client of each pair TAG holds an RC QP in
-# RTS on host 1's rxe0, 60 s at most (rdma's view): they have connected.
-# A move to RTR needs the peer's MAC, which a pulled rail cannot resolve,
-# library or not: a pull 5 s in came before a client's RTR beside six busy
-# guests ("Failed to modify QP to RTR", 2026-12-01), and 30 s were not
-# enough beside eight (2026-12-02).  A pair started by lu_bg_start is
-# known by its program's pid: counting RC QPs alone, the 16 of
-# failover_srq's shared pair stood for its one-QP pair too, which was
-# pulled before its RTR.  Pairs without a pid (lu_pair's) are counted so,
-# one QP each.  Said when it waited.
+# lu_pull_rts TAG...: until host 1's rxe0 holds as many RC QPs in RTS as
+# there are pairs TAG, 60 s at most (rdma's view): lu_pull's clients have
+# connected.  A move to RTR needs the peer's MAC, which a pulled rail
+# cannot resolve, library or not: a pull 5 s in came before a client's RTR
+# beside six busy guests ("Failed to modify QP to RTR", 2026-12-01), and
+# 30 s were not enough beside eight (2026-12-02).  A pair of many QPs
+# stands for the others (failover_srq's shared pair, 16): waiting for each
+# pair's own QP, by its program's pid, made the pull come 15 s to 35 s
+# after the start beside other guests, when the pingpongs sized to about
+# 18 s were ending (lab, 2026-12-02), so the count stays.  Said when it
+# waited.
 lu_pull_rts()
 {
-	local t0=$EPOCHREALTIME n looks=0 qps tag ppid
-	local -A pid
+	local t0=$EPOCHREALTIME n looks=0
 
-	for tag; do
-		if [ -f "$FT_TMP/$tag.cli.pid" ]; then
-			pid[$tag]=
-		fi
-	done
 	while :; do
-		qps=$(rdma res show qp link rxe0/1 2> /dev/null | grep 'type RC state RTS' || true)
-		n=0
-		for tag; do
-			if [ -z "${pid[$tag]+set}" ]; then
-				continue
-			fi
-			ppid=${pid[$tag]}
-			[ -n "$ppid" ] || ppid=$(pgrep -P "$(cat "$FT_TMP/$tag.cli.pid")" | head -n 1)
-			pid[$tag]=$ppid
-			if [ -n "$ppid" ] && grep -qE " pid $ppid( |$)" <<< "$qps"; then
-				n=$((n + 1))
-			fi
-		done
-		if [ "${#pid[@]}" -lt $# ]; then
-			# the pairs without a pid: the RC QPs in RTS, one each
-			n=$(grep -c . <<< "$qps" || true)
-		fi
+		n=$(rdma res show qp link rxe0/1 2> /dev/null | grep -c 'type RC state RTS' || true)
 		looks=$((looks + 1))
 		[ "$n" -lt $# ] && [ "$(lu_ms "$t0")" -lt 60000 ] || break
 		lab_nap 0.2
