@@ -9,8 +9,8 @@
  * Prints "mr KIND rkey=N lkey=N" once registered (for rereg, then
  * "rereg ret=N rkey=N lkey=N" after ibv_rereg_mr changed its access), then
  * holds the MR for MS milliseconds (default 2000), or until SIGUSR1, before
- * it deregisters it and prints "done".  dmabuf takes its memory from /dev/udmabuf (a memfd
- * sealed against shrinking).  Exit 0; 4 when this kernel or device cannot
+ * it deregisters it and prints "done".  dmabuf takes its memory from
+ * /dev/udmabuf (a memfd sealed against shrinking).  Exit 0; 4 when this kernel or device cannot
  * do the kind (the reason on standard output); 1 on any other error.
  */
 #define _GNU_SOURCE

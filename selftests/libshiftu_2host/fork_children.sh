@@ -8,10 +8,11 @@
 # - "open", while the library's shadow thread is stopped by ptrace
 #   (holdthread) inside the library where it owns shadow_lock (found by
 #   its symbol; inside the library alone it may be talking to the store,
-#   with no lock held): the fork must wait for the lock (the child would otherwise get it held
-#   by a thread it does not have), and the child opens rxe0, makes a PD,
-#   MR, CQ and QP, takes them down and exit(3)s, within its 30 s alarm,
-#   its exit line counting its own device and QP only;
+#   with no lock held): the fork must wait for the lock (the child would
+#   otherwise get it held by a thread it does not have), and the child
+#   opens rxe0, makes a PD, MR, CQ and QP, takes them down and exit(3)s,
+#   within its 30 s alarm, its exit line counting its own device and QP
+#   only;
 # - "traffic": the child opens rxe0 itself and writes between two QPs of
 #   its own, which the library protects as in a fresh process (twins on
 #   rxe1, its own backup thread; "protected by" in its log lines).

@@ -462,16 +462,16 @@ lu_pull()
 
 	if [ "${LU_PULL_AT:-5}" = ready ]; then
 		lu_pull_ready "$@"
-		lu_pull_rts "$@"
+		lu_pull_rts $#
 	elif [[ ${LU_PULL_AT:-5} =~ ^[0-9]+$ ]] && [ "${LU_PULL_AT:-5}" -ge 2 ]; then
 		# the look (a second, beside busy pollers) in the last one
 		lab_nap $((${LU_PULL_AT:-5} - 1))
 		lab_nap 1 &
-		lu_pull_rts "$@"
+		lu_pull_rts $#
 		wait $!
 	else
 		lab_nap "${LU_PULL_AT:-5}"
-		lu_pull_rts "$@"
+		lu_pull_rts $#
 	fi
 	lu_refused e0
 	lu_cable "$LU_PULL_ON" "$LU_PULL_BY" off
@@ -526,17 +526,16 @@ lu_pull()
 	done
 }
 
-# lu_pull_rts TAG...: until host 1's rxe0 holds as many RC QPs in RTS as
-# there are pairs TAG, 60 s at most (rdma's view): lu_pull's clients have
-# connected.  A move to RTR needs the peer's MAC, which a pulled rail
-# cannot resolve, library or not: a pull 5 s in came before a client's RTR
-# beside six busy guests ("Failed to modify QP to RTR", 2026-12-01), and
-# 30 s were not enough beside eight (2026-12-02).  A pair of many QPs
-# stands for the others (failover_srq's shared pair, 16): waiting for each
-# pair's own QP, by its program's pid, made the pull come 15 s to 35 s
-# after the start beside other guests, when the pingpongs sized to about
-# 18 s were ending (lab, 2026-12-02), so the count stays.  Said when it
-# waited.
+# lu_pull_rts N: until host 1's rxe0 holds N RC QPs in RTS, 60 s at most
+# (rdma's view): lu_pull's N clients have connected.  A move to RTR needs
+# the peer's MAC, which a pulled rail cannot resolve, library or not: a
+# pull 5 s in came before a client's RTR beside six busy guests ("Failed
+# to modify QP to RTR", 2026-12-01), and 30 s were not enough beside eight
+# (2026-12-02).  A pair of many QPs stands for the others (failover_srq's
+# shared pair, 16): waiting for each pair's own QP, by its program's pid,
+# made the pull come 15 s to 35 s after the start beside other guests,
+# when the pingpongs sized to about 18 s were ending (lab, 2026-12-02), so
+# the count stays.  Said when it waited.
 lu_pull_rts()
 {
 	local t0=$EPOCHREALTIME n looks=0
@@ -544,11 +543,11 @@ lu_pull_rts()
 	while :; do
 		n=$(rdma res show qp link rxe0/1 2> /dev/null | grep -c 'type RC state RTS' || true)
 		looks=$((looks + 1))
-		[ "$n" -lt $# ] && [ "$(lu_ms "$t0")" -lt 60000 ] || break
+		[ "$n" -lt "$1" ] && [ "$(lu_ms "$t0")" -lt 60000 ] || break
 		lab_nap 0.2
 	done
 	[ "$looks" = 1 ] ||
-		log "lu_pull: $n of $# clients' QPs in RTS after $(lu_ms "$t0") ms more"
+		log "lu_pull: $n of $1 clients' QPs in RTS after $(lu_ms "$t0") ms more"
 }
 
 # lu_pull_ready TAG...: lu_pull's start with LU_PULL_AT=ready, for a ride
@@ -700,8 +699,9 @@ lu_ride_ok()
 		lu_fail "$1" "no result line from the client"
 }
 
-# lu_group_ride TAG...: the pairs TAG..., started by lu_bg_start (all
-# with the same LU_BG_PRE) with LU_BG_GATE set to lu_group_gate's file:
+# lu_group_ride TAG...: the pairs TAG..., started by lu_bg_start (each
+# collected as its own LU_BG_PRE was, TAG.pre; a pull takes LU_BG_PRE's
+# now) with LU_BG_GATE set to lu_group_gate's file:
 # their clients start together, then go through one lu_pull (urgent:
 # beside their pollers the pull's steps would lag), then the clients of
 # the pairs LU_GROUP_END (words) are ended (lu_end), and the servers of
@@ -735,7 +735,7 @@ lu_group_ride()
 	[ -z "$ends" ] || lu_peer_run "$ends true" || true
 	t0=$EPOCHREALTIME
 	for tag; do
-		lu_bg_wait "$tag" "${LU_BG_PRE:-1}"
+		lu_bg_wait "$tag" "$(cat "$FT_TMP/$tag.pre")"
 	done
 	[ -z "${LU_GROUP_END:-}" ] ||
 		log "lu_group_ride: the pairs ended $(lu_ms "$t0") ms after their clients were told to"
@@ -1039,6 +1039,7 @@ lu_bg_start()
 	echo $! > "$FT_TMP/$tag.cli.pid"
 	echo "${prog##*/}" > "$FT_TMP/$tag.prog"
 	echo "$LU_SRV_STARTED" > "$FT_TMP/$tag.srv.sid"
+	echo "${LU_BG_PRE:-1}" > "$FT_TMP/$tag.pre"
 	lu_stuck_watch "$tag" $((secs + 25)) "$LU_BG_GATE" &
 }
 

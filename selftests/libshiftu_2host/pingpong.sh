@@ -142,11 +142,7 @@ plain()
 			tags+=("$tag.$pre")
 		done
 	done
-	touch "$LU_BG_GATE"
-	LU_BG_GATE=
-	for tag in "${tags[@]}"; do
-		lu_bg_wait "$tag" "${tag##*.}"
-	done
+	LU_GROUP_PULL=0 lu_group_ride "${tags[@]}"
 	for tag in "${tags[@]}"; do
 		lu_exited_ok "$tag"
 		grep -q 'iters in' "$FT_TMP/$tag.cli.out" ||
