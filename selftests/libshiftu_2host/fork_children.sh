@@ -8,7 +8,8 @@
 # - "open", while the library's shadow thread is stopped by ptrace
 #   (holdthread) inside the library where it owns shadow_lock (found by
 #   its symbol; inside the library alone it may be talking to the store,
-#   with no lock held): the fork must wait for the lock (the child would
+#   with no lock held; an idle one sleeps until forkhelper's "kick" gives
+#   it work): the fork must wait for the lock (the child would
 #   otherwise get it held by a thread it does not have), and the child
 #   opens rxe0, makes a PD, MR, CQ and QP, takes them down and exit(3)s,
 #   within its 30 s alarm, its exit line counting its own device and QP
@@ -48,13 +49,19 @@ mkfifo "$FIFO"
 
 pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 
-# helper CMD PATTERN SECS: CMD to forkhelper's thread, then wait (SECS at
-# most) for a line of its output matching PATTERN (grep -E)
+# tell CMD: CMD to forkhelper's thread
+tell()
+{
+	timeout 10 bash -c "echo '$1' > '$FIFO'" || fail "$TAG: forkhelper did not take '$1'"
+}
+
+# helper CMD PATTERN SECS: tell CMD, then wait (SECS at most) for a line of
+# forkhelper's output matching PATTERN (grep -E)
 helper()
 {
 	local t0=$EPOCHREALTIME
 
-	timeout 10 bash -c "echo '$1' > '$FIFO'" || fail "$TAG: forkhelper did not take '$1'"
+	tell "$1"
 	while [ "$(lu_ms "$t0")" -lt $(($3 * 1000)) ]; do
 		grep -qE "$2" "$OUTF" 2> /dev/null && return 0
 		lab_nap 0.1
@@ -90,12 +97,19 @@ forks()
 	"$LU_DIR/holdthread" "$shadow" "$(basename "$(readlink -f "$LU_LIB")")" "$HOLD" "$LOCK" \
 		> "$FT_TMP/$tag.hold" 2>&1 &
 	holder=$!
+	# an idle shadow thread sleeps until it has work: a kick a second
+	# gives it some (CI's lab, 2026-12-02: 30 s without taking its lock)
 	for ((i = 0; i < 300; i++)); do
-		grep -q '^held' "$FT_TMP/$tag.hold" && break
+		grep -qs '^held' "$FT_TMP/$tag.hold" && break
+		[ $((i % 10)) != 0 ] || tell kick
 		lab_nap 0.1
 	done
-	grep -q '^held' "$FT_TMP/$tag.hold" ||
-		{ wait "$holder"; lu_show "$FT_TMP/$tag.hold"; fail "$tag: the shadow thread was not held"; }
+	if ! grep -q '^held' "$FT_TMP/$tag.hold"; then
+		kill "$holder" 2> /dev/null || true
+		wait "$holder" || true
+		lu_show "$FT_TMP/$tag.hold"
+		fail "$tag: the shadow thread was not held"
+	fi
 	helper open '^open pid' 120
 	wait "$holder" || { lu_show "$FT_TMP/$tag.hold"; fail "$tag: holdthread failed"; }
 	helper "traffic $LU_GIDX" '^traffic pid [0-9]+ fork_ms' 120

@@ -19,6 +19,11 @@
  *		(Soft-RoCE loops them back), until the library has logged both
  *		QPs protected (SHIFTU_LOG_FILE, its own pid's lines) and 2000
  *		WRITEs are done and checked, 20 s at most; then _exit(2)s
+ *   kick	a thread of its own opens rxe0, allocates a PD, frees it and
+ *		closes the device, giving the library's shadow thread work (it
+ *		may otherwise sleep until something changes); the thread may
+ *		wait on the library's locks while this one goes on, and says
+ *		"kick done" when it is through
  *
  * For each, the line "CMD pid PID fork_ms F wait_ms W status S forked_at_ms
  * T" says how long fork() took in the parent, how long the child ran after
@@ -282,6 +287,38 @@ static int child_traffic(int gidx)
 	return 0;
 }
 
+static void *kicker(void *arg)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+
+	(void)arg;
+	ctx = open_rxe0();
+	if (!ctx) {
+		say("kick failed: cannot open rxe0");
+		return NULL;
+	}
+	pd = ibv_alloc_pd(ctx);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	say("kick done");
+	return NULL;
+}
+
+static void kick(void)
+{
+	pthread_t t;
+	int ret;
+
+	ret = pthread_create(&t, NULL, kicker, NULL);
+	if (ret) {
+		say("kick failed: %s", strerror(ret));
+		return;
+	}
+	pthread_detach(t);
+}
+
 static void run(const char *cmd)
 {
 	char what[16];
@@ -291,6 +328,10 @@ static void run(const char *cmd)
 
 	if (sscanf(cmd, "%15s %d", what, &gidx) < 1)
 		return;
+	if (!strcmp(what, "kick")) {
+		kick();
+		return;
+	}
 	if (strcmp(what, "open") && strcmp(what, "traffic")) {
 		say("%s: unknown command", what);
 		return;

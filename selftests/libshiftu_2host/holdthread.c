@@ -15,7 +15,8 @@
  * calls the library only when something arrives, which stepping slows a
  * thousandfold) runs free for a few milliseconds and is interrupted
  * again, elsewhere.  A thread that does not reach the library
- * within 30 s is let go, with exit status 1.  With MUTEX, the offset (hex)
+ * within 30 s, stepping or waiting in a step, is let go, with exit
+ * status 1.  With MUTEX, the offset (hex)
  * of a pthread_mutex_t in the library's image (nm(1) gives it), it is held
  * only where it also owns that mutex, as glibc's mutex records.
  *
@@ -46,12 +47,19 @@
 #define STEPS_MAX	4000
 #define FREE_US		3000
 
-static volatile sig_atomic_t let_go;
+static volatile sig_atomic_t let_go, late;
 
 static void on_usr1(int sig)
 {
 	(void)sig;
 	let_go = 1;
+}
+
+/* a step into a wait that nothing ends: waitpid() gives up (EINTR) */
+static void on_alrm(int sig)
+{
+	(void)sig;
+	late = 1;
 }
 
 struct range {
@@ -126,8 +134,12 @@ static bool inside(const struct range *r, int n, uint64_t ip)
 static bool stopped(pid_t tid, int *sig)
 {
 	int status;
+	pid_t ret;
 
-	if (waitpid(tid, &status, __WALL) != tid || !WIFSTOPPED(status))
+	do
+		ret = waitpid(tid, &status, __WALL);
+	while (ret < 0 && errno == EINTR && !late);
+	if (ret != tid || !WIFSTOPPED(status))
 		return false;
 	*sig = WSTOPSIG(status);
 	if (*sig == SIGTRAP || status >> 16)
@@ -137,7 +149,7 @@ static bool stopped(pid_t tid, int *sig)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct sigaction sa = { .sa_handler = on_usr1 }, al = { .sa_handler = on_alrm };
 	struct user_regs_struct regs;
 	struct range text[8];
 	uint64_t base = 0, mutex = 0;
@@ -163,8 +175,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGUSR1, &sa, NULL)) {
-		fprintf(stderr, "holdthread: cannot catch SIGUSR1: %s\n", strerror(errno));
+	sigemptyset(&al.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) || sigaction(SIGALRM, &al, NULL)) {
+		fprintf(stderr, "holdthread: cannot catch SIGUSR1 or SIGALRM: %s\n", strerror(errno));
 		return 1;
 	}
 	if (argc == 5) {
@@ -188,12 +201,13 @@ int main(int argc, char **argv)
 	if (!stopped(tid, &sig))
 		goto gone;
 	t0 = now();
+	alarm(REACH_S + 1);
 	for (;;) {
 		if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
 			goto gone;
 		if (inside(text, n, regs.rip) && (!mutex || owns(tid, mutex)))
 			break;
-		if (now() - t0 > REACH_S) {
+		if (now() - t0 > REACH_S || late) {
 			fprintf(stderr, "holdthread: thread %d did not reach %s in %d s (%lu steps, %u free runs)\n",
 				tid, argv[2], REACH_S, steps, runs);
 			goto out;
@@ -213,6 +227,7 @@ int main(int argc, char **argv)
 			goto gone;
 		steps++;
 	}
+	alarm(0);
 	printf("held %d at 0x%llx (%s+0x%llx)%s after %lu steps, %u free runs\n", tid,
 	       (unsigned long long)regs.rip, argv[2], (unsigned long long)(regs.rip - base),
 	       mutex ? ", owning the mutex" : "", steps, runs);
@@ -230,6 +245,12 @@ out:
 		fprintf(stderr, "holdthread: cannot let thread %d go: %s\n", tid, strerror(errno));
 	return ret;
 gone:
+	if (late) {
+		/* still running: it is let go as this process exits */
+		fprintf(stderr, "holdthread: thread %d did not reach %s in %d s: it waits (%lu steps, %u free runs)\n",
+			tid, argv[2], REACH_S, steps, runs);
+		return 1;
+	}
 	fprintf(stderr, "holdthread: thread %d is gone\n", tid);
 	return 1;
 }
