@@ -555,7 +555,9 @@ lu_pull_rts()
 # from the call on (the clients move data) and, in a ride with the library
 # (LU_RIDE_PRE, as lu_cli and lu_group_ride set it, not 0), each client's
 # library has logged LU_PULL_QPS (1) of its QPs protected (their twins
-# connected to the peer's), then LU_PULL_SETTLE (1 s) for the peer's side;
+# connected to the peer's), or the clients LU_PULL_PROTECTED in all, for
+# pairs of different QP counts, then LU_PULL_SETTLE (1 s) for the peer's
+# side;
 # 30 s at most (a pull before the twins are ready tests nothing: beside
 # the other lanes' guests, four preloaded pairs were protected 10 s after
 # their start, make check 2026-12-02).  TAG.ready: the ms waited.
@@ -563,7 +565,7 @@ lu_pull_ready()
 {
 	local t0=$EPOCHREALTIME p0 p want=0 tag
 
-	[ "${LU_RIDE_PRE:-0}" = 0 ] || want=$(($# * ${LU_PULL_QPS:-1}))
+	[ "${LU_RIDE_PRE:-0}" = 0 ] || want=${LU_PULL_PROTECTED:-$(($# * ${LU_PULL_QPS:-1}))}
 	lu_pkts rxe0 p0
 	while [ "$(lu_ms "$t0")" -lt 30000 ]; do
 		lu_pkts rxe0 p
@@ -1046,15 +1048,17 @@ lu_bg_start()
 # lu_stuck_watch TAG SECS GATE: once GATE exists (none: at once), if the
 # client of the pair TAG still runs SECS seconds later, 15 s before its
 # timeout kills it, both hosts' view of their RC QPs on rxe0 and rxe1
-# (rdma -d: states and PSNs) goes to TAG.stuck: which side of a stalled
-# pair sent what the other did not take (failover_srq's srq.1 stalled
-# after its failback, both libraries' counts agreeing, 2026-12-02).
-# lab-peer, not the test's peer shell, whose answers this would take.
+# (rdma -d: states and PSNs) goes to TAG.stuck, host 1's twice around
+# host 2's: a pair whose PSNs moved in between was slow, not stalled.
+# host 2 answers seconds later on a loaded lab, so its PSNs are not those
+# of host 1's moment (session 38 took such a difference for a stall of
+# failover_srq's srq.1, 2026-12-02).  lab-peer, not the test's peer
+# shell, whose answers this would take.
 lu_stuck_watch()
 {
 	local tag=$1 secs=$2 gate=$3 pid t0 cmd
 
-	cmd='for d in rxe0 rxe1; do rdma -d res show qp link $d/1 2>&1 | grep -A1 "type RC"; done'
+	cmd='for d in rxe0 rxe1; do rdma -d res show qp link $d/1 2>&1 | grep "type RC" || true; done'
 	pid=$(cat "$FT_TMP/$tag.cli.pid")
 	while [ -n "$gate" ] && [ ! -e "$gate" ]; do
 		kill -0 "$pid" 2> /dev/null || return 0
@@ -1066,8 +1070,10 @@ lu_stuck_watch()
 			{
 				echo "host 1, ${secs} s after the start:"
 				eval "$cmd"
-				echo "host 2:"
+				echo "host 2, $((SECONDS - t0)) s after it:"
 				timeout 12 lab-peer "$cmd" || echo "(no answer: $?)"
+				echo "host 1, $((SECONDS - t0)) s after it:"
+				eval "$cmd"
 			} > "$FT_TMP/$tag.stuck" 2>&1
 			return 0
 		fi
